@@ -1,0 +1,3 @@
+"""bench: a robustness benchmarking harness for sentence encoders."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,58 @@
+"""The ``bench`` command line. Subcommands live in ``bench/commands/<name>.py`` and are
+imported only when used; nothing here imports torch.
+
+Exit codes: 0 success, 2 bad usage or input (the message names the fix), 1 failure during work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+
+from bench.errors import BenchError
+
+# name -> (module, one-line help). Adding a command is one module plus one line here.
+COMMANDS = {
+    "ls": ("bench.commands.ls", "list models, suites or tasks"),
+    "run": ("bench.commands.run", "evaluate a model on a suite"),
+    "data": ("bench.commands.data", "check, verify or fetch benchmark data"),
+}
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bench", description="Robustness benchmarking for sentence encoders.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module, help_text) in COMMANDS.items():
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        if name == wanted:  # import only the command being run
+            importlib.import_module(module).add_arguments(cmd)
+            cmd.set_defaults(module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    if not getattr(args, "module", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(importlib.import_module(args.module).main(args) or 0)
+    except BenchError as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("bench: interrupted. Finished cells are saved; re-run the same command to continue.",
+              file=sys.stderr)
+        return 130
+    except Exception:  # a failure during work: show it whole
+        traceback.print_exc()
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,342 @@
+"""The data layer: which files each dataset has, their counts and sha256, where to fetch them.
+
+The data root is ``$BENCH_DATA_DIR`` in SentEval's ``downstream/`` layout (see
+``bench/data_files.tsv`` for every file with its reference byte count, line count and sha256).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.request
+import zipfile
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from bench.errors import BenchError, lookup
+
+SIMCSE_SENTEVAL_TAR = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/senteval.tar"
+SIMCSE_WIKI1M = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/wiki1m_for_simcse.txt"
+GITHUB_RAW = "https://raw.githubusercontent.com"
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    path: str  # relative to the data root
+    bytes: int
+    lines: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where online users get a dataset. ``url`` is an archive (tar/zip) or one file.
+
+    Archive members under ``strip`` are extracted into ``into`` (relative to the data root).
+    """
+
+    url: str
+    into: str
+    strip: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    root: str  # directory (or file) under the data root
+    description: str
+    sources: tuple[Source, ...] = ()
+    optional: bool = False  # absent offline; features fall back (e.g. wiki1m -> wiki sample)
+    convert: str = ""  # "module:function(data_root)" for sources that need re-packaging
+    files: tuple[FileSpec, ...] = field(default=(), compare=False)
+
+
+@lru_cache(maxsize=1)
+def _reference_files() -> tuple[FileSpec, ...]:
+    text = resources.files("bench").joinpath("data_files.tsv").read_text()
+    rows = csv.DictReader(io.StringIO(text), delimiter="\t")
+    return tuple(FileSpec(r["path"], int(r["bytes"]), int(r["newlines"]), r["sha256"]) for r in rows)
+
+
+def _senteval(name: str, sub: str, description: str) -> DatasetSpec:
+    return DatasetSpec(name, f"senteval/downstream/{sub}", description,
+                       (Source(SIMCSE_SENTEVAL_TAR, into="senteval", note="SimCSE's senteval.tar (SentEval data)"),))
+
+
+def _github_files(repo_path: str, into: str, names: list[str]) -> tuple[Source, ...]:
+    return tuple(Source(f"{GITHUB_RAW}/{repo_path}/{n}", into=f"{into}/{n}") for n in names)
+
+
+_DATASETS = [
+    _senteval("sts12", "STS/STS12-en-test", "SemEval STS 2012 test (5 subsets, 3108 pairs)"),
+    _senteval("sts13", "STS/STS13-en-test", "SemEval STS 2013 test without SMT (1500 pairs)"),
+    _senteval("sts14", "STS/STS14-en-test", "SemEval STS 2014 test (3750 pairs)"),
+    _senteval("sts15", "STS/STS15-en-test", "SemEval STS 2015 test (3000 scored pairs)"),
+    _senteval("sts16", "STS/STS16-en-test", "SemEval STS 2016 test (1186 scored pairs)"),
+    _senteval("stsb", "STS/STSBenchmark", "STS Benchmark 5749/1500/1379"),
+    _senteval("sick", "SICK", "SICK 4500/500/4927 (relatedness and entailment)"),
+    _senteval("mr", "MR", "Movie review polarity, 10662 sentences"),
+    _senteval("cr", "CR", "Customer reviews, 3775 sentences"),
+    _senteval("subj", "SUBJ", "Subjectivity, 10000 sentences"),
+    _senteval("mpqa", "MPQA", "MPQA opinion polarity, 10606 phrases"),
+    _senteval("sst2", "SST/binary", "SST-2: GLUE phrase train 67349, sentence dev 872 / test 1821"),
+    _senteval("sst5", "SST/fine", "SST-5 8544/1101/2210"),
+    _senteval("trec", "TREC", "TREC question types 5452/500"),
+    _senteval("mrpc", "MRPC", "MRPC 4076/1725 pairs (SentEval copy)"),
+    _senteval("snli", "SNLI", "SNLI dev/test in SentEval format (train absent offline)"),
+    DatasetSpec("anli", "anli", "Adversarial NLI v1.0 R1-R3 dev/test",
+                (Source("https://dl.fbaipublicfiles.com/anli/anli_v1.0.zip", into="anli", strip="anli_v1.0/"),)),
+    DatasetSpec("imdb", "imdb", "IMDB (aclImdb v1) 25000/25000 as jsonl {id,label,rating,text}",
+                (Source("https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz", into="imdb/raw"),),
+                convert="bench.data:convert_aclimdb"),
+    DatasetSpec("textfooler", "textfooler_attack_sets", "TextFooler's 1000-example attack sets",
+                _github_files("jind11/TextFooler/master/data", "textfooler_attack_sets",
+                              ["mr", "imdb", "yelp", "snli", "mnli", "mnli_matched", "mnli_mismatched", "ag"])),
+    DatasetSpec("counter-fitting", "counter-fitting", "Mrksic et al. 2016 constraints, vocabulary, SimLex-999",
+                _github_files("nmrksic/counter-fitting/master/linguistic_constraints", "counter-fitting",
+                              ["ppdb_synonyms.txt", "ppdb_antonyms.txt", "wordnet_antonyms.txt",
+                               "vocabulary.txt", "SimLex-999.txt"])),
+    DatasetSpec("glue-mrpc", "glue_mrpc", "MRPC in GLUE format (train 3668 / dev 408 / test 1725)",
+                (Source("https://dl.fbaipublicfiles.com/senteval/senteval_data/msr_paraphrase_train.txt",
+                        into="glue_mrpc/msr_paraphrase_train.txt",
+                        note="train/dev .tsv come from GLUE's download_glue_data.py"),)),
+    DatasetSpec("wiki-sample", "wiki/wiki1m_for_simcse.head11914.txt",
+                "First 11,914 lines of SimCSE's wiki1m (the offline training text)"),
+    DatasetSpec("wiki1m", "wiki/wiki1m_for_simcse.txt", "SimCSE's 1M Wikipedia sentences (about 120 MB)",
+                (Source(SIMCSE_WIKI1M, into="wiki/wiki1m_for_simcse.txt"),), optional=True),
+    DatasetSpec("sst2-sentences", "extras/SST2-sentence-level", "SST-2 sentence-level 6920/872/1821"),
+]
+
+
+def _with_files(spec: DatasetSpec) -> DatasetSpec:
+    files = tuple(f for f in _reference_files() if f.path == spec.root or f.path.startswith(spec.root + "/"))
+    return DatasetSpec(**{**spec.__dict__, "files": files})
+
+
+DATASETS: dict[str, DatasetSpec] = {d.name: _with_files(d) for d in _DATASETS}
+
+
+def get_dataset(name: str) -> DatasetSpec:
+    return lookup("dataset", DATASETS, name)
+
+
+def _how_to_get(spec: DatasetSpec) -> str:
+    fetch = f"`bench data fetch {spec.name}`" if spec.sources else "copying it from the benchmark bundle"
+    return (f"Get it with {fetch}, or point BENCH_DATA_DIR at a directory that has `{spec.root}` "
+            f"(the SentEval downstream layout; see README 'Data').")
+
+
+def file_problem(data_root: Path, f: FileSpec, deep: bool = False) -> str | None:
+    """None if the file is present and intact, else what is wrong with it."""
+    path = data_root / f.path
+    if not path.is_file():
+        return "missing"
+    size = path.stat().st_size
+    if size != f.bytes:
+        return f"has {size} bytes, expected {f.bytes} (truncated or corrupt)"
+    if deep:
+        digest, lines = hashlib.sha256(), 0
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+                lines += block.count(b"\n")
+        if lines != f.lines:
+            return f"has {lines} lines, expected {f.lines}"
+        if digest.hexdigest() != f.sha256:
+            return f"sha256 {digest.hexdigest()[:12]}… differs from the reference {f.sha256[:12]}…"
+    return None
+
+
+def problems(data_root: Path, name: str, deep: bool = False) -> list[tuple[str, str]]:
+    spec = get_dataset(name)
+    if not spec.files:  # optional datasets with no reference hash: presence only
+        return [] if (data_root / spec.root).exists() else [(spec.root, "missing")]
+    return [(f.path, p) for f in spec.files if (p := file_problem(data_root, f, deep))]
+
+
+def require(data_root: Path, name: str) -> Path:
+    """The dataset's directory, after a cheap presence and size check; BenchError naming the fix."""
+    spec = get_dataset(name)
+    bad = problems(data_root, name, deep=False)
+    if bad:
+        path, what = bad[0]
+        more = f" (and {len(bad) - 1} more files)" if len(bad) > 1 else ""
+        raise BenchError(f"Data file {data_root / path} {what}{more}. {_how_to_get(spec)}")
+    return data_root / spec.root
+
+
+def available(data_root: Path, name: str) -> bool:
+    return not problems(data_root, name, deep=False)
+
+
+# --- fetching (for online users; tested against a loopback HTTP server) ---------------------
+
+def _download(url: str, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(dest.suffix + ".part")
+    try:
+        with urllib.request.urlopen(url, timeout=60) as resp, tmp.open("wb") as out:
+            shutil.copyfileobj(resp, out)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise BenchError(f"Could not download {url} ({exc}). Check the network, or place the files "
+                         f"by hand under BENCH_DATA_DIR.") from exc
+    tmp.replace(dest)
+
+
+def _safe_member(name: str, strip: str) -> str | None:
+    if strip and not name.startswith(strip):
+        return None
+    rel = name[len(strip):]
+    if not rel or rel.startswith("/") or ".." in Path(rel).parts:
+        return None
+    return rel
+
+
+def _extract(archive: Path, target: Path, strip: str) -> None:
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                rel = _safe_member(info.filename, strip)
+                if rel and not info.is_dir():
+                    out = target / rel
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    out.write_bytes(zf.read(info))
+        return
+    with tarfile.open(archive) as tf:
+        for member in tf.getmembers():
+            rel = _safe_member(member.name, strip)
+            if rel and member.isfile():
+                out = target / rel
+                out.parent.mkdir(parents=True, exist_ok=True)
+                with tf.extractfile(member) as src, out.open("wb") as dst:
+                    shutil.copyfileobj(src, dst)
+
+
+def _is_archive(path: Path) -> bool:
+    return zipfile.is_zipfile(path) or tarfile.is_tarfile(path)
+
+
+def fetch(data_root: Path, name: str, cache_dir: Path) -> list[tuple[str, str]]:
+    """Download and unpack a dataset, then verify it. Returns remaining problems."""
+    spec = get_dataset(name)
+    if not spec.sources:
+        raise BenchError(f"Dataset '{name}' has no public download; {_how_to_get(spec)}")
+    for src in spec.sources:
+        cached = cache_dir / "downloads" / hashlib.sha256(src.url.encode()).hexdigest()[:16]
+        if not cached.exists():
+            _download(src.url, cached)
+        if _is_archive(cached):
+            _extract(cached, data_root / src.into, src.strip)
+        else:
+            dest = data_root / src.into
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(cached, dest)
+    if spec.convert:
+        module, _, func = spec.convert.partition(":")
+        getattr(__import__(module, fromlist=[func]), func)(data_root)
+    return problems(data_root, name, deep=True)
+
+
+def convert_aclimdb(data_root: Path) -> None:
+    """aclImdb/{train,test}/{pos,neg}/<id>_<rating>.txt -> imdb/{train,test}.jsonl (our layout)."""
+    raw = data_root / "imdb" / "raw" / "aclImdb"
+    for split in ("train", "test"):
+        rows = []
+        for label, polarity in ((1, "pos"), (0, "neg")):
+            for path in sorted((raw / split / polarity).glob("*.txt"), key=lambda p: int(p.stem.split("_")[0])):
+                idx, rating = path.stem.split("_")
+                rows.append({"id": f"{polarity}_{idx}", "label": label, "rating": int(rating),
+                             "text": path.read_text(encoding="utf-8")})
+        atomic_write_text(data_root / "imdb" / f"{split}.jsonl",
+                          "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write to a temporary file in the same directory, then rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
+                                     delete=False, encoding="utf-8") as tmp:
+        tmp.write(text)
+        tmp.flush()
+        os.fsync(tmp.fileno())
+    Path(tmp.name).replace(path)
+
+
+# --- readers ------------------------------------------------------------------------------
+
+@dataclass
+class PairSet:
+    """Scored sentence pairs, grouped in subsets (STS12-16 have several; STS-B and SICK one)."""
+
+    subsets: dict[str, tuple[list[str], list[str], list[float]]]
+
+    def all_pairs(self) -> tuple[list[str], list[str], list[float]]:
+        a, b, y = [], [], []
+        for s1, s2, gold in self.subsets.values():
+            a += s1
+            b += s2
+            y += gold
+        return a, b, y
+
+    def limit(self, n: int | None) -> "PairSet":
+        if not n:
+            return self
+        out, left = {}, n
+        for name, (s1, s2, gold) in self.subsets.items():
+            if left <= 0:
+                break
+            out[name] = (s1[:left], s2[:left], gold[:left])
+            left -= len(out[name][0])
+        return PairSet(out)
+
+
+def _norm(text: str) -> str:
+    # SentEval splits on whitespace and the batcher joins with one space.
+    return " ".join(text.split())
+
+
+def read_semeval_sts(directory: Path, subsets: tuple[str, ...]) -> PairSet:
+    """STS12-16: STS.input.<subset>.txt (first two columns) + STS.gs.<subset>.txt; unscored pairs dropped."""
+    out = {}
+    for subset in subsets:
+        lines = (directory / f"STS.input.{subset}.txt").read_text(encoding="utf-8").splitlines()
+        gold = (directory / f"STS.gs.{subset}.txt").read_text(encoding="utf-8").splitlines()
+        if len(lines) != len(gold):
+            raise BenchError(f"{directory}/STS.input.{subset}.txt has {len(lines)} lines but its gold file "
+                             f"has {len(gold)}; the data are corrupt. Re-fetch with `bench data fetch`.")
+        kept = [(ln.split("\t"), g) for ln, g in zip(lines, gold) if g.strip()]
+        out[subset] = ([_norm(c[0]) for c, _ in kept], [_norm(c[1]) for c, _ in kept],
+                       [float(g) for _, g in kept])
+    return PairSet(out)
+
+
+def read_stsb(directory: Path, split: str) -> PairSet:
+    """STS-B csv (tab separated): genre, file, year, id, score, s1, s2[, notes]."""
+    s1, s2, gold = [], [], []
+    for line in (directory / f"sts-{split}.csv").read_text(encoding="utf-8").splitlines():
+        cols = line.split("\t")
+        s1.append(_norm(cols[5]))
+        s2.append(_norm(cols[6]))
+        gold.append(float(cols[4]))
+    return PairSet({split: (s1, s2, gold)})
+
+
+SICK_FILES = {"train": "SICK_train.txt", "dev": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
+
+
+def read_sick(directory: Path, split: str) -> PairSet:
+    """SICK with a header row: pair_ID, sentence_A, sentence_B, relatedness_score, entailment_judgment."""
+    rows = (directory / SICK_FILES[split]).read_text(encoding="utf-8").splitlines()[1:]
+    cols = [r.split("\t") for r in rows if r.strip()]
+    return PairSet({split: ([_norm(c[1]) for c in cols], [_norm(c[2]) for c in cols],
+                            [float(c[3]) for c in cols])})

@@ -1,0 +1,194 @@
+"""The encoder: ModelSpec -> ``encode(list[str]) -> np.ndarray`` (SentEval's contract).
+
+Nothing else in the project runs the Hugging Face model for inference. Training and
+attack victims take the underlying module from ``Encoder.model``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from bench.errors import BenchError
+from bench.poolers import NEEDS_HIDDEN_STATES, POOLERS
+from bench.registry import ModelSpec
+
+
+class CheckpointMissing(BenchError):
+    """A trained model whose checkpoint is not on disk yet (``bench train`` makes it)."""
+
+    def __init__(self, spec: ModelSpec, path: Path):
+        super().__init__(
+            f"Model '{spec.name}' has no checkpoint at {path}. Train it with "
+            f"`bench train --method {spec.method} --backbone {spec.base} --profile {spec.profile}`."
+        )
+        self.spec, self.path = spec, path
+
+
+def resolve_backbone(spec: ModelSpec, models_dir: Path | None = None) -> str:
+    """A local directory or Hugging Face id to load weights from."""
+    if spec.is_trained:
+        if models_dir is None:
+            raise ValueError("trained models need the models directory")
+        path = spec.checkpoint_dir(models_dir)
+        if not (path / "config.json").exists():
+            raise CheckpointMissing(spec, path)
+        return str(path)
+    module, sep, attr = spec.backbone.partition(":")
+    if sep and "/" not in module:
+        try:
+            provider = getattr(importlib.import_module(module), attr)
+        except ImportError as exc:
+            raise BenchError(
+                f"Backbone provider '{spec.backbone}' for model '{spec.name}' is not installed ({exc}). "
+                f"Fix: pip install {module.replace('_', '-')}"
+            ) from exc
+        return str(provider())
+    return spec.backbone
+
+
+def pick_device(device: str = "auto") -> str:
+    import torch
+
+    if device != "auto":
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise BenchError("--device cuda was asked for but no CUDA device is visible; use --device cpu")
+        return device
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def autocast_dtype(device: str):
+    """Mixed precision on CUDA (bf16 where supported, else fp16); full precision elsewhere."""
+    import torch
+
+    if not device.startswith("cuda"):
+        return None
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def load_hf(name_or_path: str, spec_name: str = ""):
+    """(model, tokenizer) from a directory or a Hub id, with an actionable error offline."""
+    from transformers import AutoModel, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+        model = AutoModel.from_pretrained(name_or_path, use_safetensors=None)
+    except OSError as exc:
+        owner = f" for model '{spec_name}'" if spec_name else ""
+        raise BenchError(
+            f"Backbone '{name_or_path}'{owner} could not be loaded: it is neither a local directory nor "
+            f"reachable on the Hugging Face Hub (offline?). Fix: run once with internet access so it is "
+            f"cached in $HF_HOME, or register the model with a local directory as its backbone. "
+            f"Offline, use the default model 'minilm'. ({type(exc).__name__}: {str(exc).splitlines()[0]})"
+        ) from exc
+    return model, tokenizer
+
+
+def state_dict_sha256(model) -> str:
+    """sha256 over the weights (names, shapes, dtypes and bytes) in a stable order."""
+    import torch
+
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().to("cpu").contiguous()
+        digest.update(f"{name}:{tuple(t.shape)}:{t.dtype}".encode())
+        digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return digest.hexdigest()
+
+
+class Encoder:
+    """Wraps a Hugging Face encoder and a pooler behind ``encode``.
+
+    Each unique sentence is encoded once per Encoder (the cache lives as long as the run);
+    inputs are sorted by token length and padded per batch.
+    """
+
+    def __init__(self, model, tokenizer, pooler: str = "cls", max_len: int = 512,
+                 device: str = "cpu", batch_size: int = 64, name: str = "encoder"):
+        import torch
+
+        if pooler not in POOLERS:
+            raise BenchError(f"Unknown pooler '{pooler}'. Choose one of: {', '.join(POOLERS)}")
+        self.name, self.pooler, self.max_len, self.batch_size = name, pooler, max_len, batch_size
+        self.device = device
+        self.model = model.to(device).eval()
+        self.tokenizer = tokenizer
+        # We pad pre-tokenized ids on purpose (tokenize once, sort by length); silence the hint.
+        getattr(tokenizer, "deprecation_warnings", {})["Asking-to-pad-a-fast-tokenizer"] = True
+        self.amp_dtype = autocast_dtype(device)
+        self.dtype = str(self.amp_dtype or next(model.parameters()).dtype).replace("torch.", "")
+        self._pool: Callable = POOLERS[pooler]
+        self._hidden = pooler in NEEDS_HIDDEN_STATES
+        self._cache: dict[str, np.ndarray] = {}
+        self._sha: str | None = None
+        self.stats = {"encoded": 0, "cache_hits": 0}
+        self._torch = torch
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec, models_dir: Path | None = None, device: str = "auto",
+                  batch_size: int = 64) -> "Encoder":
+        model, tokenizer = load_hf(resolve_backbone(spec, models_dir), spec.name)
+        return cls(model, tokenizer, pooler=spec.pooler, max_len=spec.max_len,
+                   device=pick_device(device), batch_size=batch_size, name=spec.name)
+
+    @property
+    def weights_sha256(self) -> str:
+        if self._sha is None:
+            self._sha = state_dict_sha256(self.model)
+        return self._sha
+
+    def forget(self) -> None:
+        """Drop cached embeddings and the weights hash (call after the weights change)."""
+        self._cache.clear()
+        self._sha = None
+
+    def embed_batch(self, sentences: list[str]):
+        """Differentiable pooled embeddings for one batch (no cache, no sorting): for training."""
+        enc = self.tokenizer(sentences, padding=True, truncation=True, max_length=self.max_len,
+                             return_tensors="pt").to(self.device)
+        out = self.model(**enc, output_hidden_states=self._hidden)
+        return self._pool(out, enc["attention_mask"])
+
+    def encode(self, sentences: Iterable[str], batch_size: int | None = None) -> np.ndarray:
+        sentences = list(sentences)
+        todo = list(dict.fromkeys(s for s in sentences if s not in self._cache))
+        self.stats["cache_hits"] += len(sentences) - len(todo)
+        if todo:
+            self._encode_new(todo, batch_size or self.batch_size)
+        if not sentences:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._cache[s] for s in sentences])
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    def _encode_new(self, todo: list[str], batch_size: int) -> None:
+        torch = self._torch
+        ids = self.tokenizer(todo, truncation=True, max_length=self.max_len)["input_ids"]
+        order = sorted(range(len(todo)), key=lambda i: len(ids[i]))
+        with torch.inference_mode(), torch.autocast(
+            device_type=self.device.split(":")[0], dtype=self.amp_dtype or torch.float32,
+            enabled=self.amp_dtype is not None,
+        ):
+            for start in range(0, len(order), batch_size):
+                chunk = order[start:start + batch_size]
+                batch = self.tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, return_tensors="pt")
+                batch = {k: v.to(self.device) for k, v in batch.items()}
+                out = self.model(**batch, output_hidden_states=self._hidden)
+                vecs = self._pool(out, batch["attention_mask"]).float().cpu().numpy()
+                for i, vec in zip(chunk, vecs):
+                    self._cache[todo[i]] = vec
+        self.stats["encoded"] += len(todo)
+
+    # SentEval adapter: batches arrive as lists of tokens.
+    def batcher(self, params, batch: list[list[str]]) -> np.ndarray:
+        return self.encode([" ".join(tokens) if not isinstance(tokens, str) else tokens for tokens in batch])

