@@ -39,6 +39,7 @@ class Result:
     metric: str
     aggregation: str
     value: float | None
+    attack: str = ""  # attack recipe for adversarial/AdvSTS rows, else ""
     n: int | None = None
     seed: int | None = None
     paper_value: float | None = None
@@ -164,7 +165,7 @@ class ResultStore:
     def write_leaderboard(self, name: str = "leaderboard.csv", rows: list[dict] | None = None) -> Path:
         rows = self.rows() if rows is None else rows
         rows = sorted(rows, key=lambda r: (r["model"], r["suite"], r["task"], r["metric"],
-                                           r["aggregation"], r.get("seed") or 0, r.get("created_at", "")))
+                                           r["aggregation"], r.get("attack", ""), r.get("seed") or 0, r.get("created_at", "")))
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
