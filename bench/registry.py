@@ -54,6 +54,21 @@ def get_model(name: str) -> ModelSpec:
     return lookup("model", MODELS, name)
 
 
+def trained(name: str, method: str, base: str, profile: str = "smoke", recipe: dict | None = None,
+            pooler: str | None = None, **fields) -> ModelSpec:
+    """Declare a model that `bench train` makes: method + base registry model + profile (+ recipe).
+
+    The trained model pools as its base does, except that [CLS] through the pretrained pooler
+    (``cls``) becomes ``cls_before_pooler``: contrastive methods train their own MLP over the raw
+    [CLS] and drop it at evaluation (unsupervised SimCSE's setting). ``recipe`` overrides method
+    hyper-parameters and trainer settings (bench/train.py TrainConfig fields) by name.
+    """
+    base_spec = MODELS[base]
+    pooler = pooler or ("cls_before_pooler" if base_spec.pooler == "cls" else base_spec.pooler)
+    return register(ModelSpec(name=name, backbone=base_spec.backbone, pooler=pooler, max_len=base_spec.max_len,
+                              method=method, base=base, profile=profile, recipe=dict(recipe or {}), **fields))
+
+
 SIMCSE_CITE = "Gao, Yao, Chen. SimCSE: Simple Contrastive Learning of Sentence Embeddings. EMNLP 2021."
 STS_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 
@@ -92,3 +107,26 @@ register(ModelSpec(
     description="Released supervised SimCSE BERT-base checkpoint",
     paper={"sts/avg": 81.57}, paper_ref="SimCSE Table 5",
 ))
+register(ModelSpec(
+    name="roberta-base-cls", backbone="roberta-base", pooler="cls", max_len=512,
+    description="RoBERTa-base, <s> through the pretrained pooler", citation="Liu et al. 2019.",
+))
+
+# --- trained by `bench train` (bench/train.py + bench/methods/<method>.py) -------------------
+ROBUSTEMBED_CITE = "Rafiei Asl et al. RobustEmbed: Robust Sentence Embeddings Using Self-Supervised Contrastive Pre-Training. EMNLP Findings 2023."
+ROBUSTEMBED_REF = "RobustEmbed Table 1"
+trained("simcse-minilm", "simcse", "minilm", "smoke", citation=SIMCSE_CITE,
+        description="Unsupervised SimCSE, smoke profile (offline, CPU) from all-MiniLM-L6-v2")
+trained("robustembed-minilm", "robustembed", "minilm", "smoke", citation=ROBUSTEMBED_CITE,
+        description="RobustEmbed, smoke profile (offline, CPU) from all-MiniLM-L6-v2")
+trained("simcse-bert-retrained", "simcse", "bert-base-cls", "paper", citation=SIMCSE_CITE,
+        description="Unsupervised SimCSE retrained here from bert-base-uncased (paper profile); "
+                    "`simcse-bert` is the released checkpoint",
+        paper=_sts_paper((68.40, 82.41, 74.38, 80.91, 78.56, 76.85, 72.23), 76.25), paper_ref="SimCSE Table 5")
+trained("robustembed-bert", "robustembed", "bert-base-cls", "paper", citation=ROBUSTEMBED_CITE,
+        description="RobustEmbed from bert-base-uncased (paper profile)",
+        paper=_sts_paper((70.52, 82.13, 73.56, 82.38, 77.72, 82.97, 73.24), 77.51), paper_ref=ROBUSTEMBED_REF)
+# SimCSE's RoBERTa-base learning rate (Table D.1); the RobustEmbed paper gives none.
+trained("robustembed-roberta", "robustembed", "roberta-base-cls", "paper", recipe={"lr": 1e-5},
+        citation=ROBUSTEMBED_CITE, description="RobustEmbed from roberta-base (paper profile)",
+        paper=_sts_paper((69.71, 81.77, 73.34, 81.98, 79.74, 83.70, 71.10), 77.33), paper_ref=ROBUSTEMBED_REF)

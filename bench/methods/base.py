@@ -1,0 +1,198 @@
+"""The training-method plug-in: one file per method, the trainer (``bench/train.py``) owns the loop.
+
+A method module defines ``METHOD``, a :class:`Method` subclass with a ``Config`` dataclass (paper
+defaults, each field with its equation/table reference). The trainer:
+
+1. builds ``Method(config, model, pooler)``; ``build()`` returns the extra modules (MLP pooler,
+   momentum encoders, adversaries, ...), which are trained, checkpointed and resumed with the encoder;
+2. makes one AdamW optimiser from ``param_groups(lr, weight_decay)`` (a group may set its own
+   ``lr``, and ``maximize=True`` for gradient ASCENT, e.g. AdCSE's adversaries) and one linear
+   schedule over all groups;
+3. each step calls ``loss(batch, step) -> (loss, logs)`` (batch: tokenised tensors on the device:
+   ``input_ids``, ``attention_mask`` [, ``token_type_ids``]), back-propagates, clips, steps, then
+   ``after_step(step)`` (EMA / momentum updates, queue pushes, ...);
+4. saves ``export_model()`` (the HF module that is evaluated; a momentum method may return its
+   momentum encoder) and, for resume, the state of every module plus ``state_dict()`` (extra tensors
+   such as queues: plain tensors only, they go to safetensors).
+
+``Method.training`` maps a profile (``smoke``/``paper``) to trainer settings the method's paper fixes
+(epochs, lr, eval interval); the registry recipe and the command line override those.
+
+A complete method file, for example::
+
+    from dataclasses import dataclass
+    from bench.methods.base import Method, MethodConfig, info_nce
+
+    @dataclass
+    class Config(MethodConfig):
+        temperature: float = 0.05  # Eq. 1: τ
+
+    class Mine(Method):
+        name = "mine"
+        Config = Config
+        citation = "Me et al. 2024"
+
+        def loss(self, batch, step):
+            z1, z2 = self.embed(batch, views=2)           # two dropout views, one forward pass
+            loss = info_nce(self.project(z1), [self.project(z2)], self.cfg.temperature)
+            return loss, {"loss": loss.item()}
+
+    METHOD = Mine
+
+and one line in ``bench/methods/__init__.py``: ``"mine": "bench.methods.mine"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from bench.errors import BenchError
+from bench.poolers import NEEDS_HIDDEN_STATES, POOLERS
+
+
+@dataclass
+class MethodConfig:
+    """Fields every contrastive method shares. Subclasses add theirs, each with its paper reference."""
+
+    temperature: float = 0.05  # SimCSE Eq. 1: τ = 0.05
+    mlp: bool = True  # SimCSE: MLP over the pooled vector in training only ("mlp_only_train")
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "MethodConfig":
+        """A config from overrides; strings (from ``--set k=v``) are converted to the field's type."""
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise BenchError(f"Unknown hyper-parameter(s) {', '.join(unknown)} for this method. "
+                             f"Known: {', '.join(sorted(known))}.")
+        defaults = cls()
+        return cls(**{k: _coerce(v, getattr(defaults, k), k) for k, v in values.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _coerce(value, default, name):
+    if not isinstance(value, str) or isinstance(default, str) or default is None:
+        return value
+    try:
+        if isinstance(default, bool):
+            if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(value)
+            return value.lower() in ("true", "1", "yes")
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float):
+            return float(value.split("/")[0]) / float(value.split("/")[1]) if "/" in value else float(value)
+    except ValueError:
+        raise BenchError(f"Hyper-parameter {name}={value!r}: expected a {type(default).__name__}") from None
+    return value
+
+
+class MLPPooler(nn.Module):
+    """SimCSE's training-time MLP (dense + tanh) over the pooled sentence vector."""
+
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.dense = nn.Linear(hidden, hidden)
+        self.activation = nn.Tanh()
+
+    def forward(self, x):
+        return self.activation(self.dense(x))
+
+
+def info_nce(anchor, positives: list, temperature: float, negatives: list = ()):
+    """Eq. 2 of RobustEmbed / SimCSE's InfoNCE, with one or more positives per anchor.
+
+    For anchor i the positives are ``p[i]`` of every tensor in ``positives``; every other row of
+    ``positives`` and every row of ``negatives`` is a negative. Loss = mean over i of
+    ``-log(sum_pos exp(sim/τ) / sum_all exp(sim/τ))``; with one positive tensor this is exactly
+    SimCSE's cross-entropy over the in-batch similarity matrix.
+    """
+    n = anchor.shape[0]
+    candidates = torch.cat([*positives, *negatives], dim=0)
+    logits = nn.functional.normalize(anchor.float(), dim=-1) @ nn.functional.normalize(candidates.float(), dim=-1).T
+    logits = logits / temperature
+    if len(positives) == 1:
+        return nn.functional.cross_entropy(logits, torch.arange(n, device=anchor.device))
+    pos_index = torch.arange(n, device=anchor.device)[:, None] + n * torch.arange(len(positives), device=anchor.device)
+    pos_logits = logits.gather(1, pos_index)
+    return (torch.logsumexp(logits, 1) - torch.logsumexp(pos_logits, 1)).mean()
+
+
+def embedding_module(model) -> nn.Module:
+    """The module whose output is the token-embedding sequence (word + position + type, LayerNorm, dropout)."""
+    module = getattr(model, "embeddings", None)
+    if module is None:
+        raise BenchError(f"{type(model).__name__} has no `embeddings` module; embedding-space methods need a "
+                         f"BERT-style encoder (BERT, RoBERTa, MiniLM, ...).")
+    return module
+
+
+class Method:
+    """Base class. Subclasses set ``name``, ``Config``, ``citation`` and implement ``loss``."""
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type[MethodConfig]] = MethodConfig
+    citation: ClassVar[str] = ""
+    # profile -> trainer settings fixed by the method's paper (e.g. {"paper": {"epochs": 2}})
+    training: ClassVar[dict[str, dict[str, Any]]] = {}
+    # open choices made where the paper is silent: name -> reason (copied into the model card)
+    open_choices: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, cfg: MethodConfig, model, pooler: str = "cls_before_pooler"):
+        if pooler not in POOLERS:
+            raise BenchError(f"Unknown pooler '{pooler}'. Choose one of: {', '.join(POOLERS)}")
+        self.cfg, self.model, self.pooler = cfg, model, pooler
+        self.hidden_size = int(model.config.hidden_size)
+        self._pool = POOLERS[pooler]
+        self._needs_hidden = pooler in NEEDS_HIDDEN_STATES
+        self.modules = nn.ModuleDict(self.build())
+
+    # --- what subclasses override ------------------------------------------------------------
+    def build(self) -> dict[str, nn.Module]:
+        """Extra trainable modules, by name (saved and resumed with the encoder)."""
+        return {"mlp": MLPPooler(self.hidden_size)} if self.cfg.mlp else {}
+
+    def loss(self, batch: dict, step: int):
+        """(scalar loss tensor, {name: float} to log) for one batch."""
+        raise NotImplementedError
+
+    def after_step(self, step: int) -> None:
+        """Called after each optimiser step (momentum/EMA updates and the like)."""
+
+    def param_groups(self, lr: float, weight_decay: float) -> list[dict]:
+        """Optimiser groups. Keys beyond ``params`` are AdamW options (``lr``, ``maximize``, ...)."""
+        params = [p for p in (*self.model.parameters(), *self.modules.parameters()) if p.requires_grad]
+        return [{"params": params, "lr": lr, "weight_decay": weight_decay}]
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Extra state that is not in a module (queues, counters as tensors), for resume."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        if state:
+            raise ValueError(f"method {self.name} has no extra state but got {sorted(state)}")
+
+    def export_model(self):
+        """The Hugging Face module that is saved and evaluated."""
+        return self.model
+
+    # --- helpers for subclasses ----------------------------------------------------------------
+    def embed(self, batch: dict, views: int = 1, model=None):
+        """Pooled sentence vectors of ``views`` dropout views of the batch, from ONE forward pass over
+        the batch repeated ``views`` times (as SimCSE does); returns a tuple of ``views`` [B, H] tensors."""
+        model = model or self.model
+        n = batch["input_ids"].shape[0]
+        inputs = {k: v.repeat(views, *([1] * (v.dim() - 1))) for k, v in batch.items()} if views > 1 else batch
+        out = model(**inputs, output_hidden_states=self._needs_hidden)
+        return self._pool(out, inputs["attention_mask"]).split(n, dim=0)
+
+    def project(self, z):
+        """The training-time MLP when the method has one, else identity."""
+        return self.modules["mlp"](z) if "mlp" in self.modules else z
