@@ -262,14 +262,19 @@ def convert_aclimdb(data_root: Path) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write to a temporary file in the same directory, then rename: readers never see half a file."""
+    """Write to a temporary file in the same directory, then rename: readers never see half a file,
+    and a failure mid-write leaves the previous version in place."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
-                                     delete=False, encoding="utf-8") as tmp:
-        tmp.write(text)
-        tmp.flush()
-        os.fsync(tmp.fileno())
-    Path(tmp.name).replace(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 # --- readers ------------------------------------------------------------------------------

@@ -1,0 +1,46 @@
+import csv
+import json
+
+import pytest
+
+from bench.store import CellKey, Result, ResultStore
+
+
+def _row(value):
+    return Result(model="m", suite="sts", task="stsb", split="test", metric="spearman", aggregation="all",
+                  value=value, n=3, seed=0)
+
+
+KEY = CellKey("m", "ab" * 32, "sts", "stsb", 0, "c" * 16)
+
+
+def test_exception_mid_write_keeps_previous_file(tmp_path, monkeypatch):
+    store = ResultStore(tmp_path)
+    path = store.write(KEY, [_row(80.0)], {"a": 1})
+    before = path.read_text()
+
+    def die(fd):
+        raise KeyboardInterrupt  # Ctrl-C after the bytes are written, before the rename
+
+    monkeypatch.setattr("bench.data.os.fsync", die)
+    with pytest.raises(KeyboardInterrupt):
+        store.write(KEY, [_row(10.0)], {"a": 1})
+    assert path.read_text() == before
+    assert json.loads(before)["results"][0]["value"] == 80.0
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left behind
+
+
+def test_nan_is_stored_as_empty_field(tmp_path):
+    store = ResultStore(tmp_path)
+    store.write(KEY, [_row(float("nan"))], {})
+    board = store.write_leaderboard()
+    rows = list(csv.DictReader(board.open()))
+    assert rows[0]["value"] == ""
+    assert "nan" not in board.read_text().lower()
+
+
+def test_leaderboard_is_derived_from_cells(tmp_path):
+    store = ResultStore(tmp_path)
+    store.write(KEY, [_row(81.5)], {})
+    rows = list(csv.DictReader(store.write_leaderboard().open()))
+    assert float(rows[0]["value"]) == 81.5 and rows[0]["model"] == "m"
