@@ -1,0 +1,320 @@
+"""Fine-tune a registered encoder end to end with a linear head on its pooled embedding.
+
+Used for attack victims (adversarial suite) and the ANLI classifier. Inputs are single texts or
+(a, b) pairs (the tokenizer's pair encoding, so the pair is read jointly as one sequence). The
+pooled vector is the model's own pooler (``bench/poolers.py``), so the victim is "this encoder
+plus a linear layer", not a different architecture.
+
+A trained classifier is cached under ``$BENCH_HOME/victims/<model>/<task>/seed<seed>/`` as
+``model.safetensors`` plus ``card.json`` (base model and its weights sha256, task, seed, training
+data and counts, hyper-parameters, clean dev accuracy). ``load_or_finetune`` reuses it when the
+card matches the request and trains (then overwrites) otherwise.
+
+Usage::
+
+    victim = load_or_finetune(encoder, paths, task="mr", num_labels=2,
+                              train=[Labelled(texts, labels, "mr:train")],
+                              dev=Labelled(dev_texts, dev_labels, "mr:dev"),
+                              config=FinetuneConfig(seed=0, max_examples=2000))
+    logits = victim.predict_logits(texts)  # np.ndarray (n, num_labels)
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence, Union
+
+import numpy as np
+import torch
+from torch import nn
+
+from bench.data import atomic_write_text
+from bench.encoder import autocast_dtype
+from bench.errors import BenchError
+from bench.poolers import NEEDS_HIDDEN_STATES, POOLERS
+
+Text = Union[str, tuple[str, str]]
+CARD = "card.json"
+WEIGHTS = "model.safetensors"
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """Hyper-parameters; every field enters the card, so a changed field retrains."""
+
+    seed: int = 0
+    lr: float = 2e-5  # BERT fine-tuning default (Devlin et al. 2019 grid: 2e-5..5e-5)
+    head_lr: float = 1e-3  # the fresh linear head learns faster than the pretrained body
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    batch_size: int = 32
+    epochs: int = 1
+    max_len: int = 128
+    max_examples: int | None = None  # CPU smoke cap on training examples (after mixing), recorded
+    dropout: float = 0.1
+    grad_clip: float = 1.0
+
+
+@dataclass
+class Labelled:
+    """Inputs (texts or (a, b) pairs) with integer labels, and where they came from."""
+
+    inputs: list
+    labels: list[int]
+    source: str = ""
+
+    def __post_init__(self):
+        if len(self.inputs) != len(self.labels):
+            raise BenchError(f"{self.source or 'training data'}: {len(self.inputs)} inputs but "
+                             f"{len(self.labels)} labels; the data are corrupt.")
+
+
+class Classifier(nn.Module):
+    """backbone -> pooler -> dropout -> linear(num_labels)."""
+
+    def __init__(self, backbone, pooler: str, num_labels: int, dropout: float = 0.1):
+        super().__init__()
+        if pooler not in POOLERS:
+            raise BenchError(f"Unknown pooler '{pooler}'. Choose one of: {', '.join(POOLERS)}")
+        self.backbone = backbone
+        self.pooler = pooler
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(int(backbone.config.hidden_size), num_labels)
+
+    def forward(self, **batch):
+        out = self.backbone(**batch, output_hidden_states=self.pooler in NEEDS_HIDDEN_STATES)
+        return self.head(self.dropout(POOLERS[self.pooler](out, batch["attention_mask"])))
+
+
+def _is_pair(x) -> bool:
+    return isinstance(x, (tuple, list)) and len(x) == 2
+
+
+def tokenize(tokenizer, inputs: Sequence[Text], max_len: int) -> list[dict]:
+    """Per-example token dicts (unpadded). Pairs use the tokenizer's pair encoding."""
+    if not inputs:
+        return []
+    if _is_pair(inputs[0]):
+        enc = tokenizer([a for a, _ in inputs], [b for _, b in inputs], truncation=True, max_length=max_len)
+    else:
+        enc = tokenizer(list(inputs), truncation=True, max_length=max_len)
+    keys = list(enc.keys())
+    return [{k: enc[k][i] for k in keys} for i in range(len(inputs))]
+
+
+class FinetunedClassifier:
+    """A trained ``Classifier`` with its tokenizer; ``predict_logits`` is the victim's interface."""
+
+    def __init__(self, model: Classifier, tokenizer, max_len: int, device: str = "cpu",
+                 batch_size: int = 64, card: dict | None = None):
+        self.model = model.to(device).eval()
+        self.tokenizer = tokenizer
+        self.max_len, self.device, self.batch_size = max_len, device, batch_size
+        self.card = card or {}
+        self.amp_dtype = autocast_dtype(device)
+        self.queries = 0  # examples scored; attacks report it
+
+    @property
+    def num_labels(self) -> int:
+        return self.model.head.out_features
+
+    def _batches(self, feats: list[dict], batch_size: int):
+        order = sorted(range(len(feats)), key=lambda i: len(feats[i]["input_ids"]))
+        for start in range(0, len(order), batch_size):
+            chunk = order[start:start + batch_size]
+            batch = self.tokenizer.pad([feats[i] for i in chunk], return_tensors="pt")
+            yield chunk, {k: v.to(self.device) for k, v in batch.items()}
+
+    def predict_logits(self, inputs: Sequence[Text], batch_size: int | None = None) -> np.ndarray:
+        """(n, num_labels) float32 logits; batched, length-sorted, under inference mode."""
+        inputs = list(inputs)
+        out = np.zeros((len(inputs), self.num_labels), dtype=np.float32)
+        if not inputs:
+            return out
+        self.model.eval()
+        feats = tokenize(self.tokenizer, inputs, self.max_len)
+        with torch.inference_mode(), _autocast(self.device, self.amp_dtype):
+            for chunk, batch in self._batches(feats, batch_size or self.batch_size):
+                out[chunk] = self.model(**batch).float().cpu().numpy()
+        self.queries += len(inputs)
+        return out
+
+    def predict(self, inputs: Sequence[Text], batch_size: int | None = None) -> np.ndarray:
+        return self.predict_logits(inputs, batch_size).argmax(1)
+
+    def accuracy(self, data: Labelled) -> float:
+        """x100, as everywhere in the project."""
+        if not data.inputs:
+            return float("nan")
+        return 100.0 * float((self.predict(data.inputs) == np.asarray(data.labels)).mean())
+
+    # --- persistence -------------------------------------------------------------------------
+    def save(self, directory: Path) -> Path:
+        from safetensors.torch import save_model
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = directory / f".{WEIGHTS}.tmp"
+        save_model(self.model, str(tmp))  # handles tied weights; no pickle
+        tmp.replace(directory / WEIGHTS)
+        card = {**self.card, "weights_sha256": file_sha256(directory / WEIGHTS)}
+        atomic_write_text(directory / CARD, json.dumps(card, indent=1, sort_keys=True) + "\n")
+        self.card = card
+        return directory
+
+    @classmethod
+    def load(cls, directory: Path, backbone, tokenizer, device: str = "cpu",
+             batch_size: int = 64) -> "FinetunedClassifier":
+        """Rebuild from ``backbone`` (same architecture as the base model) and the saved weights."""
+        from safetensors.torch import load_model
+
+        directory = Path(directory)
+        card = json.loads((directory / CARD).read_text(encoding="utf-8"))
+        if file_sha256(directory / WEIGHTS) != card.get("weights_sha256"):
+            raise BenchError(f"{directory / WEIGHTS} does not match the sha256 in its card (corrupt or "
+                             f"half-written). Delete {directory} and re-run to retrain it.")
+        model = Classifier(copy.deepcopy(backbone), card["pooler"], card["num_labels"],
+                           card["hyperparameters"]["dropout"])
+        load_model(model, str(directory / WEIGHTS), device="cpu")
+        return cls(model, tokenizer, card["hyperparameters"]["max_len"], device, batch_size, card)
+
+
+def _autocast(device: str, dtype):
+    return torch.autocast(device_type=device.split(":")[0], dtype=dtype or torch.float32,
+                          enabled=dtype is not None)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def mix(parts: Sequence[Labelled], cap: int | None, seed: int) -> tuple[Labelled, list[dict]]:
+    """Concatenate, shuffle (seeded) and cap the training parts; per-source counts for the card."""
+    inputs = [x for p in parts for x in p.inputs]
+    labels = [y for p in parts for y in p.labels]
+    sources = [p.source for p in parts for _ in p.inputs]
+    order = list(range(len(inputs)))
+    random.Random(seed).shuffle(order)
+    order = order[:cap] if cap else order
+    counts: dict[str, int] = {}
+    for i in order:
+        counts[sources[i]] = counts.get(sources[i], 0) + 1
+    data = [{"source": p.source, "available": len(p.inputs), "used": counts.get(p.source, 0)} for p in parts]
+    return Labelled([inputs[i] for i in order], [labels[i] for i in order], "+".join(p.source for p in parts)), data
+
+
+def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled, config: FinetuneConfig,
+             device: str = "cpu", log: Callable[[str], None] | None = None) -> tuple[FinetunedClassifier, dict]:
+    """Train a ``Classifier`` on ``train`` (already mixed and capped). Returns it and training stats.
+
+    ``backbone`` is deep-copied: the caller's encoder keeps its weights.
+    """
+    from transformers import get_linear_schedule_with_warmup
+
+    if not train.inputs:
+        raise BenchError("No training examples: check the dataset (`bench data status`) and the caps.")
+    bad = sorted({y for y in train.labels if not 0 <= y < num_labels})
+    if bad:
+        raise BenchError(f"Labels {bad[:5]} are outside 0..{num_labels - 1}; check the label mapping.")
+    torch.manual_seed(config.seed)
+    model = Classifier(copy.deepcopy(backbone), pooler, num_labels, config.dropout).to(device).train()
+    feats = tokenize(tokenizer, train.inputs, config.max_len)
+    head = [p for n, p in model.named_parameters() if n.startswith("head.")]
+    body_decay = [p for n, p in model.backbone.named_parameters() if not _no_decay(n)]
+    body_plain = [p for n, p in model.backbone.named_parameters() if _no_decay(n)]
+    optimizer = torch.optim.AdamW([
+        {"params": body_decay, "weight_decay": config.weight_decay, "lr": config.lr},
+        {"params": body_plain, "weight_decay": 0.0, "lr": config.lr},
+        {"params": head, "weight_decay": 0.0, "lr": config.head_lr},
+    ])
+    steps_per_epoch = math.ceil(len(feats) / config.batch_size)
+    total = steps_per_epoch * config.epochs
+    schedule = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total), total)
+    amp = autocast_dtype(device)
+    scaler = torch.amp.GradScaler("cuda", enabled=amp == torch.float16)
+    rng = random.Random(config.seed)
+    labels = torch.tensor(train.labels)
+    losses, start = [], time.perf_counter()
+    for epoch in range(config.epochs):
+        order = list(range(len(feats)))
+        rng.shuffle(order)
+        for step in range(steps_per_epoch):
+            chunk = order[step * config.batch_size:(step + 1) * config.batch_size]
+            batch = tokenizer.pad([feats[i] for i in chunk], return_tensors="pt")
+            batch = {k: v.to(device) for k, v in batch.items()}
+            with _autocast(device, amp):
+                loss = nn.functional.cross_entropy(model(**batch).float(), labels[chunk].to(device))
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            scaler.step(optimizer)
+            scaler.update()
+            schedule.step()
+            losses.append(float(loss.detach()))
+            if log and (len(losses) % 50 == 0 or len(losses) == total):
+                log(f"  finetune step {len(losses)}/{total} loss {np.mean(losses[-50:]):.4f}")
+    stats = {"steps": total, "first_loss": losses[0], "last_loss": float(np.mean(losses[-10:])),
+             "train_seconds": round(time.perf_counter() - start, 1), "device": device,
+             "amp": str(amp).replace("torch.", "") if amp else None}
+    clf = FinetunedClassifier(model, tokenizer, config.max_len, device)
+    return clf, stats
+
+
+def _no_decay(name: str) -> bool:
+    return name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name
+
+
+def victim_dir(home: Path, model: str, task: str, seed: int) -> Path:
+    return Path(home) / "victims" / model / task / f"seed{seed}"
+
+
+def _request(encoder, task: str, num_labels: int, config: FinetuneConfig, data: list[dict],
+             dev: Labelled | None, label_names: Sequence[str] | None) -> dict:
+    """The part of the card that must match for a cached classifier to be reused."""
+    return {"base_model": encoder.name, "base_weights_sha256": encoder.weights_sha256, "pooler": encoder.pooler,
+            "task": task, "seed": config.seed, "num_labels": num_labels,
+            "label_names": list(label_names) if label_names else None,
+            "hyperparameters": asdict(config), "training_data": data,
+            "dev_data": {"source": dev.source, "n": len(dev.inputs)} if dev else None}
+
+
+def load_or_finetune(encoder, paths, task: str, num_labels: int, train: Sequence[Labelled],
+                     config: FinetuneConfig = FinetuneConfig(), dev: Labelled | None = None,
+                     label_names: Sequence[str] | None = None, batch_size: int = 64,
+                     log: Callable[[str], None] = print) -> FinetunedClassifier:
+    """The cached classifier for (encoder, task, seed) if its card matches, else train and cache it.
+
+    ``encoder`` is a ``bench.encoder.Encoder``; its module is copied, never modified.
+    ``train`` parts are mixed, shuffled and capped at ``config.max_examples`` (recorded per source).
+    """
+    directory = victim_dir(paths.home, encoder.name, task, config.seed)
+    data_mix, data = mix(train, config.max_examples, config.seed)
+    request = _request(encoder, task, num_labels, config, data, dev, label_names)
+    if (directory / CARD).exists() and (directory / WEIGHTS).exists():
+        card = json.loads((directory / CARD).read_text(encoding="utf-8"))
+        if {k: card.get(k) for k in request} == json.loads(json.dumps(request)):
+            log(f"Reusing the fine-tuned classifier at {directory}")
+            return FinetunedClassifier.load(directory, encoder.model, encoder.tokenizer, encoder.device, batch_size)
+        log(f"The classifier at {directory} was trained with other settings; retraining it.")
+    counts = ", ".join(f"{d['source']}: {d['used']}" for d in data)
+    log(f"Fine-tuning {encoder.name} for '{task}' on {len(data_mix.inputs)} examples ({counts}) on {encoder.device}")
+    clf, stats = finetune(encoder.model, encoder.tokenizer, encoder.pooler, num_labels, data_mix, config,
+                          encoder.device, log)
+    clf.batch_size = batch_size
+    clf.card = {**request, "training": stats, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "dev_accuracy": clf.accuracy(dev) if dev and dev.inputs else None}
+    clf.queries = 0
+    clf.save(directory)
+    return clf
