@@ -121,6 +121,50 @@ def _stamp(row: Result, spec: ModelSpec, encoder, ctx: RunContext, task: Task | 
     )
 
 
+def cell_key(suite: Suite, spec: ModelSpec, weights_sha256: str, task: Task, ctx: RunContext) -> CellKey:
+    """The store key of one (model, weights, suite, task, seed, config) cell; ``ctx`` carries the seed."""
+    return CellKey(spec.name, weights_sha256, suite.name, task.name, ctx.seed, config_hash(suite.config(task, ctx)))
+
+
+def summary_config(suite: Suite, tasks: list[Task], ctx: RunContext) -> dict:
+    return {"suite": suite.name, "summary_of": sorted(t.name for t in tasks), "limit": ctx.limit,
+            "profile": ctx.profile, **{o: ctx.options.get(o) for o in suite.options}}
+
+
+def run_cell(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task: Task, store=None) -> TaskOutcome:
+    """One task cell at ``ctx.seed``: reused from the store under ``ctx.overwrite``, else computed and written."""
+    store = store or ctx.store
+    cfg = suite.config(task, ctx)
+    key = cell_key(suite, spec, encoder.weights_sha256, task, ctx)
+    found = None if ctx.overwrite == "always" else store.existing(key, any_config=ctx.overwrite == "never")
+    if found is not None:
+        return TaskOutcome(task.name, store.read(found)["results"], found, True, 0.0)
+    start = time.perf_counter()
+    rows = suite.run_task(task, encoder, ctx)
+    wall = time.perf_counter() - start
+    rows = [_stamp(r, spec, encoder, ctx, task, cfg, key.config_hash, wall, ctx.seed) for r in rows]
+    path = store.write(key, rows, cfg)
+    return TaskOutcome(task.name, store.read(path)["results"], path, False, wall)
+
+
+def run_summary(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, tasks: list[Task],
+                seed_outcomes: list[TaskOutcome], store=None) -> TaskOutcome | None:
+    """The suite's summary cell (e.g. the STS average) over one seed's task outcomes, if it has one."""
+    store = store or ctx.store
+    seed_outcomes = [o for o in seed_outcomes if o.rows]
+    summary = suite.summarize([r for o in seed_outcomes for r in o.rows], ctx)
+    if not summary:
+        return None
+    cfg = summary_config(suite, tasks, ctx)
+    key = CellKey(spec.name, encoder.weights_sha256, suite.name, summary[0].task, ctx.seed, config_hash(cfg))
+    found = store.existing(key)
+    if found is not None and all(o.cached for o in seed_outcomes):
+        return TaskOutcome(summary[0].task, store.read(found)["results"], found, True, 0.0)
+    rows = [_stamp(r, spec, encoder, ctx, suite.summary_task, cfg, key.config_hash, 0.0, ctx.seed) for r in summary]
+    path = store.write(key, rows, cfg)
+    return TaskOutcome(summary[0].task, store.read(path)["results"], path, False, 0.0)
+
+
 def run_suite(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task_names=None) -> list[TaskOutcome]:
     """Run (or reuse) each task cell, then the suite's summary cell, then refresh the leaderboard."""
     tasks = [suite.task(n) for n in task_names] if task_names else list(suite.tasks)
@@ -128,32 +172,11 @@ def run_suite(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task_name
     outcomes: list[TaskOutcome] = []
     for seed in suite.seeds(ctx):
         seeded = replace(ctx, seed=seed)
-        for task in tasks:
-            cfg = suite.config(task, seeded)
-            key = CellKey(spec.name, encoder.weights_sha256, suite.name, task.name, seed, config_hash(cfg))
-            found = None if ctx.overwrite == "always" else store.existing(key, any_config=ctx.overwrite == "never")
-            if found is not None:
-                outcomes.append(TaskOutcome(task.name, store.read(found)["results"], found, True, 0.0))
-                continue
-            start = time.perf_counter()
-            rows = suite.run_task(task, encoder, seeded)
-            wall = time.perf_counter() - start
-            rows = [_stamp(r, spec, encoder, seeded, task, cfg, key.config_hash, wall, seed) for r in rows]
-            path = store.write(key, rows, cfg)
-            outcomes.append(TaskOutcome(task.name, store.read(path)["results"], path, False, wall))
-        seed_outcomes = [o for o in outcomes if o.rows and o.rows[0]["seed"] == seed]
-        summary = suite.summarize([r for o in seed_outcomes for r in o.rows], seeded)
-        if summary:
-            cfg = {"suite": suite.name, "summary_of": sorted(t.name for t in tasks), "limit": ctx.limit,
-                   "profile": ctx.profile, **{o: ctx.options.get(o) for o in suite.options}}
-            key = CellKey(spec.name, encoder.weights_sha256, suite.name, summary[0].task, seed, config_hash(cfg))
-            found = store.existing(key)
-            if found is not None and all(o.cached for o in seed_outcomes):
-                outcomes.append(TaskOutcome(summary[0].task, store.read(found)["results"], found, True, 0.0))
-                continue
-            rows = [_stamp(r, spec, encoder, seeded, suite.summary_task, cfg, key.config_hash, 0.0, seed) for r in summary]
-            path = store.write(key, rows, cfg)
-            outcomes.append(TaskOutcome(summary[0].task, store.read(path)["results"], path, False, 0.0))
+        seed_outcomes = [run_cell(suite, spec, seeded, encoder, task, store) for task in tasks]
+        outcomes += seed_outcomes
+        summary = run_summary(suite, spec, seeded, encoder, tasks, seed_outcomes, store)
+        if summary is not None:
+            outcomes.append(summary)
     store.write_leaderboard()
     return outcomes
 
