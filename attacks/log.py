@@ -1,0 +1,77 @@
+"""Append-only per-example attack log (JSONL) with resume.
+
+One line per attacked example, written with a single ``write`` and ``fsync`` before the next
+example starts, so a run killed at any moment loses at most the example in flight. A torn last
+line (killed mid-write) is cut off on open; every complete line is kept and never recomputed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from bench.errors import BenchError
+
+RESULT_TYPES = ("successful", "failed", "skipped")
+
+
+class AttackLog:
+    """Records keyed by ``index`` (position of the example in the attack set)."""
+
+    def __init__(self, path: Path, header: dict):
+        self.path = Path(path)
+        self.header = header
+        self.records: dict[int, dict] = {}
+        self._open()
+
+    def _open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():
+            self._append({"header": self.header})
+            return
+        raw = self.path.read_bytes()
+        complete = raw[: raw.rfind(b"\n") + 1]
+        if len(complete) != len(raw):  # a torn line from a killed writer: drop it, keep the rest
+            with self.path.open("r+b") as fh:
+                fh.truncate(len(complete))
+        lines = complete.decode("utf-8").splitlines()
+        if not lines:
+            self._append({"header": self.header})
+            return
+        first = json.loads(lines[0]).get("header")
+        if first != json.loads(json.dumps(self.header)):
+            raise BenchError(f"Attack log {self.path} was written by a different configuration "
+                             f"({first}). Delete it, or re-run with --overwrite always.")
+        for line in lines[1:]:
+            rec = json.loads(line)
+            self.records[rec["index"]] = rec
+
+    def _append(self, obj: dict) -> None:
+        data = (json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def done(self, index: int) -> bool:
+        return index in self.records
+
+    def add(self, record: dict) -> None:
+        if record["result_type"] not in RESULT_TYPES:
+            raise ValueError(f"result_type must be one of {RESULT_TYPES}, got {record['result_type']!r}")
+        if record["index"] in self.records:
+            raise ValueError(f"example {record['index']} is already in {self.path}")
+        self._append(record)
+        self.records[record["index"]] = record
+
+    def reset(self) -> None:
+        """Start over (``--overwrite always``)."""
+        self.path.unlink(missing_ok=True)
+        self.records = {}
+        self._open()
+
+    def ordered(self, indices) -> list[dict]:
+        return [self.records[i] for i in indices if i in self.records]
