@@ -10,6 +10,7 @@ from bench.errors import lookup
 SUITE_MODULES = {
     "sts": "suites.sts",
     "alignment": "suites.alignment",
+    "adversarial": "suites.adversarial",
 }
 
 
