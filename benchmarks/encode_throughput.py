@@ -1,0 +1,76 @@
+"""Sentences/s of our Encoder vs sentence-transformers' encode, same model, same sentences, same run.
+
+    BENCH_DATA_DIR=../shared/data python benchmarks/encode_throughput.py [--n 2000] [--repeats 3]
+
+Both sides get the same 2,000 unique STS-B sentences, batch size and thread count; each side is timed
+`--repeats` times (alternating) and the best time counts. Our cache is cleared before every timing so
+the ratio measures encoding, not cache hits (the cache only adds to our side in real runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=64)
+    args = parser.parse_args()
+
+    from sentence_transformers import SentenceTransformer
+
+    from bench.data import read_stsb, require
+    from bench.encoder import Encoder, resolve_backbone
+    from bench.paths import Paths
+    from bench.registry import get_model
+
+    paths = Paths.from_env()
+    root = require(paths.data, "stsb")
+    sentences = []
+    for split in ("test", "dev", "train"):
+        s1, s2, _ = read_stsb(root, split).all_pairs()
+        sentences = list(dict.fromkeys(sentences + s1 + s2))
+    sentences = sentences[: args.n]
+    spec = get_model("minilm")
+    ours = Encoder.from_spec(spec, paths.models, device="cpu", batch_size=args.batch_size)
+    theirs = SentenceTransformer(resolve_backbone(spec), device="cpu")
+
+    def time_ours():
+        ours.forget()
+        start = time.perf_counter()
+        out = ours.encode(sentences)
+        return time.perf_counter() - start, out
+
+    def time_theirs():
+        start = time.perf_counter()
+        out = theirs.encode(sentences, batch_size=args.batch_size, convert_to_numpy=True)
+        return time.perf_counter() - start, out
+
+    best = {"ours": float("inf"), "sentence-transformers": float("inf")}
+    for _ in range(args.repeats):
+        for name, fn in (("ours", time_ours), ("sentence-transformers", time_theirs)):
+            seconds, out = fn()
+            best[name] = min(best[name], seconds)
+            if name == "ours":
+                ours_out = out
+            else:
+                st_out = out
+    cos = (ours_out / np.linalg.norm(ours_out, axis=1, keepdims=True) * st_out).sum(1)
+    print(f"sentences: {len(sentences)}, batch size {args.batch_size}, torch threads {torch.get_num_threads()}")
+    for name, seconds in best.items():
+        print(f"{name:>22}: {len(sentences) / seconds:8.1f} sentences/s (best of {args.repeats})")
+    print(f"ratio ours / sentence-transformers: {best['sentence-transformers'] / best['ours']:.2f}")
+    print(f"agreement: min cosine between the two embeddings of a sentence = {cos.min():.6f}")
+    start = time.perf_counter()
+    ours.encode(sentences)
+    print(f"ours, second call (cache): {len(sentences) / (time.perf_counter() - start):.0f} sentences/s")
+
+
+if __name__ == "__main__":
+    main()
