@@ -11,6 +11,7 @@ SUITE_MODULES = {
     "sts": "suites.sts",
     "alignment": "suites.alignment",
     "adversarial": "suites.adversarial",
+    "anli": "suites.anli",
 }
 
 

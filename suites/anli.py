@@ -1,0 +1,301 @@
+"""ANLI: an NLI classifier fine-tuned on the encoder, scored on Adversarial NLI R1-R3 (V-advCSE Table 3).
+
+The classifier is the encoder plus a linear head on its pooled (premise, hypothesis) pair encoding,
+trained end to end by ``bench/finetune.py`` and cached under ``$BENCH_HOME/victims/<model>/anli-<profile>/``.
+
+Training mixes (``MIXES``, recorded in every row's config):
+- ``paper``: the ANLI leaderboard protocol, SNLI + MNLI + FEVER-NLI + ANLI train with the rounds
+  up-sampled R1 x10, R2 x20, R3 x10 (facebookresearch/anli, script/example_scripts/train_roberta_small.sh,
+  ``--train_weights 10,20,10``, max_length 156). Parts whose files are absent are left out (recorded);
+  ANLI train itself is required.
+- ``smoke`` (offline, CPU): what the offline data holds, SNLI dev (SentEval format) + ANLI dev R1-R3,
+  each capped; SNLI test (capped) is the held-out check of the card's ``dev_accuracy``.
+
+Rows: accuracy x100 on test for R1, R2, R3 and All (the three rounds pooled), and on dev for every
+round whose dev set was not trained on. Per-example predictions go to an append-only JSONL
+(``$BENCH_RESULTS_DIR/examples/<model>/anli/``) keyed by the classifier's weights, so an interrupted
+run resumes and ``all`` reuses the rounds' predictions.
+
+Labels: every source maps to one order, entailment / neutral / contradiction = 0 / 1 / 2
+(``LABEL_IDS``): SNLI/MNLI spell them out, ANLI uses e / n / c, FEVER-NLI uses SUPPORTS /
+NOT ENOUGH INFO / REFUTES. Examples without a gold label (SNLI's "-") are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from bench.data import require
+from bench.errors import BenchError
+from suites.base import RunContext, Suite, Task, row
+
+LABELS = ("entailment", "neutral", "contradiction")
+LABEL_IDS = {
+    **{name: i for i, name in enumerate(LABELS)},
+    **{name[0]: i for i, name in enumerate(LABELS)},  # ANLI: e / n / c
+    # FEVER-NLI (facebookresearch/anli build_data, recalled): SUPPORTS->e, NOT ENOUGH INFO->n, REFUTES->c
+    "supports": 0, "not enough info": 1, "refutes": 2,
+}
+ROUNDS = ("R1", "R2", "R3")
+
+
+def label_id(raw: str) -> int | None:
+    """0/1/2 for any source's spelling; None for no gold label (SNLI "-"); BenchError otherwise."""
+    key = raw.strip().lower()
+    if key in ("-", ""):
+        return None
+    if key not in LABEL_IDS:
+        raise BenchError(f"Unknown NLI label {raw!r}; expected one of {sorted(LABEL_IDS)}. The data file is "
+                         f"not an NLI file in the expected format.")
+    return LABEL_IDS[key]
+
+
+@dataclass
+class NLISet:
+    premises: list[str]
+    hypotheses: list[str]
+    labels: list[int]
+    ids: list[str]
+    source: str
+
+    def labelled(self, upsample: int = 1):
+        from bench.finetune import Labelled
+
+        return Labelled(list(zip(self.premises, self.hypotheses)) * upsample, self.labels * upsample,
+                        f"{self.source}x{upsample}" if upsample > 1 else self.source)
+
+    def head(self, n: int | None) -> "NLISet":
+        if not n:
+            return self
+        return NLISet(self.premises[:n], self.hypotheses[:n], self.labels[:n], self.ids[:n], self.source)
+
+
+def _collect(rows, source: str) -> NLISet:
+    out = NLISet([], [], [], [], source)
+    for uid, premise, hypothesis, raw in rows:
+        y = label_id(raw)
+        if y is None:
+            continue
+        out.premises.append(" ".join(premise.split()))
+        out.hypotheses.append(" ".join(hypothesis.split()))
+        out.labels.append(y)
+        out.ids.append(str(uid))
+    return out
+
+
+def read_snli_senteval(directory: Path, split: str) -> NLISet:
+    """SentEval's SNLI: s1.<split>, s2.<split>, labels.<split>, one example per line."""
+    files = [(directory / f"{name}.{split}").read_text(encoding="utf-8").splitlines() for name in ("s1", "s2", "labels")]
+    if len({len(f) for f in files}) != 1:
+        raise BenchError(f"{directory}: s1/s2/labels.{split} have different line counts; the data are corrupt. "
+                         f"Re-fetch with `bench data fetch snli`.")
+    return _collect(((f"{split}-{i}", a, b, y) for i, (a, b, y) in enumerate(zip(*files))), f"snli:{split}")
+
+
+def read_jsonl_nli(path: Path, source: str, premise: str, hypothesis: str, label: str, uid: str) -> NLISet:
+    rows = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    return _collect(((r.get(uid, i), r[premise], r[hypothesis], r[label]) for i, r in enumerate(rows)), source)
+
+
+def read_anli(root: Path, rnd: str, split: str) -> NLISet:
+    """anli/<R>/<split>.jsonl: uid, context (premise), hypothesis, label e/n/c."""
+    return read_jsonl_nli(root / rnd / f"{split}.jsonl", f"anli:{rnd}:{split}", "context", "hypothesis", "label", "uid")
+
+
+@dataclass(frozen=True)
+class MixPart:
+    """One training source: a reader over the data root, an optional cap and an up-sampling factor."""
+
+    name: str
+    path: str  # relative to the data root; the part is used when it exists
+    read: Callable[[Path], NLISet]
+    cap: int | None = None
+    upsample: int = 1
+    required: bool = False
+
+    def present(self, data_root: Path) -> bool:
+        return (data_root / self.path).exists()
+
+    def describe(self) -> dict:
+        return {"source": self.name, "path": self.path, "cap": self.cap, "upsample": self.upsample}
+
+
+SNLI_DIR = "senteval/downstream/SNLI"
+
+
+def _snli(split):
+    return lambda root: read_snli_senteval(root / SNLI_DIR, split)
+
+
+def _anli(rnd, split):
+    return lambda root: read_anli(root / "anli", rnd, split)
+
+
+def _jsonl(rel, source, *keys):
+    return lambda root: read_jsonl_nli(root / rel, source, *keys)
+
+
+# Paper-profile sources that the offline bundle does not hold (declared in bench/data.py for fetching).
+SNLI_TRAIN = "snli_1.0/snli_1.0_train.jsonl"
+MNLI_TRAIN = "multinli_1.0/multinli_1.0_train.jsonl"
+FEVER_TRAIN = "nli_fever/train_fitems.jsonl"
+
+MIXES: dict[str, tuple[MixPart, ...]] = {
+    "smoke": (
+        MixPart("snli:dev", f"{SNLI_DIR}/s1.dev", _snli("dev"), cap=800, required=True),
+        *(MixPart(f"anli:{r}:dev", f"anli/{r}/dev.jsonl", _anli(r, "dev"), cap=100, required=True) for r in ROUNDS),
+    ),
+    "paper": (
+        MixPart("snli:train", SNLI_TRAIN, _jsonl(SNLI_TRAIN, "snli:train", "sentence1", "sentence2", "gold_label", "pairID")),
+        MixPart("mnli:train", MNLI_TRAIN, _jsonl(MNLI_TRAIN, "mnli:train", "sentence1", "sentence2", "gold_label", "pairID")),
+        MixPart("fever-nli:train", FEVER_TRAIN, _jsonl(FEVER_TRAIN, "fever-nli:train", "context", "query", "label", "fid")),
+        *(MixPart(f"anli:{r}:train", f"anli/{r}/train.jsonl", _anli(r, "train"), upsample=w, required=True)
+          for r, w in zip(ROUNDS, (10, 20, 10))),
+    ),
+}
+# The held-out check recorded in the classifier's card (never trained on in either mix).
+HELD_OUT = {"smoke": ("snli:test", _snli("test"), 1000), "paper": ("snli:test", _snli("test"), None)}
+FINETUNE = {  # bench.finetune.FinetuneConfig fields per profile
+    "smoke": {"max_len": 128, "epochs": 1, "lr": 5e-5, "batch_size": 16, "max_examples": None},
+    "paper": {"max_len": 156, "epochs": 2, "lr": 1e-5, "batch_size": 32, "max_examples": None},
+}
+EVAL_CAP = {"smoke": 400, "paper": None}  # test/dev examples scored per round (CPU smoke cap)
+
+
+@dataclass(frozen=True)
+class ANLITask(Task):
+    rounds: tuple[str, ...] = ROUNDS
+
+
+REF = "V-advCSE Table 3 (ANLI R1-R3 dev/test)"
+TASKS = tuple(ANLITask("anli", r.lower(), "anli", "test", "accuracy", "all", f"ANLI {r}", REF, rounds=(r,))
+              for r in ROUNDS) + (ANLITask("anli", "all", "anli", "test", "accuracy", "all",
+                                           "ANLI R1+R2+R3 pooled", REF, rounds=ROUNDS),)
+
+
+def mix_for(profile: str, data_root: Path) -> tuple[list[MixPart], list[str]]:
+    """The parts of the profile's mix that are present, and the names of those left out."""
+    parts = MIXES[profile]
+    missing_required = [p for p in parts if p.required and not p.present(data_root)]
+    if missing_required:
+        p = missing_required[0]
+        raise BenchError(f"The '{profile}' ANLI training mix needs {data_root / p.path}. Get it with "
+                         f"`bench data fetch {p.name.split(':')[0]}`"
+                         + (" (the ANLI zip holds train.jsonl for every round)" if p.name.startswith("anli") else "")
+                         + ", or use --profile smoke for the offline mix.")
+    return [p for p in parts if p.present(data_root)], [p.name for p in parts if not p.present(data_root)]
+
+
+class ANLISuite(Suite):
+    name = "anli"
+    description = "Adversarial NLI R1-R3: NLI classifier fine-tuned on the encoder (accuracy x100)"
+    tasks = TASKS
+
+    def config(self, task: ANLITask, ctx: RunContext) -> dict:
+        cfg = super().config(task, ctx)
+        used, left_out = mix_for(ctx.profile, ctx.paths.data)
+        held_name, _, held_cap = HELD_OUT[ctx.profile]
+        cfg.update(training_mix=[p.describe() for p in used], training_mix_left_out=left_out,
+                   finetune=FINETUNE[ctx.profile], held_out_check={"source": held_name, "cap": held_cap},
+                   eval_cap_per_round=self.eval_cap(ctx), dev_reported=self.dev_rounds(task, used),
+                   labels=list(LABELS))
+        return cfg
+
+    @staticmethod
+    def eval_cap(ctx: RunContext) -> int | None:
+        caps = [c for c in (EVAL_CAP[ctx.profile], ctx.limit) if c]
+        return min(caps) if caps else None
+
+    @staticmethod
+    def dev_rounds(task: ANLITask, used: list[MixPart]) -> list[str]:
+        trained = {p.name for p in used}
+        return [r for r in task.rounds if f"anli:{r}:dev" not in trained]
+
+    def classifier(self, encoder, ctx: RunContext):
+        from bench.finetune import FinetuneConfig, load_or_finetune
+
+        root = ctx.paths.data
+        used, _ = mix_for(ctx.profile, root)
+        train = []
+        for part in used:
+            data = part.read(root)
+            train.append(data.head(part.cap).labelled(part.upsample))
+        held_name, held_read, held_cap = HELD_OUT[ctx.profile]
+        require(root, "snli")
+        dev = held_read(root).head(held_cap).labelled()
+        config = FinetuneConfig(seed=ctx.seed, **FINETUNE[ctx.profile])
+        return load_or_finetune(encoder, ctx.paths, f"anli-{ctx.profile}", len(LABELS), train, config, dev=dev,
+                                label_names=LABELS, batch_size=ctx.batch_size, log=ctx.log)
+
+    def run_task(self, task: ANLITask, encoder, ctx: RunContext):
+        root = require(ctx.paths.data, "anli")
+        clf = self.classifier(encoder, ctx)
+        used, _ = mix_for(ctx.profile, ctx.paths.data)
+        dev_rounds = self.dev_rounds(task, used)
+        cap = self.eval_cap(ctx)
+        rows = []
+        for split in ("test", "dev"):
+            rounds = task.rounds if split == "test" else dev_rounds
+            if not rounds:
+                continue
+            correct, n = 0, 0
+            for rnd in rounds:
+                data = read_anli(root, rnd, split).head(cap)
+                preds = self.predictions(clf, data, encoder, ctx, rnd, split)
+                correct += sum(int(preds[uid] == y) for uid, y in zip(data.ids, data.labels))
+                n += len(data.ids)
+            rows.append(row(task, "accuracy", 100.0 * correct / n if n else None, n, split=split,
+                            resources=json.dumps({"classifier": _card_summary(clf.card)}, sort_keys=True)))
+        return rows
+
+    def predictions(self, clf, data: NLISet, encoder, ctx: RunContext, rnd: str, split: str) -> dict[str, int]:
+        """uid -> predicted label, from the append-only JSONL; only missing examples are scored."""
+        sha = clf.card.get("weights_sha256", "")[:12]
+        path = ctx.paths.results / "examples" / encoder.name / "anli" / f"seed{ctx.seed}-clf{sha}" / f"{rnd}-{split}.jsonl"
+        done = _read_records(path) if ctx.overwrite != "always" else {}
+        if ctx.overwrite == "always":
+            path.unlink(missing_ok=True)
+        todo = [i for i, uid in enumerate(data.ids) if uid not in done]
+        chunk = 256  # appended after every chunk: an interrupted run keeps what it scored
+        for start in ctx.track(range(0, len(todo), chunk), (len(todo) + chunk - 1) // chunk, f"anli {rnd} {split}"):
+            idx = todo[start:start + chunk]
+            logits = clf.predict_logits([(data.premises[i], data.hypotheses[i]) for i in idx])
+            records = [{"uid": data.ids[i], "label": data.labels[i], "pred": int(l.argmax()),
+                        "logits": [round(float(v), 5) for v in l]} for i, l in zip(idx, logits)]
+            _append(path, records)
+            done.update({r["uid"]: r for r in records})
+        return {uid: done[uid]["pred"] for uid in data.ids}
+
+
+def _read_records(path: Path) -> dict[str, dict]:
+    if not path.exists():
+        return {}
+    raw = path.read_bytes()
+    complete = raw[: raw.rfind(b"\n") + 1]
+    if len(complete) != len(raw):  # torn last line from a killed writer
+        with path.open("r+b") as fh:
+            fh.truncate(len(complete))
+    return {r["uid"]: r for r in map(json.loads, complete.decode("utf-8").splitlines())}
+
+
+def _append(path: Path, records: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _card_summary(card: dict) -> dict:
+    return {k: card.get(k) for k in ("task", "weights_sha256", "dev_accuracy", "dev_data", "training_data",
+                                     "hyperparameters")}
+
+
+SUITE = ANLISuite()
