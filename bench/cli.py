@@ -18,6 +18,7 @@ COMMANDS = {
     "ls": ("bench.commands.ls", "list models, suites or tasks"),
     "run": ("bench.commands.run", "evaluate a model on a suite"),
     "data": ("bench.commands.data", "check, verify or fetch benchmark data"),
+    "grid": ("bench.commands.grid", "run models x suites x tasks x seeds on Ray (local or a cluster), skipping finished cells"),
     "resources": ("bench.commands.resources", "build or check the attacks' offline resources (WordNet, counter-fitted vectors, MLM)"),
 }
 

@@ -1,0 +1,192 @@
+"""bench grid --models A,B --suites S,T [--tasks ...] [--seeds N]: every (model, suite, task, seed) cell
+on Ray (local by default, --address for a cluster), skipping cells already in the result store."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from bench.errors import BenchError
+
+STATE_STYLE = {"pending": "dim", "running": "cyan", "done": "green", "stored": "blue", "failed": "red",
+               "blocked": "yellow"}
+
+
+def add_arguments(parser):
+    parser.add_argument("--models", required=True, help="comma-separated model names (see `bench ls models`)")
+    parser.add_argument("--suites", required=True, help="comma-separated suite names (see `bench ls suites`)")
+    parser.add_argument("--tasks", help="comma-separated: task (in every chosen suite that has it) or suite/task; "
+                                        "default: all tasks of each suite")
+    parser.add_argument("--seeds", type=int, default=1, metavar="N", help="run seeds 0..N-1 (default 1)")
+    parser.add_argument("--address", help="join a running Ray cluster: auto or HOST:PORT (default: start a local "
+                                          "Ray instance sized to this machine)")
+    parser.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all of this machine's)")
+    parser.add_argument("--gpus-per-cell", type=float, default=0.0, metavar="G",
+                        help="GPUs each cell reserves (fractions share a GPU; default 0 = CPU cells)")
+    parser.add_argument("--cpus-per-cell", type=float, default=1.0, help="CPUs each cell reserves (default 1)")
+    parser.add_argument("--retries", type=int, default=1, metavar="R", help="retries of a failing cell (default 1)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the cells and their estimated cost from earlier runs; run nothing")
+    parser.add_argument("--profile", choices=["smoke", "paper"], default="smoke")
+    parser.add_argument("--device", default="auto",
+                        help="device inside each cell; auto: cuda when --gpus-per-cell > 0, else cpu")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--limit", type=int, help="use only the first N examples of each task")
+    suite_opts = parser.add_argument_group("suite options (used by the suites that know them)")
+    suite_opts.add_argument("--mode", choices=["test", "fasttest"], help="transfer: SentEval classifier config")
+    suite_opts.add_argument("--recipe", action="append", dest="recipes", metavar="R", help="attack recipe(s)")
+    suite_opts.add_argument("--query-budget", type=int, help="adversarial: max model queries per example")
+
+
+def build_plan(args):
+    from bench.grid import CellSettings, Plan, select_tasks, split_list
+    from bench.paths import Paths
+    from bench.registry import get_model
+
+    models = [get_model(name) for name in dict.fromkeys(split_list(args.models))]
+    suites = split_list(args.suites)
+    if not models or not suites:
+        raise BenchError("--models and --suites each need at least one name (comma-separated).")
+    if args.seeds < 1:
+        raise BenchError("--seeds must be at least 1 (seeds 0..N-1 run).")
+    if args.retries < 0 or args.gpus_per_cell < 0 or args.cpus_per_cell <= 0:
+        raise BenchError("--retries and --gpus-per-cell must be >= 0, --cpus-per-cell > 0.")
+    if args.limit is not None and args.limit <= 0:
+        raise BenchError("--limit must be a positive number of examples")
+    device = args.device if args.device != "auto" else ("cuda" if args.gpus_per_cell > 0 else "cpu")
+    if device.startswith("cuda") and args.gpus_per_cell <= 0:
+        raise BenchError("--device cuda needs --gpus-per-cell > 0, so Ray gives each cell a GPU.")
+    options = {"mode": args.mode, "recipes": args.recipes, "query_budget": args.query_budget}
+    options = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items() if v is not None))
+    settings = CellSettings(profile=args.profile, limit=args.limit, batch_size=args.batch_size, device=device,
+                            options=options)
+    return Plan(models=models, tasks=select_tasks(suites, split_list(args.tasks)), seeds=list(range(args.seeds)),
+                settings=settings, paths=Paths.from_env())
+
+
+def fmt_s(seconds) -> str:
+    if seconds is None:
+        return "–"
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def dry_run(plan, console: Console) -> int:
+    from bench.grid import estimate, past_timings
+
+    timings = past_timings(plan.paths.results)
+    table = Table(title=f"bench grid --dry-run: {len(plan.cells())} cells (results: {plan.paths.results})")
+    for col, justify in (("model", "left"), ("suite", "left"), ("task", "left"), ("seed", "right"),
+                         ("in store", "left"), ("est. cost", "right")):
+        table.add_column(col, justify=justify)
+    total, unknown, to_run = 0.0, 0, 0
+    for spec in plan.models:
+        if spec.is_trained and not (spec.checkpoint_dir(plan.paths.models) / "config.json").exists():
+            table.add_row(spec.name, "[yellow]train first[/yellow]", f"{spec.method} from {spec.base}", "", "no", "–")
+    for cell in plan.cells():
+        shas = plan.stored_any_weights(cell)
+        cost = estimate(timings, cell)
+        if not shas:
+            to_run += 1
+            total += cost or 0.0
+            unknown += cost is None
+        stored = f"yes (weights {', '.join(s[:8] for s in shas)})" if shas else "no"
+        table.add_row(cell.model, cell.suite, cell.task, str(cell.seed), stored, fmt_s(cost))
+    console.print(table)
+    console.print(f"{to_run} cell(s) without a stored result for this configuration; estimated "
+                  f"{fmt_s(total)} of cell time{f' plus {unknown} cell(s) never timed' if unknown else ''} "
+                  f"(from earlier wall_s in the store; excludes model loading and training). "
+                  f"'in store' matches model, suite, task, seed and configuration; a real run also checks the "
+                  f"weights sha256, so changed weights rerun.")
+    return 0
+
+
+class LiveView:
+    """pending / running / done / failed counts, the running cells and an ETA, redrawn on each tick."""
+
+    def __init__(self, live):
+        self.live = live
+        self.last = 0.0
+
+    def __call__(self, runner) -> None:
+        now = time.time()
+        if now - self.last < 0.5:
+            return
+        self.last = now
+        self.live.update(render(runner, runner.board_snapshot()))
+
+
+def render(runner, snapshot: dict):
+    states = list(runner.states.values())
+    counts = Table.grid(padding=(0, 2))
+    names = ("pending", "running", "done", "stored", "failed", "blocked")
+    for _ in names:
+        counts.add_column()
+    counts.add_row(*[Text(f"{n} {sum(s.state == n for s in states)}", style=STATE_STYLE[n]) for n in names])
+    eta = runner.eta_s(snapshot)
+    head = Text(f"bench grid · {len(states)} cells · {runner.slots} slot(s) · elapsed "
+                f"{fmt_s(time.time() - runner.started)} · ETA {fmt_s(eta)}")
+    running = Table(box=None, show_header=False, padding=(0, 2))
+    now = time.time()
+    busy = [s for s in states if s.state == "running"]
+    for st in busy[:12]:
+        label = st.cell.label
+        started = snapshot["started_at"].get(label)
+        tries = snapshot["attempts"].get(label, 0)
+        running.add_row(Text(label, style="cyan"),
+                        "queued" if started is None else f"{fmt_s(now - started)} on {snapshot['hosts'].get(label, '?')}",
+                        f"attempt {tries}" if tries > 1 else "")
+    if len(busy) > 12:
+        running.add_row(f"… and {len(busy) - 12} more", "", "")
+    preparing = [name for kind, name in runner.inflight.values() if kind == "model"]
+    lines = [head, counts]
+    if preparing:
+        lines.append(Text(f"preparing model(s) (load, or train if no checkpoint): {', '.join(preparing)}", style="dim"))
+    return Group(*lines, running)
+
+
+def report(result, plan, console: Console) -> None:
+    table = Table(title="bench grid")
+    for col in ("model", "suite", "task", "seed", "state", "wall"):
+        table.add_column(col)
+    for st in result.states:
+        table.add_row(st.cell.model, st.cell.suite, st.cell.task, str(st.cell.seed),
+                      Text(st.state, style=STATE_STYLE[st.state]), fmt_s(st.wall_s))
+    console.print(table)
+    for name, error in result.models_failed.items():
+        console.print(Text(f"Model '{name}' could not be prepared:", style="bold red"))
+        console.print(Text(error), markup=False, highlight=False)
+    failed = [s for s in result.states if s.state == "failed"]
+    if failed:
+        console.print(Text(f"{len(failed)} failed cell(s), after their retries:", style="bold red"))
+        for st in failed:
+            console.print(Text(f"--- {st.cell.label}", style="red"))
+            console.print(Text(st.error), markup=False, highlight=False)
+    for st in (s for s in result.states if s.state == "blocked"):
+        console.print(Text(f"{st.cell.label}: {st.error}", style="yellow"))
+    ran = [s for s in result.states if s.state == "done"]
+    console.print(f"Ran {len(ran)} cell(s), reused {result.count('stored')} from the store, "
+                  f"{len(failed)} failed, {result.count('blocked')} not run. Results: {plan.paths.results} "
+                  f"(leaderboard {plan.paths.results / 'leaderboard.csv'}). Wall time: {fmt_s(result.wall_s)}.")
+    if result.exit_code:
+        console.print("Re-run the same command to retry only the unfinished cells.")
+
+
+def main(args) -> int:
+    from rich.live import Live
+
+    from bench.grid import import_ray, run_grid
+
+    plan = build_plan(args)
+    console = Console()
+    if args.dry_run:
+        return dry_run(plan, console)
+    import_ray()  # exit 2 with the install hint before anything starts
+    with Live(Text("starting Ray…"), console=console, refresh_per_second=4, transient=True) as live:
+        result = run_grid(plan, address=args.address, num_cpus=args.num_cpus, gpus_per_cell=args.gpus_per_cell,
+                          cpus_per_cell=args.cpus_per_cell, retries=args.retries, on_tick=LiveView(live))
+    report(result, plan, console)
+    return result.exit_code

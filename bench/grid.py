@@ -1,0 +1,470 @@
+"""``bench grid``: models x suites x tasks x seeds as Ray tasks, local by default or on a cluster.
+
+A cell is (model, suite, task, seed), the same unit the result store keys on. The grid:
+
+1. prepares each model once, as a Ray task (``prepare_model``): that loads the encoder through
+   ``bench.commands.run.open_encoder`` (which trains a registered method model whose checkpoint
+   is missing) and returns the weights sha256 that every cell key needs;
+2. keys each of the model's cells with ``suites.base.cell_key`` and skips those already in the
+   store (the only-missing rule of ``bench run``);
+3. runs each missing cell as a Ray task through ``suites.base.run_cell``, the function
+   ``bench run`` calls per task, and a suite's summary cell (the STS average) through
+   ``suites.base.run_summary`` once that seed's task cells are all finished.
+
+Workers write cells straight into the driver's results directory (atomic rename), so on a
+cluster BENCH_HOME, BENCH_DATA_DIR and BENCH_RESULTS_DIR must be one shared filesystem mounted
+at the same path on every node (docs/scale-out.md). Ray is imported only inside functions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from bench.errors import BenchError
+from bench.paths import Paths
+from bench.registry import ModelSpec
+from bench.store import ResultStore, config_hash
+
+INSTALL_HINT = 'Ray is not installed. Install the grid extra: pip install -e ".[grid]"  (or: pip install "ray>=2.40")'
+LOCAL_OBJECT_STORE_BYTES = 256 * 1024**2  # cells return a few paths and numbers: keep shared memory small
+
+
+# --- the plan ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CellSettings:
+    """What every cell of one grid shares; together with the seed it makes the cell's RunContext."""
+
+    profile: str = "smoke"
+    limit: int | None = None
+    batch_size: int = 64
+    device: str = "cpu"
+    options: tuple = ()  # suite options as sorted (key, value) pairs
+
+    def context(self, paths: Paths, seed: int):
+        from suites.base import RunContext
+
+        return RunContext(paths=paths, seed=seed, device=self.device, batch_size=self.batch_size,
+                          limit=self.limit, profile=self.profile, overwrite="only-missing",
+                          options=dict(self.options), progress=None, log=lambda *a, **k: None)
+
+
+@dataclass(frozen=True)
+class Cell:
+    model: str
+    suite: str
+    task: str
+    seed: int
+    summary: bool = False  # the suite's summary cell (e.g. sts/avg) over the grid's tasks of that suite
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} {self.suite}/{self.task} seed {self.seed}"
+
+    @property
+    def group(self) -> tuple[str, str, int]:
+        return self.model, self.suite, self.seed
+
+
+@dataclass
+class Plan:
+    models: list[ModelSpec]
+    tasks: dict[str, list[str]]  # suite name -> task names, in suite order
+    seeds: list[int]
+    settings: CellSettings
+    paths: Paths
+
+    def suite_seeds(self, suite) -> list[int]:
+        """The seeds a suite runs for the grid's seeds (Suite.seeds may expand one seed into several)."""
+        out = []
+        for seed in self.seeds:
+            out += [s for s in suite.seeds(self.settings.context(self.paths, seed)) if s not in out]
+        return out
+
+    def cells(self) -> list[Cell]:
+        from suites import get_suite
+
+        cells = []
+        for spec in self.models:
+            for suite_name, task_names in self.tasks.items():
+                suite = get_suite(suite_name)
+                for seed in self.suite_seeds(suite):
+                    cells += [Cell(spec.name, suite_name, t, seed) for t in task_names]
+                    if suite.summary_task is not None:
+                        cells.append(Cell(spec.name, suite_name, suite.summary_task.name, seed, summary=True))
+        return cells
+
+    def spec(self, name: str) -> ModelSpec:
+        return next(s for s in self.models if s.name == name)
+
+    def config_hash(self, cell: Cell) -> str:
+        """The cell's configuration hash: the part of its store key that needs no weights."""
+        from suites import get_suite
+        from suites.base import summary_config
+
+        suite = get_suite(cell.suite)
+        ctx = self.settings.context(self.paths, cell.seed)
+        if cell.summary:
+            return config_hash(summary_config(suite, [suite.task(t) for t in self.tasks[cell.suite]], ctx))
+        return config_hash(suite.config(suite.task(cell.task), ctx))
+
+    def stored_path(self, cell: Cell, weights_sha256: str) -> Path | None:
+        """The finished cell in the store for these weights and this configuration, if any."""
+        from bench.store import CellKey
+
+        key = CellKey(cell.model, weights_sha256, cell.suite, cell.task, cell.seed, self.config_hash(cell))
+        return ResultStore(self.paths.results).existing(key)
+
+    def stored_any_weights(self, cell: Cell) -> list[str]:
+        """Weights-sha prefixes of stored cells with this configuration (no model load: for --dry-run)."""
+        pattern = f"cells/{cell.model}/{cell.suite}/{cell.task}/seed{cell.seed}-*-{self.config_hash(cell)[:8]}.json"
+        return sorted(p.name.split("-")[1] for p in self.paths.results.glob(pattern))
+
+
+def split_list(text: str | None) -> list[str]:
+    return [item.strip() for item in (text or "").split(",") if item.strip()]
+
+
+def select_tasks(suite_names: list[str], task_filter: list[str]) -> dict[str, list[str]]:
+    """suite -> task names. A filter item is ``task`` (every chosen suite that has it) or ``suite/task``."""
+    from suites import get_suite
+
+    suites = {name: get_suite(name) for name in dict.fromkeys(suite_names)}
+    if not task_filter:
+        return {name: [t.name for t in suite.tasks] for name, suite in suites.items()}
+    wanted: dict[str, set[str]] = {name: set() for name in suites}
+    for item in task_filter:
+        suite_part, _, task_part = item.rpartition("/")
+        if suite_part:
+            if suite_part not in suites:
+                raise BenchError(f"--tasks {item}: suite '{suite_part}' is not in --suites ({', '.join(suites)}).")
+            suites[suite_part].task(task_part)  # UnknownName with suggestions
+            wanted[suite_part].add(task_part)
+            continue
+        owners = [name for name, suite in suites.items() if item in {t.name for t in suite.tasks}]
+        if not owners:
+            raise BenchError(f"--tasks {item}: no task of that name in suites {', '.join(suites)}. "
+                             f"See `bench ls tasks`.")
+        for name in owners:
+            wanted[name].add(item)
+    empty = [name for name, names in wanted.items() if not names]
+    if empty:
+        raise BenchError(f"--tasks names no task of suite(s) {', '.join(empty)}. Name their tasks as "
+                         f"suite/task, or drop them from --suites.")
+    return {name: [t.name for t in suites[name].tasks if t.name in wanted[name]] for name in suites}
+
+
+# --- worker side: plain functions, wrapped with ray.remote by the driver --------------------
+
+_ENCODER: dict = {}  # one loaded encoder per worker process: consecutive cells of a model reuse it
+
+
+def _encoder(spec: ModelSpec, paths: Paths, settings: CellSettings, seed: int):
+    from bench.commands.run import open_encoder
+
+    key = (repr(spec), str(paths.models), settings.device, settings.batch_size)
+    if key not in _ENCODER:
+        _ENCODER.clear()
+        _ENCODER[key] = open_encoder(spec, paths, settings.device, settings.batch_size, seed)
+    return _ENCODER[key]
+
+
+def _check_shared(paths: Paths) -> None:
+    if not paths.results.parent.exists() or not paths.data.exists():
+        import socket
+
+        raise BenchError(f"Worker on {socket.gethostname()} cannot see the data root {paths.data} or the results "
+                         f"directory {paths.results}: on a cluster they must be on a filesystem shared by every "
+                         f"node, at the same path (docs/scale-out.md).")
+
+
+def prepare_model(spec: ModelSpec, paths: Paths, settings: CellSettings, seed: int) -> dict:
+    """Load the model (training it first if it is a method model with no checkpoint); its weights sha256."""
+    _check_shared(paths)
+    start = time.perf_counter()
+    encoder = _encoder(spec, paths, settings, seed)
+    return {"sha": encoder.weights_sha256, "wall_s": time.perf_counter() - start}
+
+
+def run_grid_cell(spec: ModelSpec, suite_name: str, task_name: str, seed: int, paths: Paths,
+                  settings: CellSettings, board=None, label: str = "") -> dict:
+    """One task cell, through the code ``bench run`` uses per task."""
+    import socket
+
+    from suites import get_suite
+    from suites.base import run_cell
+
+    if board is not None:
+        board.started.remote(label, socket.gethostname())
+    _check_shared(paths)
+    start = time.perf_counter()
+    suite = get_suite(suite_name)
+    outcome = run_cell(suite, spec, settings.context(paths, seed), _encoder(spec, paths, settings, seed),
+                       suite.task(task_name))
+    return {"path": str(outcome.path), "cached": outcome.cached, "wall_s": time.perf_counter() - start}
+
+
+def run_grid_summary(spec: ModelSpec, suite_name: str, task_names: list[str], fresh: list[str], seed: int,
+                     paths: Paths, settings: CellSettings, board=None, label: str = "") -> dict:
+    """The suite's summary cell over finished task cells; ``fresh`` names those computed in this grid run,
+    so the summary is rewritten exactly when ``bench run`` would rewrite it."""
+    import socket
+
+    from suites import get_suite
+    from suites.base import run_cell, run_summary
+
+    if board is not None:
+        board.started.remote(label, socket.gethostname())
+    suite = get_suite(suite_name)
+    start = time.perf_counter()
+    ctx = settings.context(paths, seed)
+    encoder = _encoder(spec, paths, settings, seed)
+    tasks = [suite.task(t) for t in task_names]
+    outcomes = [run_cell(suite, spec, ctx, encoder, t) for t in tasks]
+    outcomes = [replace(o, cached=o.cached and o.task not in fresh) for o in outcomes]
+    outcome = run_summary(suite, spec, ctx, encoder, tasks, outcomes)
+    path = str(outcome.path) if outcome is not None else ""
+    return {"path": path, "cached": outcome is None or outcome.cached, "wall_s": time.perf_counter() - start}
+
+
+class Board:
+    """A tiny Ray actor the cells tell when they start, so the live view can show what is running."""
+
+    def __init__(self):
+        self.started_at: dict[str, float] = {}
+        self.hosts: dict[str, str] = {}
+        self.attempts: dict[str, int] = {}
+
+    def started(self, label: str, host: str) -> None:
+        self.started_at[label] = time.time()
+        self.hosts[label] = host
+        self.attempts[label] = self.attempts.get(label, 0) + 1
+
+    def snapshot(self) -> dict:
+        return {"started_at": dict(self.started_at), "hosts": dict(self.hosts), "attempts": dict(self.attempts)}
+
+
+# --- cost estimates from earlier runs --------------------------------------------------------
+
+def past_timings(results: Path) -> dict[tuple[str, str, str], list[float]]:
+    """(model, suite, task) -> wall seconds of the cells already in the store."""
+    out: dict[tuple[str, str, str], list[float]] = {}
+    for path in ResultStore(results).cells():
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            cell, rows = payload["cell"], payload["results"]
+        except (OSError, ValueError, KeyError):
+            continue
+        walls = [r.get("wall_s") for r in rows if r.get("wall_s")]
+        if walls:
+            out.setdefault((cell["model"], cell["suite"], cell["task"]), []).append(float(walls[0]))
+    return out
+
+
+def estimate(timings: dict, cell: Cell) -> float | None:
+    """Median earlier wall time of this model's cell, else of any model's cell for the same suite/task."""
+    same = timings.get((cell.model, cell.suite, cell.task))
+    if same:
+        return statistics.median(same)
+    other = [w for (m, s, t), walls in timings.items() if (s, t) == (cell.suite, cell.task) for w in walls]
+    return statistics.median(other) if other else None
+
+
+# --- driver side ------------------------------------------------------------------------------
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise BenchError(INSTALL_HINT) from None
+    return ray
+
+
+def connect(ray, address: str | None, num_cpus: int | None) -> bool:
+    """Join ``address`` or start a local instance sized to this machine; True if we started/joined here."""
+    if ray.is_initialized():
+        return False  # the caller's Ray session (tests, notebooks): use it, leave it running
+    if address:
+        try:
+            ray.init(address=address, log_to_driver=False)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise BenchError(f"Could not join the Ray cluster at '{address}' ({exc}). Start one with "
+                             f"`ray start --head` (see docs/scale-out.md), or drop --address to run locally.") from exc
+        return True
+    cpus = num_cpus or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False,
+             object_store_memory=LOCAL_OBJECT_STORE_BYTES)
+    return True
+
+
+@dataclass
+class CellState:
+    cell: Cell
+    state: str = "pending"  # pending | stored | running | done | failed | blocked
+    wall_s: float | None = None
+    error: str = ""
+    path: str = ""
+
+
+@dataclass
+class GridReport:
+    states: list[CellState]
+    models_failed: dict[str, str] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    def count(self, state: str) -> int:
+        return sum(s.state == state for s in self.states)
+
+    @property
+    def ran(self) -> list[CellState]:
+        return [s for s in self.states if s.state in ("done", "failed")]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(s.state in ("failed", "blocked") for s in self.states) or self.models_failed else 0
+
+
+class GridRunner:
+    """Submits model preparation, then cells, then summary cells, as their inputs become ready."""
+
+    def __init__(self, plan: Plan, ray, *, gpus_per_cell: float = 0.0, cpus_per_cell: float = 1.0,
+                 retries: int = 1):
+        self.plan, self.ray = plan, ray
+        opts = dict(num_cpus=cpus_per_cell, num_gpus=gpus_per_cell, max_retries=retries, retry_exceptions=True)
+        # max_calls=0: a worker lives on and keeps its loaded encoder for the next cell of that model
+        self.prepare = ray.remote(max_calls=0)(prepare_model).options(**opts)
+        self.run_cell = ray.remote(max_calls=0)(run_grid_cell).options(**opts)
+        self.run_summary = ray.remote(max_calls=0)(run_grid_summary).options(**opts)
+        self.board = ray.remote(num_cpus=0)(Board).remote()
+        self.states = {c: CellState(c) for c in plan.cells()}
+        self.inflight: dict = {}  # ObjectRef -> ("model", name) | ("cell", Cell)
+        self.sha: dict[str, str] = {}
+        self.fresh: dict[tuple, list[str]] = {}  # (model, suite, seed) -> task cells computed in this run
+        self.models_failed: dict[str, str] = {}
+        self.timings = past_timings(plan.paths.results)
+        resources = ray.cluster_resources()
+        by_cpu = resources.get("CPU", 1) / max(cpus_per_cell, 1e-9)
+        by_gpu = resources.get("GPU", 0) / gpus_per_cell if gpus_per_cell else float("inf")
+        self.slots = max(1, int(min(by_cpu, by_gpu)))
+        self.started = time.time()
+
+    # scheduling
+    def start(self) -> None:
+        first_seed = min(self.plan.seeds)
+        for spec in self.plan.models:
+            ref = self.prepare.remote(spec, self.plan.paths, self.plan.settings, first_seed)
+            self.inflight[ref] = ("model", spec.name)
+
+    def _submit(self, cell: Cell) -> None:
+        spec = self.plan.spec(cell.model)
+        if cell.summary:
+            ref = self.run_summary.remote(spec, cell.suite, self.plan.tasks[cell.suite],
+                                          self.fresh.get(cell.group, []), cell.seed, self.plan.paths,
+                                          self.plan.settings, self.board, cell.label)
+        else:
+            ref = self.run_cell.remote(spec, cell.suite, cell.task, cell.seed, self.plan.paths,
+                                       self.plan.settings, self.board, cell.label)
+        self.inflight[ref] = ("cell", cell)
+        self.states[cell].state = "running"
+
+    def _model_ready(self, name: str, sha: str) -> None:
+        self.sha[name] = sha
+        for cell, st in self.states.items():
+            if cell.model != name or cell.summary:
+                continue
+            if self.plan.stored_path(cell, sha) is not None:
+                st.state = "stored"
+            else:
+                self._submit(cell)
+        self._release_summaries(name)
+
+    def _release_summaries(self, model: str) -> None:
+        """Submit (or skip) each summary cell whose task cells have all finished."""
+        for cell, st in self.states.items():
+            if cell.model != model or not cell.summary or st.state != "pending":
+                continue
+            parts = [s for c, s in self.states.items() if c.group == cell.group and not c.summary]
+            if any(s.state in ("pending", "running") for s in parts):
+                continue
+            failed = [s.cell.task for s in parts if s.state in ("failed", "blocked")]
+            if failed:
+                st.state, st.error = "blocked", f"not run: task cell(s) {', '.join(failed)} failed"
+            elif not self.fresh.get(cell.group) and self.plan.stored_path(cell, self.sha[model]) is not None:
+                st.state = "stored"
+            else:
+                self._submit(cell)
+
+    def _finished(self, ref) -> None:
+        kind, what = self.inflight.pop(ref)
+        try:
+            value = self.ray.get(ref)
+        except Exception as exc:  # the task's exception after its retries, with the remote traceback
+            error = str(exc)
+            if kind == "model":
+                self.models_failed[what] = error
+                for cell, st in self.states.items():
+                    if cell.model == what:
+                        st.state, st.error = "blocked", f"not run: model '{what}' could not be prepared"
+            else:
+                st = self.states[what]
+                st.state, st.error = "failed", error
+                self._release_summaries(what.model)
+            return
+        if kind == "model":
+            self._model_ready(what, value["sha"])
+            return
+        st = self.states[what]
+        st.state, st.wall_s, st.path = "done", value["wall_s"], value["path"]
+        if not what.summary and not value["cached"]:
+            self.fresh.setdefault(what.group, []).append(what.task)
+        self._release_summaries(what.model)
+
+    def run(self, on_tick=None, tick_s: float = 0.5) -> GridReport:
+        self.start()
+        while self.inflight:
+            done, _ = self.ray.wait(list(self.inflight), num_returns=1, timeout=tick_s)
+            for ref in done:
+                self._finished(ref)
+            if on_tick is not None:
+                on_tick(self)
+        if any(st.state == "done" for st in self.states.values()):
+            ResultStore(self.plan.paths.results).write_leaderboard()  # once, after the concurrent writers
+        return GridReport(list(self.states.values()), dict(self.models_failed), time.time() - self.started)
+
+    # for the live view
+    def board_snapshot(self) -> dict:
+        try:
+            return self.ray.get(self.board.snapshot.remote(), timeout=2)
+        except Exception:
+            return {"started_at": {}, "hosts": {}, "attempts": {}}
+
+    def eta_s(self, snapshot: dict) -> float | None:
+        """Remaining work / parallel slots, from this run's cell times, else earlier runs', else unknown."""
+        done = [st.wall_s for st in self.states.values() if st.state == "done" and st.wall_s]
+        now, left = time.time(), 0.0
+        for cell, st in self.states.items():
+            if st.state not in ("pending", "running"):
+                continue
+            guess = estimate(self.timings, cell) or (statistics.mean(done) if done else None)
+            if guess is None:
+                return None
+            started = snapshot["started_at"].get(cell.label) if st.state == "running" else None
+            left += max(guess - (now - started), 0.0) if started else guess
+        return left / self.slots
+
+
+def run_grid(plan: Plan, *, address: str | None = None, num_cpus: int | None = None, gpus_per_cell: float = 0.0,
+             cpus_per_cell: float = 1.0, retries: int = 1, on_tick=None) -> GridReport:
+    ray = import_ray()
+    started_here = connect(ray, address, num_cpus)
+    try:
+        runner = GridRunner(plan, ray, gpus_per_cell=gpus_per_cell, cpus_per_cell=cpus_per_cell, retries=retries)
+        return runner.run(on_tick=on_tick)
+    finally:
+        if started_here:
+            ray.shutdown()
