@@ -130,3 +130,29 @@ trained("robustembed-bert", "robustembed", "bert-base-cls", "paper", citation=RO
 trained("robustembed-roberta", "robustembed", "roberta-base-cls", "paper", recipe={"lr": 1e-5},
         citation=ROBUSTEMBED_CITE, description="RobustEmbed from roberta-base (paper profile)",
         paper=_sts_paper((69.71, 81.77, 73.34, 81.98, 79.74, 83.70, 71.10), 77.33), paper_ref=ROBUSTEMBED_REF)
+
+# --- issue 5: V-advCSE, AdCSE, DCL, L2P-CSR and the ConSERT / USCAL baselines -----------------
+# Each: `<method>-minilm` (smoke profile, offline) and `<method>-bert` (paper profile, bert-base-uncased).
+ISSUE5_METHODS = (
+    # method, citation, paper STS values (BERT-base) or None, paper reference[, BERT pooler]
+    ("vadvcse", "V-advCSE: Virtual Adversarial Contrastive Learning for Sentence Embeddings (seed paper).",
+     ((72.05, 83.15, 75.71, 83.12, 79.46, 79.90, 70.75), 77.73), "V-advCSE Table 1"),
+    ("adcse", "Li et al. AdCSE: An Adversarial Method for Contrastive Learning of Sentence Embeddings. DASFAA 2022.",
+     ((70.52, 84.10, 74.18, 82.15, 78.42, 78.32, 73.16), 77.26), "AdCSE Table 1"),
+    ("dcl", "Disentangled Contrastive Learning for Learning Robust Textual Representations (anonymous ICLR "
+            "submission; seed paper). No STS numbers in the paper.", None, ""),
+    ("l2pcsr", "Zhou et al. Learning to Perturb for Contrastive Learning of Unsupervised Sentence Representations "
+               "(L2P-CSR).", ((70.21, 83.25, 75.42, 82.34, 78.75, 77.80, 72.65), 77.20), "L2P-CSR Table 1"),
+    ("consert", "Yan et al. ConSERT: A Contrastive Framework for Self-Supervised Sentence Representation Transfer. "
+                "ACL 2021.", ((64.56, 78.55, 69.16, 79.74, 76.00, 73.91, 67.35), 72.75),
+     "RobustEmbed Table 1 (their ConSERT reproduction)", "avg"),  # ConSERT averages the last layer
+    ("uscal", "Miao et al. Simple Contrastive Representation Adversarial Learning for NLP Tasks (USCAL). "
+              "arXiv:2111.13301, 2021.", ((69.30, 80.85, 72.19, 81.04, 77.52, 81.28, 71.98), 76.31),
+     "RobustEmbed Table 1 (their USCAL reproduction)"),
+)
+for _method, _cite, _paper, _ref, *_pooler in ISSUE5_METHODS:
+    trained(f"{_method}-minilm", _method, "minilm", "smoke", citation=_cite,
+            description=f"{_method} (bench/methods/{_method}.py), smoke profile (offline, CPU) from all-MiniLM-L6-v2")
+    trained(f"{_method}-bert", _method, "bert-base-cls", "paper", citation=_cite, pooler=(_pooler or [None])[0],
+            description=f"{_method} (bench/methods/{_method}.py) from bert-base-uncased (paper profile)",
+            paper=_sts_paper(*_paper) if _paper else {}, paper_ref=_ref)

@@ -14,6 +14,12 @@ from bench.errors import lookup
 METHOD_MODULES = {
     "simcse": "bench.methods.simcse",
     "robustembed": "bench.methods.robustembed",
+    "vadvcse": "bench.methods.vadvcse",
+    "adcse": "bench.methods.adcse",
+    "dcl": "bench.methods.dcl",
+    "l2pcsr": "bench.methods.l2pcsr",
+    "consert": "bench.methods.consert",
+    "uscal": "bench.methods.uscal",
 }
 
 
