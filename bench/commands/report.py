@@ -1,0 +1,55 @@
+"""bench report [--suite S]... [--format md|tex|csv|html]... [--out DIR] [--check]
+
+Regenerates the paper tables and figures, results/leaderboard.csv and the per-suite leaderboards from
+the result files. ``--check`` writes nothing and exits 1 when the reports or leaderboards on disk
+differ from a regeneration (text files byte for byte; PNG/PDF by presence).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FORMAT_NAMES = ("md", "tex", "csv", "html")
+
+
+def add_arguments(parser):
+    parser.add_argument("--suite", action="append", dest="suites", metavar="S",
+                        help="repeatable; only tables and figures of these suites (default: all)")
+    parser.add_argument("--format", action="append", dest="formats", choices=FORMAT_NAMES,
+                        help="repeatable; table formats (default: all four). Figures are always PNG + PDF")
+    parser.add_argument("--out", type=Path, help="reports directory (default: reports/ beside the results directory)")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if the reports on disk differ from a regeneration")
+
+
+def main(args) -> int:
+    from rich.console import Console
+
+    import reports
+    from bench.paths import Paths
+
+    console = Console(soft_wrap=True)  # file paths stay whole, one per line
+    paths = Paths.from_env()
+    out = (args.out or paths.results.parent / "reports").expanduser().resolve()
+    artifacts = reports.generate(paths.results, suites=args.suites, formats=args.formats)
+    complete = not args.suites and not args.formats
+    if args.check:
+        problems = reports.compare(artifacts.reports, out, prune=complete)
+        problems += reports.compare(artifacts.results, paths.results, prune=False)
+        for p in problems:
+            console.print(p)
+        if problems:
+            console.print(f"{len(problems)} file(s) differ from a regeneration of {paths.results}. "
+                          f"Fix: run `bench report` and commit {out.name}/ and the leaderboards.")
+            return 1
+        console.print(f"Reports in {out} match a regeneration from {paths.results}.")
+        return 0
+    if complete:  # drop reports that a full regeneration no longer makes (only names `bench report` owns)
+        for name in sorted(reports.generated_names() - set(artifacts.reports)):
+            (out / name).unlink(missing_ok=True)
+    written = reports.write(artifacts.reports, out) + reports.write(artifacts.results, paths.results)
+    tables = sorted(p.name for p in written if p.suffix == ".md" and p.name != "index.md")
+    console.print(f"Wrote {len(written)} files: {len(artifacts.reports)} in {out} (index: {out / 'index.md'}), "
+                  f"{len(artifacts.results)} leaderboard CSV(s) in {paths.results}.")
+    console.print("Tables: " + (", ".join(tables) if tables else "none (no matching results)"))
+    return 0

@@ -1,0 +1,147 @@
+"""Scatter figures from result rows: one renderer, one FigureSpec per figure, PNG + PDF + the plotted data as CSV.
+
+A point is one ``point`` key (e.g. model × attack); its coordinates are the spec's measures, each the
+mean over the tasks (datasets) that every point sharing its ``connect`` key has, so the points a line
+joins are measured on the same tasks. The data CSV is what `bench report --check` compares: images
+depend on the matplotlib build, the plotted numbers do not.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from dataclasses import dataclass
+
+from reports.paper import PaperRef, PaperValues
+from reports.results import model_order, stat
+
+# How a measure combines its metrics' values, by name.
+COMBINE = {"first": lambda values: values[0], "difference": lambda values: values[0] - values[1]}
+
+
+@dataclass(frozen=True)
+class Measure:
+    label: str
+    metrics: tuple[str, ...]
+    combine: str = "first"
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    name: str
+    title: str
+    suite: str
+    point: tuple[str, ...]  # row fields naming a point; "model" first
+    x: Measure
+    y: Measure
+    connect: str | None = None  # a row field: points sharing it are joined by a line
+    paper: PaperRef | None = None
+
+    @property
+    def suites(self) -> tuple[str, ...]:
+        return (self.suite,)
+
+
+@dataclass
+class Point:
+    key: dict
+    tasks: tuple[str, ...]
+    x: float
+    y: float
+    paper_x: float | None = None
+    paper_y: float | None = None
+
+
+def _measure(rows, where: dict, measure: Measure) -> float | None:
+    values = [stat(rows, {**where, "metric": m}).mean for m in measure.metrics]
+    return None if any(v is None for v in values) else COMBINE[measure.combine](values)
+
+
+def points(spec: FigureSpec, rows: list[dict], paper: PaperValues) -> list[Point]:
+    mine = [r for r in rows if r["suite"] == spec.suite]
+    keys = sorted({tuple(r.get(f) or "" for f in spec.point) for r in mine},
+                  key=lambda k: (model_order({r["model"] for r in mine}).index(k[0]), k[1:]))
+    tasks_of = {}
+    for key in keys:
+        where = dict(zip(spec.point, key))
+        tasks_of[key] = {t for t in {r["task"] for r in mine}
+                         if _measure(mine, {**where, "task": t}, spec.x) is not None
+                         and _measure(mine, {**where, "task": t}, spec.y) is not None}
+    out = []
+    for key in keys:
+        where = dict(zip(spec.point, key))
+        mates = [k for k in keys if spec.connect is None or dict(zip(spec.point, k))[spec.connect] == where[spec.connect]]
+        common = sorted(set.intersection(*(tasks_of[k] for k in mates))) if spec.connect else sorted(tasks_of[key])
+        if not common:
+            continue
+        x = statistics.fmean(_measure(mine, {**where, "task": t}, spec.x) for t in common)
+        y = statistics.fmean(_measure(mine, {**where, "task": t}, spec.y) for t in common)
+        point = Point(where, tuple(common), x, y)
+        if spec.paper and len(common) == 1 and len(spec.x.metrics) == len(spec.y.metrics) == 1:
+            attack = where.get("attack", "")
+            point.paper_x = paper.get(spec.paper, where["model"], spec.suite, common[0], spec.x.metrics[0], attack)
+            point.paper_y = paper.get(spec.paper, where["model"], spec.suite, common[0], spec.y.metrics[0], attack)
+        out.append(point)
+    return out
+
+
+def to_csv(spec: FigureSpec, pts: list[Point]) -> str:
+    buf = io.StringIO()
+    fields = [*spec.point, "tasks", "x", "y", "paper_x", "paper_y"]
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+
+    def num(v):
+        return "" if v is None else repr(round(v, 6))
+
+    for p in pts:
+        writer.writerow({**p.key, "tasks": " ".join(p.tasks), "x": num(p.x), "y": num(p.y),
+                         "paper_x": num(p.paper_x), "paper_y": num(p.paper_y)})
+    return buf.getvalue()
+
+
+def render(spec: FigureSpec, pts: list[Point]) -> dict[str, bytes]:
+    """{"png": ..., "pdf": ...}; byte-identical across runs for a given matplotlib build."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = list(dict.fromkeys(p.key["model"] for p in pts))
+    colours = {m: plt.get_cmap("tab10")(i % 10) for i, m in enumerate(models)}
+    markers = "osD^vP*Xh<>"
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    if spec.connect:
+        for group in dict.fromkeys(p.key[spec.connect] for p in pts):
+            mates = [p for p in pts if p.key[spec.connect] == group]
+            ax.plot([p.x for p in mates], [p.y for p in mates], "-", color="0.6", lw=1, zorder=1)
+            last = mates[-1]
+            ax.annotate(group, (last.x, last.y), textcoords="offset points", xytext=(6, 4), fontsize=8, color="0.3")
+    for i, model in enumerate(models):
+        mine = [p for p in pts if p.key["model"] == model]
+        ax.scatter([p.x for p in mine], [p.y for p in mine], color=colours[model], marker=markers[i % len(markers)],
+                   s=40, label=model, zorder=3)
+        for p in mine:
+            if not spec.connect:
+                ax.annotate(model, (p.x, p.y), textcoords="offset points", xytext=(6, 4), fontsize=8)
+            if p.paper_x is not None and p.paper_y is not None:
+                ax.scatter([p.paper_x], [p.paper_y], facecolors="none", edgecolors=[colours[model]],
+                           marker=markers[i % len(markers)], s=60, zorder=2)
+                ax.plot([p.x, p.paper_x], [p.y, p.paper_y], ":", color=colours[model], lw=1, zorder=1)
+    if any(p.paper_x is not None for p in pts):
+        ax.scatter([], [], facecolors="none", edgecolors="0.3", label=f"paper value ({spec.paper})")
+    ax.set_xlabel(spec.x.label)
+    ax.set_ylabel(spec.y.label)
+    tasks = sorted({t for p in pts for t in p.tasks})
+    ax.set_title(f"{spec.title}\n(mean over tasks: {', '.join(tasks)})", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    out = {}
+    for fmt, metadata in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Producer": None, "Creator": None})):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=150, metadata=metadata)
+        out[fmt] = buf.getvalue()
+    plt.close(fig)
+    return out

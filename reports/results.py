@@ -1,0 +1,148 @@
+"""Result rows -> statistics for one table cell: select the rows, pick one setting, average over seeds.
+
+Reads only result files (through bench.store.ResultStore) and the torch-free registry.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.errors import BenchError
+from bench.registry import MINILM_PROVIDER, MODELS
+from bench.store import ResultStore
+
+# Config keys that differ between the cells of one setting (one row per task, split or seed).
+PER_CELL_KEYS = ("suite", "task", "split", "seed", "summary_of")
+# Display names for backbones that are not Hugging Face ids.
+BACKBONE_LABELS = {MINILM_PROVIDER: "all-MiniLM-L6-v2"}
+# Pre-trained families a released checkpoint's id names (e.g. princeton-nlp/unsup-simcse-bert-base-uncased),
+# longest first so that a longer name wins over a name it contains.
+FAMILIES = ("bert-large-uncased", "bert-base-uncased", "bert-large-cased", "bert-base-cased", "roberta-large",
+            "roberta-base", "all-MiniLM-L6-v2")
+UNREGISTERED = "not in the registry"
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean over the seed rows of one setting; std is the sample std over seeds (or the row's own)."""
+
+    mean: float | None
+    std: float | None
+    by_seed: tuple[tuple[int, float], ...]
+    rows: tuple[dict, ...]
+
+    @property
+    def seeds(self) -> int:
+        return len(self.by_seed)
+
+
+EMPTY = Stat(None, None, (), ())
+
+
+def load_rows(results_dir: Path) -> list[dict]:
+    """Every result row under ``results_dir/cells``, each with its parsed config as ``_config``."""
+    store = ResultStore(results_dir)
+    if not store.cells():
+        raise BenchError(f"No result cells under {Path(results_dir) / 'cells'}. Run `bench run --suite S --model M` "
+                         f"first, or point BENCH_RESULTS_DIR at a results directory.")
+    rows = []
+    for row in store.rows():
+        try:
+            config = json.loads(row.get("config") or "{}")
+        except json.JSONDecodeError:
+            config = {}
+        rows.append({**row, "_config": config if isinstance(config, dict) else {}})
+    return rows
+
+
+def setting_key(row: dict) -> str:
+    return json.dumps({k: v for k, v in row["_config"].items() if k not in PER_CELL_KEYS}, sort_keys=True, default=str)
+
+
+def matches(row: dict, where: dict) -> bool:
+    return all(str(row.get(k) if row.get(k) is not None else "") == str(v) for k, v in where.items())
+
+
+def _rank(rows: list[dict], prefer: dict) -> tuple:
+    """Lower is preferred: the spec's preferred option values, then no limit / a larger limit, then more seeds."""
+    config = rows[0]["_config"]
+    pref = tuple(values.index(config.get(key)) if config.get(key) in values else len(values)
+                 for key, values in prefer.items())
+    limit = config.get("limit")
+    return (*pref, 0 if limit is None else 1, -(limit or 0), -len({r.get("seed") for r in rows}))
+
+
+def stat(rows: list[dict], where: dict, prefer: dict | None = None) -> Stat:
+    """Statistics of the rows matching ``where``; when several settings match, the preferred one."""
+    hits = [r for r in rows if matches(r, where)]
+    if not hits:
+        return EMPTY
+    settings: dict[str, list[dict]] = {}
+    for r in hits:
+        settings.setdefault(setting_key(r), []).append(r)
+    # Newest first, so that among equally ranked settings the newest wins (min is stable).
+    groups = sorted(settings.values(), key=lambda g: max(r.get("created_at") or "" for r in g), reverse=True)
+    chosen = min(groups, key=lambda g: _rank(g, prefer or {}))
+    per_seed: dict[int, dict] = {}
+    for r in sorted(chosen, key=lambda r: r.get("created_at") or ""):
+        if r.get("value") is not None:
+            per_seed[r.get("seed") or 0] = r  # a re-run of a seed replaces the older row
+    if not per_seed:
+        return Stat(None, None, (), tuple(chosen))
+    by_seed = tuple(sorted((seed, float(r["value"])) for seed, r in per_seed.items()))
+    values = [v for _, v in by_seed]
+    if len(values) > 1:
+        std = statistics.stdev(values)
+    else:
+        only = next(iter(per_seed.values()))
+        std = None if only.get("std") is None else float(only["std"])
+    return Stat(statistics.fmean(values), std, by_seed, tuple(per_seed.values()))
+
+
+def mean_of(stats: list[Stat]) -> Stat:
+    """Mean of cell means; per-seed means (and so a std) only when every cell has the same seeds."""
+    present = [s for s in stats if s.mean is not None]
+    if not present:
+        return EMPTY
+    mean = statistics.fmean(s.mean for s in present)
+    seed_sets = {tuple(seed for seed, _ in s.by_seed) for s in present}
+    by_seed: tuple = ()
+    std = None
+    if len(seed_sets) == 1 and len(present) == len(stats):
+        seeds = next(iter(seed_sets))
+        by_seed = tuple((seed, statistics.fmean(dict(s.by_seed)[seed] for s in present)) for seed in seeds)
+        std = statistics.stdev(v for _, v in by_seed) if len(by_seed) > 1 else None
+    rows = tuple(r for s in present for r in s.rows)
+    return Stat(mean, std, by_seed, rows)
+
+
+def model_order(names) -> list[str]:
+    """Registry order, then unregistered names alphabetically."""
+    registered = [m for m in MODELS if m in names]
+    return registered + sorted(set(names) - set(registered))
+
+
+def backbone_group(model: str) -> str:
+    """The pre-trained encoder a model starts from: its base model's, else the family its backbone id names."""
+    spec = MODELS.get(model)
+    if spec is None:
+        return UNREGISTERED
+    if spec.base and spec.base in MODELS and spec.base != model:
+        return backbone_group(spec.base)
+    label = BACKBONE_LABELS.get(spec.backbone, spec.backbone)
+    return next((family for family in FAMILIES if family.lower() in label.lower()), label)
+
+
+def recipe_text(model: str) -> str:
+    spec = MODELS.get(model)
+    if spec is None or not spec.recipe:
+        return ""
+    return ", ".join(f"{k}={v}" for k, v in sorted(spec.recipe.items()))
+
+
+def method_of(model: str) -> str:
+    spec = MODELS.get(model)
+    return (spec.method or "") if spec else ""

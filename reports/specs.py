@@ -1,0 +1,108 @@
+"""The tables and figures `bench report` makes. Adding one is one spec here; nothing else changes.
+
+Row conventions are the suites' (bench/store.py Result): suite, task, split, metric, aggregation, attack.
+Metric and task names of suites that are still moving (adversarial, advsts, anli) are spelled once,
+in the constants below, so that a rename is a one-line change.
+"""
+
+from __future__ import annotations
+
+from reports.figures import FigureSpec, Measure
+from reports.paper import PaperRef
+from reports.tables import Average, Block, Column, Summary, TableSpec
+
+RE = "RobustEmbed"
+STS_TASKS = (("STS12", "sts12"), ("STS13", "sts13"), ("STS14", "sts14"), ("STS15", "sts15"), ("STS16", "sts16"),
+             ("STS-B", "stsb"), ("SICK-R", "sickr"))
+TRANSFER_TASKS = (("MR", "mr"), ("CR", "cr"), ("SUBJ", "subj"), ("MPQA", "mpqa"), ("SST2", "sst2"), ("TREC", "trec"),
+                  ("MRPC", "mrpc"))
+ATTACK_DATASETS = (("IMDB", "imdb"), ("MR", "mr"), ("SST2", "sst2"), ("YELP", "yelp"), ("MRPC", "mrpc"),
+                   ("SNLI", "snli"), ("MNLI-mm", "mnli"))
+RECIPES = (("TextFooler", "textfooler"), ("TextBugger", "textbugger"), ("PWWS", "pwws"), ("BAE", "bae"),
+           ("BERTAttack", "bertattack"))
+ASR = "asr"  # adversarial and advsts: attack success rate, %
+ORIG_ACC, ADV_ACC, AVG_QUERIES = "orig_acc", "adv_acc", "avg_queries"
+ATTACK_SETTINGS = ("profile", "limit", "seeds", "query_budget")
+
+
+def _columns(pairs) -> tuple[Column, ...]:
+    return tuple(Column(label, {"task": task}) for label, task in pairs)
+
+
+def _labels(pairs, skip=()) -> tuple[str, ...]:
+    return tuple(label for label, task in pairs if task not in skip)
+
+
+ATTACK_BLOCKS = tuple(Block(label, {"attack": recipe}) for label, recipe in RECIPES)
+
+TABLES = (
+    TableSpec(
+        name="robustembed-table1", title="RobustEmbed Table 1: STS (Spearman ×100)", suite="sts", metric="spearman",
+        aggregation="all", unit="Spearman correlation ×100 of cosine similarity", columns=_columns(STS_TASKS),
+        averages=(Average("Avg.", _labels(STS_TASKS), paper_task="avg"),), paper=PaperRef(RE, "Table 1")),
+    TableSpec(
+        name="robustembed-table2", title="RobustEmbed Table 2: transfer tasks (accuracy)", suite="transfer",
+        metric="acc", unit="test accuracy ×100 of a classifier on frozen embeddings", columns=_columns(TRANSFER_TASKS),
+        # The paper's average leaves TREC out (6 tasks); the 7-task average is SimCSE's.
+        averages=(Average("Avg. (6, no TREC)", _labels(TRANSFER_TASKS, skip=("trec",)), paper_task="avg"),
+                  Average("Avg. (7)", _labels(TRANSFER_TASKS))),
+        paper=PaperRef(RE, "Table 2"), prefer={"mode": ("test", "fasttest")},
+        settings=("profile", "limit", "mode")),
+    TableSpec(
+        name="robustembed-table3", title="RobustEmbed Table 3: attack success rate (%)", suite="adversarial",
+        metric=ASR, unit="attack success rate % (successes / (successes + failures); skipped excluded)",
+        columns=_columns(ATTACK_DATASETS), averages=(Average("Avg.", _labels(ATTACK_DATASETS), paper_task="avg"),),
+        better="lower", blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 3"), settings=ATTACK_SETTINGS),
+    TableSpec(
+        name="robustembed-table4", title="RobustEmbed Table 4: AdvSTS attack success rate (%)", suite="advsts",
+        metric=ASR, unit="attack success rate % on STS pairs", columns=(Column("AdvSTS-B", {"task": "stsb"}),
+                                                                       Column("AdvSICK-R", {"task": "sickr"})),
+        averages=(Average("Avg.", ("AdvSTS-B", "AdvSICK-R"), paper_task="avg"),), better="lower",
+        blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 4"), settings=ATTACK_SETTINGS),
+    TableSpec(
+        name="vadvcse-table3", title="V-advCSE Table 3: ANLI accuracy", suite="anli", metric="acc",
+        unit="accuracy ×100 of an NLI classifier fine-tuned on the encoder",
+        columns=tuple(Column(f"{split} {r.upper()}", {"task": r, "split": split})
+                      for split in ("dev", "test") for r in ("r1", "r2", "r3", "all")),
+        paper=PaperRef("V-advCSE", "Table 3"), decimals=1, settings=("profile", "limit", "train_mix")),
+)
+
+# Ablations and the adversarial-training comparison: other tables' averages, one line per model.
+STS_AVG = Summary("STS avg.", "robustembed-table1", "Avg.", "higher", paper_key=("sts", "avg", "spearman", ""))
+TRANSFER_AVG = Summary("Transfer avg. (6)", "robustembed-table2", "Avg. (6, no TREC)", "higher",
+                       paper_key=("transfer", "avg", "acc", ""))
+
+
+def _asr_avg(label: str, recipe: str) -> Summary:
+    return Summary(f"{label} ASR avg.", "robustembed-table3", "Avg.", "lower", block=label,
+                   paper_key=("adversarial", "avg", ASR, recipe))
+
+
+ABLATION = dict(suite="", metric="", unit="averages of Tables 1-3 (see those tables for their settings)",
+                method="robustembed", show_recipe=True)
+TABLES += (
+    TableSpec(name="robustembed-table5", title="RobustEmbed Table 5: norm constraint (STS avg.)",
+              summaries=(STS_AVG,), paper=PaperRef(RE, "Table 5"), **ABLATION),
+    TableSpec(name="robustembed-table6", title="RobustEmbed Table 6: modulation factor λ (STS avg.)",
+              summaries=(STS_AVG,), paper=PaperRef(RE, "Table 6"), **ABLATION),
+    TableSpec(name="robustembed-table7", title="RobustEmbed Table 7: adversarial training methods",
+              summaries=(STS_AVG, TRANSFER_AVG, _asr_avg("TextFooler", "textfooler"),
+                         _asr_avg("TextBugger", "textbugger"), _asr_avg("BERTAttack", "bertattack")),
+              paper=PaperRef(RE, "Table 7"), **{**ABLATION, "method": None}),
+    TableSpec(name="robustembed-table8", title="RobustEmbed Table 8: regularisation γ",
+              summaries=(STS_AVG, TRANSFER_AVG, _asr_avg("TextFooler", "textfooler")),
+              paper=PaperRef(RE, "Table 8"), **ABLATION),
+)
+
+FIGURES = (
+    FigureSpec(
+        name="robustembed-figure2", title="RobustEmbed Figure 2: average queries vs accuracy reduction",
+        suite="adversarial", point=("model", "attack"), connect="attack",
+        x=Measure("accuracy reduction (points): original − under attack", (ORIG_ACC, ADV_ACC), "difference"),
+        y=Measure("average queries per attacked example", (AVG_QUERIES,)),
+        paper=PaperRef(RE, "Figure 2")),
+    FigureSpec(
+        name="robustembed-figure3", title="RobustEmbed Figure 3: ℓ_align vs ℓ_uniform (STS-B)", suite="alignment",
+        point=("model",), x=Measure("ℓ_uniform (lower is better)", ("uniform",)),
+        y=Measure("ℓ_align (lower is better)", ("align",)), paper=PaperRef(RE, "Figure 3")),
+)

@@ -1,0 +1,429 @@
+"""One table renderer for every table: a TableSpec says what to show, ``build`` fills it from result rows,
+and one formatter per output format (md, tex, csv, html) writes it.
+
+Rules every table follows:
+- a cell is ours (mean ± sample std over seeds, with n when more than one seed ran), with the paper's
+  value and the difference (ours − paper) beside it wherever the row's model matches a paper row;
+- a missing cell is "–"; an average over fewer cells than it names is marked "†" and never bold;
+- bold is the best per column within a backbone group (and within a block, e.g. one attack);
+- a sentence under the table states the settings the rows were produced with.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from dataclasses import dataclass, field
+
+from reports.paper import PaperRef, PaperValues
+from reports.results import (EMPTY, Stat, backbone_group, mean_of, method_of, model_order, recipe_text, stat)
+
+MISSING = "–"
+PARTIAL = "†"
+
+
+@dataclass(frozen=True)
+class Column:
+    label: str
+    where: dict  # row fields this column selects, e.g. {"task": "stsb"} or {"task": "r1", "split": "dev"}
+    paper_task: str | None = None  # the paper's task key, when it differs from where["task"]
+
+
+@dataclass(frozen=True)
+class Average:
+    label: str
+    of: tuple[str, ...]  # labels of the columns averaged
+    paper_task: str | None = None  # the paper's row key for this average ("avg"), if the paper prints it
+
+
+@dataclass(frozen=True)
+class Block:
+    """A horizontal band of the table, e.g. one attack recipe in RobustEmbed Table 3."""
+
+    label: str
+    where: dict
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A column taken from another table's cell: that table's ``column`` for the same model."""
+
+    label: str
+    table: str
+    column: str
+    better: str
+    block: str = ""  # the other table's block label
+    paper_key: tuple = ()  # (suite, task, metric, attack) of the paper's number
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str  # output file stem
+    title: str
+    suite: str
+    metric: str
+    unit: str  # what the numbers are, for the settings sentence
+    columns: tuple[Column, ...] = ()
+    averages: tuple[Average, ...] = ()
+    aggregation: str | None = None
+    better: str = "higher"  # or "lower" (ASR, alignment, uniformity)
+    blocks: tuple[Block, ...] = ()
+    paper: PaperRef | None = None
+    prefer: dict = field(default_factory=dict)  # config key -> preferred values, best first
+    settings: tuple[str, ...] = ("profile", "limit")  # config keys the settings sentence reports
+    decimals: int = 2
+    summaries: tuple[Summary, ...] = ()  # for tables made of other tables' cells (ablations)
+    method: str | None = None  # only models trained with this method (ablations)
+    show_recipe: bool = False
+
+    @property
+    def suites(self) -> tuple[str, ...]:
+        return (self.suite,) if self.suite else ()
+
+
+@dataclass
+class Cell:
+    stat: Stat
+    paper: float | None = None
+    partial: bool = False  # an average over fewer cells than it names
+    bold: bool = False
+
+    @property
+    def delta(self) -> float | None:
+        if self.stat.mean is None or self.paper is None:
+            return None
+        return self.stat.mean - self.paper
+
+
+@dataclass
+class Line:
+    block: str
+    group: str
+    model: str
+    recipe: str
+    cells: list[Cell]
+
+
+@dataclass
+class Table:
+    spec: TableSpec
+    headers: list[str]
+    better: list[str]  # per header
+    lines: list[Line]
+    settings: str
+
+    @property
+    def empty(self) -> bool:
+        return not self.lines
+
+
+# ---------------------------------------------------------------- building ----------------------
+
+def _row_filter(spec: TableSpec) -> dict:
+    where = {"suite": spec.suite, "metric": spec.metric}
+    if spec.aggregation is not None:
+        where["aggregation"] = spec.aggregation
+    return where
+
+
+def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str, Table] | None = None) -> Table:
+    """The filled table. ``built`` holds already-built tables that Summary columns read from."""
+    if spec.summaries:
+        return _build_summary(spec, paper, built or {})
+    base = _row_filter(spec)
+    mine = [r for r in rows if all(str(r.get(k)) == str(v) for k, v in base.items())]
+    models = model_order({r["model"] for r in mine if spec.method is None or method_of(r["model"]) == spec.method})
+    headers = [c.label for c in spec.columns] + [a.label for a in spec.averages]
+    lines = []
+    for block in spec.blocks or (Block("", {}),):
+        for model in models:
+            cells = []
+            for col in spec.columns:
+                s = stat(mine, {**block.where, **col.where, "model": model}, spec.prefer)
+                value = paper.get(spec.paper, model, spec.suite, col.paper_task or col.where.get("task", ""),
+                                  spec.metric, block.where.get("attack", ""), col.where.get("split"))
+                cells.append(Cell(s, value))
+            by_label = dict(zip((c.label for c in spec.columns), cells))
+            for avg in spec.averages:
+                parts = [by_label[label].stat for label in avg.of]
+                value = (paper.get(spec.paper, model, spec.suite, avg.paper_task, spec.metric,
+                                   block.where.get("attack", "")) if avg.paper_task else None)
+                cells.append(Cell(mean_of(parts), value,
+                                  partial=0 < sum(p.mean is not None for p in parts) < len(parts)))
+            lines.append(Line(block.label, backbone_group(model), model, recipe_text(model), cells))
+    # A block (e.g. an attack) nobody ran is left out whole, and named in the settings sentence.
+    ran = {ln.block for ln in lines if any(c.stat.mean is not None for c in ln.cells)}
+    absent = [b.label for b in spec.blocks if b.label not in ran]
+    lines = _grouped([ln for ln in lines if ln.block in ran])
+    better = [spec.better] * len(headers)
+    _mark_best(lines, better, spec.decimals)
+    return Table(spec, headers, better, lines, settings_sentence(spec, lines, absent))
+
+
+def _build_summary(spec: TableSpec, paper: PaperValues, built: dict[str, Table]) -> Table:
+    models: list[str] = []
+    for s in spec.summaries:
+        table = built.get(s.table)
+        if table is not None:
+            models += [ln.model for ln in table.lines if spec.method is None or method_of(ln.model) == spec.method]
+    models = model_order(set(models))
+    lines = []
+    for model in models:
+        cells = []
+        for s in spec.summaries:
+            cell = Cell(EMPTY)
+            table = built.get(s.table)
+            if table is not None:
+                idx = table.headers.index(s.column)
+                for ln in table.lines:
+                    if ln.model == model and ln.block == s.block:
+                        cell = Cell(ln.cells[idx].stat, partial=ln.cells[idx].partial)
+            if s.paper_key:
+                suite, task, metric, attack = s.paper_key
+                cell.paper = paper.get(spec.paper, model, suite, task, metric, attack)
+            cells.append(cell)
+        lines.append(Line("", backbone_group(model), model, recipe_text(model), cells))
+    lines = _grouped(lines)
+    better = [s.better for s in spec.summaries]
+    _mark_best(lines, better, spec.decimals)
+    return Table(spec, [s.label for s in spec.summaries], better, lines, settings_sentence(spec, lines))
+
+
+def _grouped(lines: list[Line]) -> list[Line]:
+    """Lines of one block and backbone group together, blocks and groups in order of first appearance."""
+    blocks = list(dict.fromkeys(ln.block for ln in lines))
+    groups = list(dict.fromkeys(ln.group for ln in lines))
+    return sorted(lines, key=lambda ln: (blocks.index(ln.block), groups.index(ln.group)))
+
+
+def _mark_best(lines: list[Line], better: list[str], decimals: int) -> None:
+    pick = {"higher": max, "lower": min}
+    for block, group in dict.fromkeys((ln.block, ln.group) for ln in lines):
+        mates = [ln for ln in lines if (ln.block, ln.group) == (block, group)]
+        for i, direction in enumerate(better):
+            scored = [ln.cells[i] for ln in mates if ln.cells[i].stat.mean is not None and not ln.cells[i].partial]
+            if len(scored) < 2:  # a lone value is best of nothing
+                continue
+            best = pick[direction](round(c.stat.mean, decimals) for c in scored)
+            for c in scored:
+                c.bold = round(c.stat.mean, decimals) == best
+
+
+def settings_sentence(spec: TableSpec, lines: list[Line], absent_blocks: list[str] = ()) -> str:
+    """What produced the numbers: metric and aggregation, then each reported config key's values,
+    stand-in resources, seeds, and how to read bold, † and the paper values."""
+    rows = [r for ln in lines for c in ln.cells for r in c.stat.rows]
+    parts = [spec.unit + (f", aggregation '{spec.aggregation}'" if spec.aggregation else "")]
+    for key in spec.settings:
+        values = sorted({json.dumps(r["_config"].get(key), default=str) for r in rows})
+        if values:
+            parts.append(f"{key}: " + ", ".join("none" if v == "null" else v.strip('"') for v in values))
+    splits = sorted({r.get("split") or "" for r in rows} - {""})
+    if splits:
+        parts.append("split: " + ", ".join(splits))
+    standins = sorted(_resources(rows))
+    parts.append("resources: " + (", ".join(standins) if standins else "none recorded"))
+    seeds = sorted({c.stat.seeds for ln in lines for c in ln.cells if c.stat.seeds})
+    parts.append("seeds per cell: " + (", ".join(map(str, seeds)) if seeds else "none"))
+    text = "Settings: " + "; ".join(parts) + ". "
+    text += ("Cells show our mean ± sample std over seeds (n = seeds, shown when above 1)"
+             + (f", with {spec.paper} and the difference (ours − paper) in brackets where the model matches "
+                "a paper row" if spec.paper else "") + ". ")
+    text += (f"Bold: best per column within a backbone group of two or more results ({'lower' if spec.better == 'lower' else 'higher'} "
+             f"is better" + (", per column as the header says" if len(set(_betters(spec))) > 1 else "") + "). ")
+    text += f"{MISSING}: no result. {PARTIAL}: average over fewer results than the columns it names."
+    if absent_blocks:
+        text += " No results at all for: " + ", ".join(absent_blocks) + "."
+    return text
+
+
+def _betters(spec: TableSpec) -> list[str]:
+    return [s.better for s in spec.summaries] or [spec.better]
+
+
+def _resources(rows: list[dict]) -> set[str]:
+    out = set()
+    for r in rows:
+        raw = r.get("resources") or ""
+        try:
+            res = json.loads(raw) if raw else {}
+        except json.JSONDecodeError:
+            res = raw
+        if isinstance(res, dict):
+            out |= {f"{k}={v if isinstance(v, str) else json.dumps(v, sort_keys=True)}" for k, v in res.items()}
+        elif res:
+            out.add(str(res))
+    return out
+
+
+# ---------------------------------------------------------------- formatting --------------------
+
+def _num(x: float, decimals: int) -> str:
+    return f"{x:.{decimals}f}"
+
+
+def _signed(x: float, decimals: int) -> str:
+    return f"{x:+.{decimals}f}"
+
+
+TEX_SPECIAL = {"&": "\\&", "%": "\\%", "#": "\\#", "_": "\\_", "$": "\\$", "{": "\\{", "}": "\\}",
+               "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "\\": "\\textbackslash{}",
+               "–": "--", "−": "$-$", "±": "$\\pm$", "†": "$^\\dagger$", "Δ": "$\\Delta$", "×": "$\\times$",
+               "ℓ": "$\\ell$", "↑": "$\\uparrow$", "↓": "$\\downarrow$"}
+
+
+def tex_escape(text: str) -> str:
+    """Plain text (model names, settings) made safe for LaTeX, character by character."""
+    return "".join(TEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+@dataclass(frozen=True)
+class Style:
+    """How one output format spells the pieces of a cell."""
+
+    bold: str  # format string with {}
+    pm: str
+    n: str  # format string with {}
+    partial: str
+    paper: str  # format string with {paper} and {delta}
+    paper_only: str  # format string with {paper}
+    missing: str
+    escape: object = staticmethod(lambda s: s)
+
+
+MD = Style(bold="**{}**", pm=" ± ", n=" (n={})", partial=PARTIAL, paper=" [paper {paper}, Δ {delta}]",
+           paper_only=" [paper {paper}]", missing=MISSING, escape=lambda s: s.replace("|", "\\|"))
+TEX = Style(bold="\\textbf{{{}}}", pm="$\\pm$", n="$_{{n={}}}$", partial="$^\\dagger$",
+            paper=" {{\\scriptsize[{paper}, $\\Delta$ {delta}]}}", paper_only=" {{\\scriptsize[{paper}]}}",
+            missing="--", escape=lambda s: tex_escape(s))
+HTML = Style(bold="<b>{}</b>", pm=" ± ", n=" (n={})", partial=PARTIAL, paper=" <small>[paper {paper}, Δ {delta}]</small>",
+             paper_only=" <small>[paper {paper}]</small>", missing=MISSING, escape=html.escape)
+
+
+def cell_text(cell: Cell, style: Style, decimals: int) -> str:
+    s = cell.stat
+    if s.mean is None:
+        text = style.missing
+    else:
+        text = _num(s.mean, decimals)
+        if s.std is not None:
+            text += style.pm + _num(s.std, decimals)
+        if s.seeds > 1:
+            text += style.n.format(s.seeds)
+        if cell.partial:
+            text += style.partial
+        if cell.bold:
+            text = style.bold.format(text)
+    if cell.paper is not None:
+        paper = _num(cell.paper, decimals)
+        delta = cell.delta
+        text += (style.paper.format(paper=paper, delta=_signed(delta, decimals)) if delta is not None
+                 else style.paper_only.format(paper=paper))
+    return text
+
+
+def _label_columns(table: Table) -> list[str]:
+    cols = ["Block"] if any(ln.block for ln in table.lines) else []
+    return cols + ["Model"] + (["Recipe"] if table.spec.show_recipe else [])
+
+
+def _label_cells(table: Table, line: Line) -> list[str]:
+    cols = [line.block] if any(ln.block for ln in table.lines) else []
+    return cols + [line.model] + ([line.recipe] if table.spec.show_recipe else [])
+
+
+def _header(table: Table, label: str, i: int) -> str:
+    arrow = {"higher": "↑", "lower": "↓"}[table.better[i]]
+    return f"{label} {arrow}"
+
+
+def to_markdown(table: Table) -> str:
+    spec = table.spec
+    labels = _label_columns(table)
+    head = labels + [_header(table, h, i) for i, h in enumerate(table.headers)]
+    out = [f"### {spec.title}", "", "| " + " | ".join(head) + " |",
+           "|" + "|".join([" --- "] * len(labels) + [" ---: "] * len(table.headers)) + "|"]
+    group = None
+    for line in table.lines:
+        if (line.block, line.group) != group:
+            group = (line.block, line.group)
+            out.append("| " + " | ".join([f"*{MD.escape(line.group)}*"] + [""] * (len(head) - 1)) + " |")
+        out.append("| " + " | ".join([MD.escape(x) for x in _label_cells(table, line)]
+                                     + [cell_text(c, MD, spec.decimals) for c in line.cells]) + " |")
+    out += ["", table.settings, ""]
+    return "\n".join(out)
+
+
+def to_latex(table: Table) -> str:
+    spec = table.spec
+    labels = _label_columns(table)
+    esc = TEX.escape
+    arrows = {"higher": "$\\uparrow$", "lower": "$\\downarrow$"}
+    head = [esc(x) for x in labels] + [f"{esc(h)} {arrows[table.better[i]]}" for i, h in enumerate(table.headers)]
+    out = ["% Generated by `bench report` from result files; do not edit.", "\\begin{table*}[t]", "\\centering",
+           "\\scriptsize", "\\begin{tabular}{" + "l" * len(labels) + "r" * len(table.headers) + "}", "\\hline",
+           " & ".join(head) + " \\\\", "\\hline"]
+    group = None
+    for line in table.lines:
+        if (line.block, line.group) != group:
+            if group is not None:
+                out.append("\\hline")
+            group = (line.block, line.group)
+            out.append(f"\\multicolumn{{{len(head)}}}{{l}}{{\\textit{{{esc(line.group)}}}}} \\\\")
+        out.append(" & ".join([esc(x) for x in _label_cells(table, line)]
+                              + [esc_cell(c, spec.decimals) for c in line.cells]) + " \\\\")
+    out += ["\\hline", "\\end{tabular}", f"\\caption{{{esc(spec.title)}. {esc(table.settings)}}}",
+            f"\\label{{tab:{spec.name}}}", "\\end{table*}", ""]
+    return "\n".join(out)
+
+
+def esc_cell(cell: Cell, decimals: int) -> str:
+    return cell_text(cell, TEX, decimals)
+
+
+def to_html(table: Table) -> str:
+    spec = table.spec
+    labels = _label_columns(table)
+    head = labels + [_header(table, h, i) for i, h in enumerate(table.headers)]
+    out = ["<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\">", f"<title>{html.escape(spec.title)}</title>",
+           "<style>table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd}"
+           "td.n{text-align:right}tr.g td{font-style:italic;background:#f4f4f4}</style></head><body>",
+           f"<h3>{html.escape(spec.title)}</h3>", "<table>",
+           "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    group = None
+    for line in table.lines:
+        if (line.block, line.group) != group:
+            group = (line.block, line.group)
+            out.append(f"<tr class=\"g\"><td colspan=\"{len(head)}\">{html.escape(line.group)}</td></tr>")
+        out.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in _label_cells(table, line))
+                   + "".join(f"<td class=\"n\">{cell_text(c, HTML, spec.decimals)}</td>" for c in line.cells) + "</tr>")
+    out += ["</table>", f"<p>{html.escape(table.settings)}</p>", "</body></html>", ""]
+    return "\n".join(out)
+
+
+CSV_FIELDS = ("table", "block", "backbone", "model", "column", "mean", "std", "seeds", "partial", "bold", "paper",
+              "delta", "better")
+
+
+def to_csv(table: Table) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+
+    def num(x):
+        return "" if x is None else repr(round(x, 6))
+
+    for line in table.lines:
+        for header, better, cell in zip(table.headers, table.better, line.cells):
+            writer.writerow({"table": table.spec.name, "block": line.block, "backbone": line.group,
+                             "model": line.model, "column": header, "mean": num(cell.stat.mean),
+                             "std": num(cell.stat.std), "seeds": cell.stat.seeds or "",
+                             "partial": int(cell.partial), "bold": int(cell.bold), "paper": num(cell.paper),
+                             "delta": num(cell.delta), "better": better})
+    return buf.getvalue()
+
+
+# format name -> (file suffix, formatter)
+FORMATS = {"md": ("md", to_markdown), "tex": ("tex", to_latex), "csv": ("csv", to_csv), "html": ("html", to_html)}

@@ -1,0 +1,263 @@
+"""Reports: tables and figures from a results fixture written here, in tmp_path.
+
+The fixture holds STS, transfer, adversarial (three seeds) and alignment rows for two BERT-base
+models that RobustEmbed's tables name (so paper values sit beside them) and one MiniLM model
+(its own backbone group), with deliberate holes: robustembed-bert has no SICK-R and no TREC.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.store import CellKey, Result, ResultStore, config_hash
+
+STS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
+TRANSFER = ("mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc")
+MODELS = {"simcse-bert": 0.0, "robustembed-bert": 2.0, "minilm": -5.0}  # model -> offset added to every score
+
+
+def _cell(store: ResultStore, model: str, suite: str, task: str, seed: int, rows: list[tuple], **options):
+    cfg = {"suite": suite, "task": task, "split": rows[0][3] if len(rows[0]) > 3 else "test", "limit": None,
+           "profile": "smoke", **options}
+    key = CellKey(model, "ab" * 32, suite, task, seed, config_hash(cfg))
+    results = [Result(model=model, suite=suite, task=task, split=r[3] if len(r) > 3 else "test", metric=r[0],
+                      aggregation=r[2] if len(r) > 2 else "all", value=r[1], attack=options.get("recipe", ""),
+                      n=100, seed=seed, profile="smoke", config=json.dumps(cfg, sort_keys=True), device="cpu",
+                      config_hash=key.config_hash, created_at=f"2026-11-21T20:00:{seed:02d}+00:00",
+                      resources=json.dumps({"word_embedding": "glove6b50d-counterfitted-local"})
+                      if suite == "adversarial" else "")
+               for r in rows]
+    store.write(key, results, cfg)
+
+
+def write_fixture(root: Path) -> Path:
+    store = ResultStore(root)
+    for model, off in MODELS.items():
+        for i, task in enumerate(STS):
+            if model == "robustembed-bert" and task == "sickr":
+                continue
+            _cell(store, model, "sts", task, 0, [("spearman", 70.0 + i + off), ("spearman", 60.0 + i + off, "wmean"),
+                                                 ("pearson", 69.0 + i + off)])
+        for i, task in enumerate(TRANSFER):
+            if model == "robustembed-bert" and task == "trec":
+                continue
+            _cell(store, model, "transfer", task, 0, [("acc", 80.0 + i + off, "mean"), ("dev_acc", 81.0 + i, "mean", "dev")],
+                  mode="test")
+        for recipe, base in (("textfooler", 60.0), ("pwws", 50.0)):
+            for task in ("mr", "sst2"):
+                for seed in (0, 1, 2):
+                    asr = base - 4 * off + seed
+                    _cell(store, model, "adversarial", task, seed,
+                          [("asr", asr, "mean"), ("orig_acc", 85.0, "mean"), ("adv_acc", 85.0 * (1 - asr / 100), "mean"),
+                           ("avg_queries", 100.0 + 10 * off + seed + (50 if recipe == "pwws" else 0), "mean")],
+                          recipe=recipe, seeds=3)
+        _cell(store, model, "alignment", "stsb", 0, [("align", 0.2 - off / 100, "mean"),
+                                                     ("uniform", -2.0 - off / 10, "mean")])
+    store.write_leaderboard()
+    return root
+
+
+@pytest.fixture
+def results(tmp_path) -> Path:
+    return write_fixture(tmp_path / "results")
+
+
+def _bench(*args, env_extra=None, cwd=None):
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "bench.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd)
+
+
+def _table(results: Path, name: str):
+    from reports import generate
+
+    return generate(results).reports
+
+
+def _cells(csv_text: str) -> dict:
+    return {(r["block"], r["model"], r["column"]): r for r in csv.DictReader(io.StringIO(csv_text))}
+
+
+def test_missing_cell_is_a_dash_and_short_average_is_marked(results):
+    files = _table(results, "robustembed-table1")
+    md = files["robustembed-table1.md"]
+    line = next(ln for ln in md.splitlines() if ln.startswith("| robustembed-bert |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[7].startswith("–")  # SICK-R: no result
+    assert "†" in cells[8] and "**" not in cells[8]  # average over 6 of 7 tasks: marked, never bold
+    full = next(ln for ln in md.splitlines() if ln.startswith("| simcse-bert |"))
+    assert "†" not in full
+    rows = _cells(files["robustembed-table1.csv"])
+    avg = rows[("", "robustembed-bert", "Avg.")]
+    assert avg["partial"] == "1" and float(avg["mean"]) == pytest.approx(sum(70.0 + i + 2.0 for i in range(6)) / 6)
+    # Transfer: the 6-task average (no TREC) is complete for robustembed-bert, the 7-task one is not.
+    t2 = _cells(files["robustembed-table2.csv"])
+    assert t2[("", "robustembed-bert", "Avg. (6, no TREC)")]["partial"] == "0"
+    assert t2[("", "robustembed-bert", "Avg. (7)")]["partial"] == "1"
+    assert "†" in files["robustembed-table2.tex"] or "dagger" in files["robustembed-table2.tex"]
+
+
+def test_bold_is_column_best_within_backbone_group(results):
+    files = _table(results, "")
+    t1 = _cells(files["robustembed-table1.csv"])
+    assert t1[("", "robustembed-bert", "STS12")]["bold"] == "1"  # higher is better
+    assert t1[("", "simcse-bert", "STS12")]["bold"] == "0"
+    assert t1[("", "minilm", "STS12")]["bold"] == "0"  # alone in its backbone group: best of nothing
+    assert t1[("", "simcse-bert", "SICK-R")]["bold"] == "0"  # the only BERT value in that column
+    assert t1[("", "simcse-bert", "STS-B")]["bold"] == "0" and t1[("", "robustembed-bert", "STS-B")]["bold"] == "1"
+    t3 = _cells(files["robustembed-table3.csv"])
+    assert t3[("TextFooler", "robustembed-bert", "MR")]["bold"] == "1"  # lower ASR is better
+    assert t3[("TextFooler", "simcse-bert", "MR")]["bold"] == "0"
+    md = files["robustembed-table3.md"]
+    assert "| TextFooler | robustembed-bert | – [paper 40.55] | **53.00 ± 1.00 (n=3)** [paper 32.69, Δ +20.31] |" in md
+    assert "| TextFooler | simcse-bert | – [paper 75.32] | 61.00 ± 1.00 (n=3) [paper 65.53, Δ -4.53] |" in md
+    assert "| BAE |" not in md and "No results at all for: TextBugger, BAE, BERTAttack." in md
+
+
+def test_seeds_give_mean_std_and_n(results):
+    files = _table(results, "")
+    t3 = _cells(files["robustembed-table3.csv"])
+    cell = t3[("PWWS", "simcse-bert", "SST2")]
+    assert float(cell["mean"]) == pytest.approx(51.0) and float(cell["std"]) == pytest.approx(1.0)
+    assert cell["seeds"] == "3"
+    assert "51.00 ± 1.00 (n=3)" in files["robustembed-table3.md"]
+    assert t3[("PWWS", "simcse-bert", "YELP")]["mean"] == ""  # never ran: missing, not zero
+
+
+def test_paper_value_and_difference_beside_ours(results):
+    files = _table(results, "")
+    # RobustEmbed Table 1, SimCSE-BERT_base, STS12 = 68.66; ours 70.00.
+    assert "70.00 [paper 68.66, Δ +1.34]" in files["robustembed-table1.md"]
+    t1 = _cells(files["robustembed-table1.csv"])
+    assert t1[("", "minilm", "STS12")]["paper"] == ""  # no paper row for MiniLM
+    # Table 3, TextFooler, RobustEmbed-BERT_base, MR = 32.69; ours mean of 52, 53, 54 = 53.
+    assert float(_cells(files["robustembed-table3.csv"])[("TextFooler", "robustembed-bert", "MR")]["delta"]) == \
+        pytest.approx(53.0 - 32.69)
+
+
+def test_settings_sentence_states_profile_mode_and_standins(results):
+    files = _table(results, "")
+    assert "profile: smoke" in files["robustembed-table1.md"] and "aggregation 'all'" in files["robustembed-table1.md"]
+    assert "mode: test" in files["robustembed-table2.md"]
+    assert "word_embedding=glove6b50d-counterfitted-local" in files["robustembed-table3.md"]
+
+
+def test_preferred_setting_wins_over_others(tmp_path):
+    from reports.results import load_rows, stat
+
+    store = ResultStore(tmp_path)
+    _cell(store, "minilm", "transfer", "mr", 0, [("acc", 70.0, "mean")], mode="fasttest")
+    _cell(store, "minilm", "transfer", "mr", 0, [("acc", 75.0, "mean")], mode="test")
+    rows = load_rows(tmp_path)
+    assert stat(rows, {"model": "minilm", "task": "mr"}, {"mode": ("test", "fasttest")}).mean == 75.0
+    assert stat(rows, {"model": "minilm", "task": "mr"}, {"mode": ("fasttest", "test")}).mean == 70.0
+
+
+def test_figures_png_pdf_and_data(results):
+    files = _table(results, "")
+    for name in ("robustembed-figure2", "robustembed-figure3"):
+        assert files[f"{name}.png"].startswith(b"\x89PNG") and files[f"{name}.pdf"].startswith(b"%PDF")
+    fig2 = list(csv.DictReader(io.StringIO(files["robustembed-figure2.csv"])))
+    assert len(fig2) == 6  # 3 models x 2 attacks
+    point = next(p for p in fig2 if (p["model"], p["attack"]) == ("simcse-bert", "textfooler"))
+    assert point["tasks"] == "mr sst2"
+    # accuracy reduction = orig - adv = 85 * asr / 100, asr = mean over seeds and tasks = 61
+    assert float(point["x"]) == pytest.approx(85.0 * 61.0 / 100)
+    fig3 = list(csv.DictReader(io.StringIO(files["robustembed-figure3.csv"])))
+    robust = next(p for p in fig3 if p["model"] == "robustembed-bert")
+    assert (float(robust["paper_x"]), float(robust["paper_y"])) == (-2.293, 0.058)
+
+
+def test_cli_report_is_deterministic_and_check_detects_drift(results, tmp_path):
+    env = {"BENCH_RESULTS_DIR": str(results)}
+    out = tmp_path / "reports"
+    first = _bench("report", "--out", str(out), env_extra=env)
+    assert first.returncode == 0, first.stderr
+    assert (out / "robustembed-table1.md").exists() and (out / "robustembed-figure2.png").exists()
+    assert (results / "leaderboard-sts.csv").exists() and (results / "leaderboard.csv").exists()
+    snapshot = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert _bench("report", "--out", str(out), env_extra=env).returncode == 0
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == snapshot  # byte-identical, images included
+    assert _bench("report", "--out", str(out), "--check", env_extra=env).returncode == 0
+    (out / "robustembed-table1.md").write_text("hand-edited\n")
+    drift = _bench("report", "--out", str(out), "--check", env_extra=env)
+    assert drift.returncode == 1 and "robustembed-table1.md" in drift.stdout
+    assert _bench("report", "--out", str(out), env_extra=env).returncode == 0
+    _cell(ResultStore(results), "simcse-bert", "sts", "sts12", 1, [("spearman", 90.0)])  # a new result lands
+    assert _bench("report", "--out", str(out), "--check", env_extra=env).returncode == 1
+
+
+def test_cli_bad_input_exits_2(results, tmp_path):
+    bad = _bench("report", "--suite", "stss", "--out", str(tmp_path / "r"), env_extra={"BENCH_RESULTS_DIR": str(results)})
+    assert bad.returncode == 2 and "sts" in bad.stderr
+    empty = _bench("report", "--out", str(tmp_path / "r"), env_extra={"BENCH_RESULTS_DIR": str(tmp_path / "none")})
+    assert empty.returncode == 2 and "bench run" in empty.stderr
+
+
+def test_suite_filter_limits_outputs(results):
+    from reports import generate
+
+    files = generate(results, suites=["sts"], formats=["md"]).reports
+    assert "robustembed-table1.md" in files and "robustembed-table3.md" not in files
+    assert not any(name.endswith(".tex") for name in files)
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no LaTeX toolchain (pdflatex) installed")
+def test_latex_compiles(results, tmp_path):
+    files = _table(results, "")
+    for name in sorted(n for n in files if n.endswith(".tex")):
+        doc = tmp_path / f"doc-{name}"
+        doc.write_text("\\documentclass{article}\n\\usepackage[margin=1cm,landscape]{geometry}\n"
+                       "\\begin{document}\n" + files[name] + "\n\\end{document}\n", encoding="utf-8")
+        run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, f"{name}:\n{run.stdout[-2000:]}"
+
+
+def test_reports_import_no_torch_suites_or_attacks():
+    code = ("import sys, reports, reports.specs, bench.commands.report; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'suites', 'attacks', 'transformers')]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def _papers_dir() -> Path:
+    data = os.environ.get("BENCH_DATA_DIR")
+    return Path(data).resolve().parent / "papers" if data else Path("/nonexistent")
+
+
+@pytest.mark.skipif(not _papers_dir().is_dir(), reason="../shared/papers not present")
+def test_paper_values_are_read_from_the_papers():
+    """Every transcribed value occurs in its paper's text, on a line of its table where the table is
+    tab-separated; and each table has as many values as the paper prints."""
+    from reports.paper import PaperValues
+
+    texts = {"RobustEmbed": (_papers_dir() / "robustembed.txt").read_text(encoding="utf-8"),
+             "V-advCSE": (_papers_dir() / "v-advcse.txt").read_text(encoding="utf-8")}
+    rows = PaperValues.load().rows
+    for r in rows:
+        assert r["value"] in texts[r["paper"]], r
+    counts = {}
+    for r in rows:
+        counts[(r["paper"], r["table"])] = counts.get((r["paper"], r["table"]), 0) + 1
+    assert counts[("RobustEmbed", "Table 1")] == 16 * 8
+    assert counts[("RobustEmbed", "Table 2")] == 12 * 7
+    assert counts[("RobustEmbed", "Table 3")] == 15 * 8
+    assert counts[("RobustEmbed", "Table 4")] == 15 * 3
+    assert counts[("V-advCSE", "Table 3")] == 2 * 8
+    # Row by row for the tab-separated tables: the values of a row label sit on one line of the paper.
+    lines = texts["RobustEmbed"].splitlines()
+    t1 = [r for r in rows if (r["paper"], r["table"]) == ("RobustEmbed", "Table 1")]
+    for label in dict.fromkeys(r["row_model"] for r in t1):
+        values = [r["value"] for r in t1 if r["row_model"] == label]
+        assert any(ln.split("\t")[1:] == values for ln in lines), label
