@@ -11,10 +11,10 @@ from __future__ import annotations
 import csv
 import io
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from reports.paper import PaperRef, PaperValues
-from reports.results import model_order, stat
+from reports.results import matches, model_order, stat
 
 # How a measure combines its metrics' values, by name.
 COMBINE = {"first": lambda values: values[0], "difference": lambda values: values[0] - values[1]}
@@ -36,6 +36,7 @@ class FigureSpec:
     x: Measure
     y: Measure
     connect: str | None = None  # a row field: points sharing it are joined by a line
+    where: dict = field(default_factory=dict)  # further row filters, e.g. the aggregation plotted
     paper: PaperRef | None = None
 
     @property
@@ -59,7 +60,7 @@ def _measure(rows, where: dict, measure: Measure) -> float | None:
 
 
 def points(spec: FigureSpec, rows: list[dict], paper: PaperValues) -> list[Point]:
-    mine = [r for r in rows if r["suite"] == spec.suite]
+    mine = [r for r in rows if matches(r, {"suite": spec.suite, **spec.where})]
     keys = sorted({tuple(r.get(f) or "" for f in spec.point) for r in mine},
                   key=lambda k: (model_order({r["model"] for r in mine}).index(k[0]), k[1:]))
     tasks_of = {}

@@ -27,11 +27,11 @@ UNREGISTERED = "not in the registry"
 
 @dataclass(frozen=True)
 class Stat:
-    """Mean over the seed rows of one setting; std is the sample std over seeds (or the row's own)."""
+    """Mean over the seed (or run) rows of one setting; std is the sample std over them."""
 
     mean: float | None
     std: float | None
-    by_seed: tuple[tuple[int, float], ...]
+    by_seed: tuple[tuple[tuple, float], ...]  # ((seed, aggregation), value)
     rows: tuple[dict, ...]
 
     @property
@@ -86,19 +86,17 @@ def stat(rows: list[dict], where: dict, prefer: dict | None = None) -> Stat:
     # Newest first, so that among equally ranked settings the newest wins (min is stable).
     groups = sorted(settings.values(), key=lambda g: max(r.get("created_at") or "" for r in g), reverse=True)
     chosen = min(groups, key=lambda g: _rank(g, prefer or {}))
-    per_seed: dict[int, dict] = {}
+    per_seed: dict[tuple, dict] = {}
     for r in sorted(chosen, key=lambda r: r.get("created_at") or ""):
         if r.get("value") is not None:
-            per_seed[r.get("seed") or 0] = r  # a re-run of a seed replaces the older row
+            # One sample per seed (and per run, for suites that write a row per run); a re-run replaces the older row.
+            per_seed[(r.get("seed") or 0, r.get("aggregation") or "")] = r
     if not per_seed:
         return Stat(None, None, (), tuple(chosen))
-    by_seed = tuple(sorted((seed, float(r["value"])) for seed, r in per_seed.items()))
+    by_seed = tuple(sorted((key, float(r["value"])) for key, r in per_seed.items()))
     values = [v for _, v in by_seed]
-    if len(values) > 1:
-        std = statistics.stdev(values)
-    else:
-        only = next(iter(per_seed.values()))
-        std = None if only.get("std") is None else float(only["std"])
+    # A row's own ``std`` (over folds, say) is not a spread over seeds: never shown as one.
+    std = statistics.stdev(values) if len(values) > 1 else None
     return Stat(statistics.fmean(values), std, by_seed, tuple(per_seed.values()))
 
 

@@ -17,12 +17,14 @@ STS_TASKS = (("STS12", "sts12"), ("STS13", "sts13"), ("STS14", "sts14"), ("STS15
 TRANSFER_TASKS = (("MR", "mr"), ("CR", "cr"), ("SUBJ", "subj"), ("MPQA", "mpqa"), ("SST2", "sst2"), ("TREC", "trec"),
                   ("MRPC", "mrpc"))
 ATTACK_DATASETS = (("IMDB", "imdb"), ("MR", "mr"), ("SST2", "sst2"), ("YELP", "yelp"), ("MRPC", "mrpc"),
-                   ("SNLI", "snli"), ("MNLI-mm", "mnli"))
+                   ("SNLI", "snli"), ("MNLI-mm", "mnli_mm"))
 RECIPES = (("TextFooler", "textfooler"), ("TextBugger", "textbugger"), ("PWWS", "pwws"), ("BAE", "bae"),
-           ("BERTAttack", "bertattack"))
-ASR = "asr"  # adversarial and advsts: attack success rate, %
-ORIG_ACC, ADV_ACC, AVG_QUERIES = "orig_acc", "adv_acc", "avg_queries"
+           ("BERTAttack", "bert-attack"))
+# suites/adversarial.py and suites/advsts.py spell their metrics as attacks/metrics.py does.
+ASR = "attack_success_rate"  # %, successes / (successes + failures), skipped excluded
+ACC_REDUCTION, AVG_QUERIES = "accuracy_reduction", "avg_queries"
 ATTACK_SETTINGS = ("profile", "limit", "seeds", "query_budget")
+SERVED = "served"  # where the attack suites record which resource served each role
 
 
 def _columns(pairs) -> tuple[Column, ...]:
@@ -52,19 +54,22 @@ TABLES = (
         name="robustembed-table3", title="RobustEmbed Table 3: attack success rate (%)", suite="adversarial",
         metric=ASR, unit="attack success rate % (successes / (successes + failures); skipped excluded)",
         columns=_columns(ATTACK_DATASETS), averages=(Average("Avg.", _labels(ATTACK_DATASETS), paper_task="avg"),),
-        better="lower", blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 3"), settings=ATTACK_SETTINGS),
+        better="lower", blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 3"), settings=ATTACK_SETTINGS,
+        aggregation="mean-of-runs", runs="run", resources_key=SERVED),
     TableSpec(
         name="robustembed-table4", title="RobustEmbed Table 4: AdvSTS attack success rate (%)", suite="advsts",
         metric=ASR, unit="attack success rate % on STS pairs", columns=(Column("AdvSTS-B", {"task": "stsb"}),
                                                                        Column("AdvSICK-R", {"task": "sickr"})),
         averages=(Average("Avg.", ("AdvSTS-B", "AdvSICK-R"), paper_task="avg"),), better="lower",
-        blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 4"), settings=ATTACK_SETTINGS),
+        blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 4"), settings=("profile", "limit", "query_budget"),
+        resources_key=SERVED),
     TableSpec(
-        name="vadvcse-table3", title="V-advCSE Table 3: ANLI accuracy", suite="anli", metric="acc",
+        name="vadvcse-table3", title="V-advCSE Table 3: ANLI accuracy", suite="anli", metric="accuracy",
         unit="accuracy ×100 of an NLI classifier fine-tuned on the encoder",
         columns=tuple(Column(f"{split} {r.upper()}", {"task": r, "split": split})
                       for split in ("dev", "test") for r in ("r1", "r2", "r3", "all")),
-        paper=PaperRef("V-advCSE", "Table 3"), decimals=1, settings=("profile", "limit", "train_mix")),
+        paper=PaperRef("V-advCSE", "Table 3"), decimals=1,
+        settings=("profile", "limit", "eval_cap_per_round", "training_mix")),
 )
 
 # Ablations and the adversarial-training comparison: other tables' averages, one line per model.
@@ -87,7 +92,7 @@ TABLES += (
               summaries=(STS_AVG,), paper=PaperRef(RE, "Table 6"), **ABLATION),
     TableSpec(name="robustembed-table7", title="RobustEmbed Table 7: adversarial training methods",
               summaries=(STS_AVG, TRANSFER_AVG, _asr_avg("TextFooler", "textfooler"),
-                         _asr_avg("TextBugger", "textbugger"), _asr_avg("BERTAttack", "bertattack")),
+                         _asr_avg("TextBugger", "textbugger"), _asr_avg("BERTAttack", "bert-attack")),
               paper=PaperRef(RE, "Table 7"), **{**ABLATION, "method": None}),
     TableSpec(name="robustembed-table8", title="RobustEmbed Table 8: regularisation γ",
               summaries=(STS_AVG, TRANSFER_AVG, _asr_avg("TextFooler", "textfooler")),
@@ -98,11 +103,12 @@ FIGURES = (
     FigureSpec(
         name="robustembed-figure2", title="RobustEmbed Figure 2: average queries vs accuracy reduction",
         suite="adversarial", point=("model", "attack"), connect="attack",
-        x=Measure("accuracy reduction (points): original − under attack", (ORIG_ACC, ADV_ACC), "difference"),
-        y=Measure("average queries per attacked example", (AVG_QUERIES,)),
+        x=Measure("accuracy reduction (points): original − under attack", (ACC_REDUCTION,)),
+        y=Measure("average queries per attacked example", (AVG_QUERIES,)), where={"aggregation": "mean-of-runs"},
         paper=PaperRef(RE, "Figure 2")),
     FigureSpec(
         name="robustembed-figure3", title="RobustEmbed Figure 3: ℓ_align vs ℓ_uniform (STS-B)", suite="alignment",
         point=("model",), x=Measure("ℓ_uniform (lower is better)", ("uniform",)),
-        y=Measure("ℓ_align (lower is better)", ("align",)), paper=PaperRef(RE, "Figure 3")),
+        y=Measure("ℓ_align (lower is better)", ("align",)), where={"aggregation": "mean"},
+        paper=PaperRef(RE, "Figure 3")),
 )

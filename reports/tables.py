@@ -77,6 +77,8 @@ class TableSpec:
     summaries: tuple[Summary, ...] = ()  # for tables made of other tables' cells (ablations)
     method: str | None = None  # only models trained with this method (ablations)
     show_recipe: bool = False
+    runs: str | None = None  # aggregation prefix of per-run rows (run0, run1, ...): cells average those
+    resources_key: str | None = None  # key of the role -> resource map inside a row's resources JSON
 
     @property
     def suites(self) -> tuple[str, ...]:
@@ -121,19 +123,19 @@ class Table:
 
 # ---------------------------------------------------------------- building ----------------------
 
-def _row_filter(spec: TableSpec) -> dict:
-    where = {"suite": spec.suite, "metric": spec.metric}
-    if spec.aggregation is not None:
-        where["aggregation"] = spec.aggregation
-    return where
+def _cell_stat(spec: TableSpec, rows: list[dict], runs: list[dict], where: dict) -> Stat:
+    """Per-run rows when the suite wrote them (mean ± std over runs and seeds), else the main rows."""
+    s = stat(runs, where, spec.prefer) if runs else EMPTY
+    return s if s.mean is not None else stat(rows, where, spec.prefer)
 
 
 def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str, Table] | None = None) -> Table:
     """The filled table. ``built`` holds already-built tables that Summary columns read from."""
     if spec.summaries:
         return _build_summary(spec, paper, built or {})
-    base = _row_filter(spec)
-    mine = [r for r in rows if all(str(r.get(k)) == str(v) for k, v in base.items())]
+    ours = [r for r in rows if (r["suite"], r["metric"]) == (spec.suite, spec.metric)]
+    mine = [r for r in ours if spec.aggregation is None or r["aggregation"] == spec.aggregation]
+    runs = [r for r in ours if spec.runs and (r["aggregation"] or "").startswith(spec.runs)]
     models = model_order({r["model"] for r in mine if spec.method is None or method_of(r["model"]) == spec.method})
     headers = [c.label for c in spec.columns] + [a.label for a in spec.averages]
     lines = []
@@ -141,7 +143,7 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
         for model in models:
             cells = []
             for col in spec.columns:
-                s = stat(mine, {**block.where, **col.where, "model": model}, spec.prefer)
+                s = _cell_stat(spec, mine, runs, {**block.where, **col.where, "model": model})
                 value = paper.get(spec.paper, model, spec.suite, col.paper_task or col.where.get("task", ""),
                                   spec.metric, block.where.get("attack", ""), col.where.get("split"))
                 cells.append(Cell(s, value))
@@ -215,7 +217,8 @@ def settings_sentence(spec: TableSpec, lines: list[Line], absent_blocks: list[st
     """What produced the numbers: metric and aggregation, then each reported config key's values,
     stand-in resources, seeds, and how to read bold, † and the paper values."""
     rows = [r for ln in lines for c in ln.cells for r in c.stat.rows]
-    parts = [spec.unit + (f", aggregation '{spec.aggregation}'" if spec.aggregation else "")]
+    parts = [spec.unit + (f", aggregation '{spec.aggregation}'" if spec.aggregation else "")
+             + (f" (cells from its per-run rows '{spec.runs}<k>' where present)" if spec.runs else "")]
     for key in spec.settings:
         values = sorted({json.dumps(r["_config"].get(key), default=str) for r in rows})
         if values:
@@ -223,12 +226,13 @@ def settings_sentence(spec: TableSpec, lines: list[Line], absent_blocks: list[st
     splits = sorted({r.get("split") or "" for r in rows} - {""})
     if splits:
         parts.append("split: " + ", ".join(splits))
-    standins = sorted(_resources(rows))
+    standins = sorted(_resources(rows, spec.resources_key))
     parts.append("resources: " + (", ".join(standins) if standins else "none recorded"))
     seeds = sorted({c.stat.seeds for ln in lines for c in ln.cells if c.stat.seeds})
-    parts.append("seeds per cell: " + (", ".join(map(str, seeds)) if seeds else "none"))
+    parts.append(("runs" if spec.runs else "seeds") + " per cell: " + (", ".join(map(str, seeds)) if seeds else "none"))
     text = "Settings: " + "; ".join(parts) + ". "
-    text += ("Cells show our mean ± sample std over seeds (n = seeds, shown when above 1)"
+    text += (f"Cells show our mean ± sample std over {'runs (attack samples) and ' if spec.runs else ''}seeds "
+             "(n, shown when above 1)"
              + (f", with {spec.paper} and the difference (ours − paper) in brackets where the model matches "
                 "a paper row" if spec.paper else "") + ". ")
     text += (f"Bold: best per column within a backbone group of two or more results ({'lower' if spec.better == 'lower' else 'higher'} "
@@ -243,18 +247,20 @@ def _betters(spec: TableSpec) -> list[str]:
     return [s.better for s in spec.summaries] or [spec.better]
 
 
-def _resources(rows: list[dict]) -> set[str]:
+def _resources(rows: list[dict], key: str | None) -> set[str]:
+    """role=resource pairs: the map under ``key`` when given, else the row's top-level short strings."""
     out = set()
     for r in rows:
         raw = r.get("resources") or ""
         try:
             res = json.loads(raw) if raw else {}
         except json.JSONDecodeError:
-            res = raw
-        if isinstance(res, dict):
-            out |= {f"{k}={v if isinstance(v, str) else json.dumps(v, sort_keys=True)}" for k, v in res.items()}
-        elif res:
-            out.add(str(res))
+            res = {}
+        if not isinstance(res, dict):
+            continue
+        if key is not None:
+            res = res.get(key) if isinstance(res.get(key), dict) else {}
+        out |= {f"{k}={v}" for k, v in res.items() if isinstance(v, str) and len(v) <= 80}
     return out
 
 

@@ -26,17 +26,26 @@ MODELS = {"simcse-bert": 0.0, "robustembed-bert": 2.0, "minilm": -5.0}  # model 
 
 
 def _cell(store: ResultStore, model: str, suite: str, task: str, seed: int, rows: list[tuple], **options):
-    cfg = {"suite": suite, "task": task, "split": rows[0][3] if len(rows[0]) > 3 else "test", "limit": None,
-           "profile": "smoke", **options}
+    """One result cell; rows are (metric, value[, aggregation[, split[, attack[, std]]]])."""
+    cfg = {"suite": suite, "task": task, "split": "test", "limit": None, "profile": "smoke", **options}
     key = CellKey(model, "ab" * 32, suite, task, seed, config_hash(cfg))
-    results = [Result(model=model, suite=suite, task=task, split=r[3] if len(r) > 3 else "test", metric=r[0],
-                      aggregation=r[2] if len(r) > 2 else "all", value=r[1], attack=options.get("recipe", ""),
-                      n=100, seed=seed, profile="smoke", config=json.dumps(cfg, sort_keys=True), device="cpu",
-                      config_hash=key.config_hash, created_at=f"2026-11-21T20:00:{seed:02d}+00:00",
-                      resources=json.dumps({"word_embedding": "glove6b50d-counterfitted-local"})
-                      if suite == "adversarial" else "")
-               for r in rows]
+    served = json.dumps({"served": {"word_embedding": "glove6b50d-counterfitted-local"}, "attack": "Attack(...)" * 50})
+    results = []
+    for metric, value, aggregation, split, attack, std in (tuple(r) + ("all", "test", "", None)[len(r) - 2:]
+                                                            for r in rows):
+        results.append(Result(model=model, suite=suite, task=task, split=split, metric=metric, aggregation=aggregation,
+                              value=value, attack=attack, n=100, seed=seed, std=std, profile="smoke",
+                              config=json.dumps(cfg, sort_keys=True), device="cpu", config_hash=key.config_hash,
+                              created_at=f"2026-11-21T20:00:{seed:02d}+00:00",
+                              resources=served if suite in ("adversarial", "advsts") else ""))
     store.write(key, results, cfg)
+
+
+def _runs(metric: str, values: list[float], attack: str) -> list[tuple]:
+    """The adversarial suite's rows for one metric: the mean over runs, then one row per run."""
+    mean = sum(values) / len(values)
+    return [(metric, mean, "mean-of-runs", "test", attack, 1.0)] + [
+        (metric, v, f"run{k}", "test", attack) for k, v in enumerate(values)]
 
 
 def write_fixture(root: Path) -> Path:
@@ -50,18 +59,26 @@ def write_fixture(root: Path) -> Path:
         for i, task in enumerate(TRANSFER):
             if model == "robustembed-bert" and task == "trec":
                 continue
-            _cell(store, model, "transfer", task, 0, [("acc", 80.0 + i + off, "mean"), ("dev_acc", 81.0 + i, "mean", "dev")],
-                  mode="test")
-        for recipe, base in (("textfooler", 60.0), ("pwws", 50.0)):
-            for task in ("mr", "sst2"):
-                for seed in (0, 1, 2):
-                    asr = base - 4 * off + seed
-                    _cell(store, model, "adversarial", task, seed,
-                          [("asr", asr, "mean"), ("orig_acc", 85.0, "mean"), ("adv_acc", 85.0 * (1 - asr / 100), "mean"),
-                           ("avg_queries", 100.0 + 10 * off + seed + (50 if recipe == "pwws" else 0), "mean")],
-                          recipe=recipe, seeds=3)
+            _cell(store, model, "transfer", task, 0, [("acc", 80.0 + i + off, "kfold-mean", "test", "", 0.7),
+                                                      ("dev_acc", 81.0 + i, "kfold-mean", "dev")], mode="test")
+        for task in ("mr", "sst2"):
+            rows = [("clean_accuracy", 85.0)]
+            for recipe, base in (("textfooler", 60.0), ("pwws", 50.0)):
+                asr = [base - 4 * off + run for run in range(3)]
+                rows += _runs("attack_success_rate", asr, recipe)
+                rows += _runs("accuracy_reduction", [85.0 * a / 100 for a in asr], recipe)
+                rows += _runs("avg_queries", [100.0 + 10 * off + run + (50 if recipe == "pwws" else 0)
+                                              for run in range(3)], recipe)
+            _cell(store, model, "adversarial", task, 0, rows, recipes=["textfooler", "pwws"], seeds=3)
+        if model != "minilm":
+            for i, task in enumerate(("stsb", "sickr")):
+                _cell(store, model, "advsts", task, 0, [("attack_success_rate", 20.0 - off + i, "all", "test", "textfooler"),
+                                                        ("pearson_adversarial", 50.0 + off, "all", "test", "textfooler")])
         _cell(store, model, "alignment", "stsb", 0, [("align", 0.2 - off / 100, "mean"),
                                                      ("uniform", -2.0 - off / 10, "mean")])
+    for i, task in enumerate(("r1", "r2", "r3", "all")):
+        _cell(store, "simcse-bert", "anli", task, 0, [("accuracy", 40.0 + i, "all", "test"),
+                                                       ("accuracy", 41.0 + i, "all", "dev")])
     store.write_leaderboard()
     return root
 
@@ -131,6 +148,28 @@ def test_seeds_give_mean_std_and_n(results):
     assert cell["seeds"] == "3"
     assert "51.00 ± 1.00 (n=3)" in files["robustembed-table3.md"]
     assert t3[("PWWS", "simcse-bert", "YELP")]["mean"] == ""  # never ran: missing, not zero
+    # A transfer row's own std is over CV folds, not seeds: not shown as a spread.
+    t2 = _cells(files["robustembed-table2.csv"])
+    assert t2[("", "simcse-bert", "MR")]["std"] == "" and "± 0.70" not in files["robustembed-table2.md"]
+
+
+def test_seed_cells_are_averaged(results):
+    from reports import generate
+
+    _cell(ResultStore(results), "simcse-bert", "sts", "sts12", 1, [("spearman", 72.0)])
+    cell = _cells(generate(results).reports["robustembed-table1.csv"])[("", "simcse-bert", "STS12")]
+    assert (float(cell["mean"]), cell["seeds"]) == (71.0, "2") and float(cell["std"]) == pytest.approx(2 ** 0.5)
+
+
+def test_anli_and_advsts_tables(results):
+    files = _table(results, "")
+    anli = _cells(files["vadvcse-table3.csv"])
+    assert float(anli[("", "simcse-bert", "dev R1")]["mean"]) == 41.0
+    assert float(anli[("", "simcse-bert", "test ALL")]["paper"]) == 46.8
+    assert "41.0 [paper 53.8, Δ -12.8]" in files["vadvcse-table3.md"]
+    adv = _cells(files["robustembed-table4.csv"])
+    assert adv[("TextFooler", "robustembed-bert", "AdvSTS-B")]["bold"] == "1"  # lower ASR
+    assert float(adv[("TextFooler", "robustembed-bert", "Avg.")]["paper"]) == 8.22
 
 
 def test_paper_value_and_difference_beside_ours(results):
@@ -155,8 +194,8 @@ def test_preferred_setting_wins_over_others(tmp_path):
     from reports.results import load_rows, stat
 
     store = ResultStore(tmp_path)
-    _cell(store, "minilm", "transfer", "mr", 0, [("acc", 70.0, "mean")], mode="fasttest")
-    _cell(store, "minilm", "transfer", "mr", 0, [("acc", 75.0, "mean")], mode="test")
+    _cell(store, "minilm", "transfer", "mr", 0, [("acc", 70.0)], mode="fasttest")
+    _cell(store, "minilm", "transfer", "mr", 0, [("acc", 75.0)], mode="test")
     rows = load_rows(tmp_path)
     assert stat(rows, {"model": "minilm", "task": "mr"}, {"mode": ("test", "fasttest")}).mean == 75.0
     assert stat(rows, {"model": "minilm", "task": "mr"}, {"mode": ("fasttest", "test")}).mean == 70.0
@@ -170,7 +209,7 @@ def test_figures_png_pdf_and_data(results):
     assert len(fig2) == 6  # 3 models x 2 attacks
     point = next(p for p in fig2 if (p["model"], p["attack"]) == ("simcse-bert", "textfooler"))
     assert point["tasks"] == "mr sst2"
-    # accuracy reduction = orig - adv = 85 * asr / 100, asr = mean over seeds and tasks = 61
+    # accuracy reduction = 85 * asr / 100, asr = mean over runs and tasks = 61
     assert float(point["x"]) == pytest.approx(85.0 * 61.0 / 100)
     fig3 = list(csv.DictReader(io.StringIO(files["robustembed-figure3.csv"])))
     robust = next(p for p in fig3 if p["model"] == "robustembed-bert")
