@@ -143,3 +143,22 @@ def test_mlm_objective_is_used_where_the_backbone_has_a_head(tmp_path, wordnet_d
     assert method.modules["mlm_head"].decoder_weight.grad is not None
     off, _ = make(directory, wordnet_dir, mlm="off")
     assert not off.mlm_used
+
+
+def test_mlm_head_from_another_checkpoint_only_when_vocabulary_and_width_match(tmp_path, tiny_bert_dir,
+                                                                               wordnet_dir, monkeypatch):
+    from transformers import BertConfig, BertForMaskedLM
+
+    from tests.conftest import write_tiny_bert
+
+    # the offline head of issue 6 lives under $BENCH_HOME/resources/mlm/minilm
+    monkeypatch.setenv("BENCH_HOME", str(tmp_path / "home"))
+    head_dir = tmp_path / "home" / "resources" / "mlm" / "minilm"
+    write_tiny_bert(head_dir)
+    BertForMaskedLM(BertConfig.from_pretrained(head_dir)).save_pretrained(head_dir, safe_serialization=True)
+    method, _ = make(tiny_bert_dir, wordnet_dir)  # the backbone itself has no head
+    assert method.mlm_used and method.cfg.mlm_head_dir == str(head_dir)
+    wide = write_tiny_bert(tmp_path / "wide", hidden=48)
+    BertForMaskedLM(BertConfig.from_pretrained(wide)).save_pretrained(wide, safe_serialization=True)
+    mismatched, _ = make(tiny_bert_dir, wordnet_dir, mlm_head_dir=str(wide))
+    assert not mismatched.mlm_used and mismatched.cfg.mlm == "off"

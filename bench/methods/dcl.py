@@ -9,10 +9,12 @@ No negatives: contrast is split into alignment and uniformity.
   X̂ = X/ψ⁽ᵗ⁻¹⁾, Y = γ⊙X̂ + β, (ψ⁽ᵗ⁾)² = (ψ⁽ᵗ⁻¹⁾)² + (1−α)(ψ_B² − (ψ⁽ᵗ⁻¹⁾)²): the running quadratic
   mean, no mean subtraction, and approximate backpropagation through the running statistics.
 - Augmentation (§4.3): WordNet synonym replacement.
-- The MLM objective (§4.3) wherever a masked-LM head exists for the backbone: the head is loaded from
-  the backbone's own checkpoint (``cls.predictions.*``, e.g. bert-base-uncased). all-MiniLM-L6-v2
-  ships no head, so its runs train without MLM; ``mlm_used`` is logged every step and recorded in
-  the model card through the config (``mlm`` = "auto" resolves to "on" or "off" at build time).
+- The MLM objective (§4.3) wherever a masked-LM head exists for the backbone: the backbone's own
+  checkpoint (``cls.predictions.*``, e.g. bert-base-uncased), else the offline MiniLM head that
+  ``bench resources build --only mlm`` trains under $BENCH_HOME/resources/mlm/minilm (issue 6), when
+  vocabulary and width match. all-MiniLM-L6-v2 ships no head, so without that build its runs train
+  without MLM. ``mlm_used`` is logged every step, and the model card's config records ``mlm``
+  ("auto" resolves to "on" or "off" at build time) and ``mlm_head_dir`` (the head's source).
 
 Open choices (also in ``open_choices``):
 - EMA rate τ_m = 0.996 (BYOL's base rate, which §4.1 follows; the paper gives none).
@@ -174,22 +176,39 @@ def synonym_replace(input_ids, attention_mask, table, counts, continuation, prob
 
 
 # --- the masked-LM head, where the backbone has one -----------------------------------------------
-def load_mlm_head(model):
-    """The backbone checkpoint's MLM head (``cls`` of BertForMaskedLM), decoder tied to ``model``'s word
-    embeddings; None when the checkpoint has no trained head (e.g. all-MiniLM-L6-v2)."""
+def mlm_head_candidates(model, explicit: str = "") -> list[str]:
+    """Where a masked-LM head for ``model`` may be: an explicit directory, else the backbone checkpoint
+    itself, then the offline MiniLM head that ``bench resources build --only mlm`` trains (issue 6)."""
+    if explicit:
+        return [explicit]
+    from bench.paths import Paths
+
+    own = getattr(model.config, "_name_or_path", "") or ""
+    return [c for c in (own, str(Paths.from_env().resources / "mlm" / "minilm")) if c]
+
+
+def load_mlm_head(model, candidates: list[str]):
+    """(head, source): the first candidate checkpoint with a trained BERT MLM head (``cls.predictions``)
+    whose vocabulary and width match ``model``; (None, "") when there is none (e.g. all-MiniLM-L6-v2
+    before the offline head is built)."""
+    import transformers
     from transformers import AutoModelForMaskedLM
 
-    source = getattr(model.config, "_name_or_path", "") or ""
-    if not source:
-        return None
-    try:
-        mlm, info = AutoModelForMaskedLM.from_pretrained(source, output_loading_info=True)
-    except (OSError, ValueError, KeyError):
-        return None
-    head = getattr(getattr(mlm, "cls", None), "predictions", None)
-    if head is None or any(k.startswith("cls.") for k in info.get("missing_keys", [])):
-        return None
-    return MLMHead(head)
+    for source in candidates:
+        verbosity = transformers.logging.get_verbosity()
+        transformers.logging.set_verbosity_error()  # "newly initialized" warnings are expected here
+        try:
+            mlm, info = AutoModelForMaskedLM.from_pretrained(source, output_loading_info=True)
+        except (OSError, ValueError, KeyError):
+            continue
+        finally:
+            transformers.logging.set_verbosity(verbosity)
+        head = getattr(getattr(mlm, "cls", None), "predictions", None)
+        matches = (mlm.config.vocab_size, mlm.config.hidden_size) == (model.config.vocab_size, model.config.hidden_size)
+        if head is None or not matches or any(k.startswith("cls.") for k in info.get("missing_keys", [])):
+            continue
+        return MLMHead(head), source
+    return None, ""
 
 
 class MLMHead(nn.Module):
@@ -229,7 +248,8 @@ class DCLConfig(MethodConfig):
     powernorm_alpha: float = 0.9  # α, Eq. 9 (PowerNorm's default; also the backward estimate's rate)
     synonym_prob: float = 0.1  # §4.3 WordNet synonym replacement: open choice (EDA's α_sr)
     wordnet_dir: str = ""  # "" → Debian's /usr/share/wordnet
-    mlm: str = "auto"  # §4.3 MLM objective: auto (use the backbone's head if it has one) | off
+    mlm: str = "auto"  # §4.3 MLM objective: auto (use a head where one exists) | off; "on" after build
+    mlm_head_dir: str = ""  # "" → the backbone's own head, else the offline MiniLM head (issue 6)
     mlm_weight: float = 1.0  # open choice: MLM next to alignment, unweighted
     mlm_probability: float = 0.15  # BERT's masking rate
 
@@ -252,7 +272,8 @@ class DCL(Method):
         "projection": "g = Linear -> PowerNorm -> ReLU -> Linear at encoder width, online branch only",
         "augmentation": "WordNet synonym replacement on whole-word WordPiece tokens, p = 0.1 per eligible "
                         "word (EDA), stop-words (sklearn list) kept; X = sentence, X' = replaced view",
-        "mlm": "backbone checkpoint's own MLM head when it has one (auto); 15% BERT masking on X, weight 1.0",
+        "mlm": "auto: the backbone checkpoint's own MLM head, else the offline MiniLM head of `bench resources "
+               "build --only mlm` when vocabulary and width match; 15% BERT masking on X, weight 1.0",
         "schedule": "trainer's linear schedule, continuing from the backbone (paper: pre-training, cosine)",
     }
 
@@ -265,10 +286,12 @@ class DCL(Method):
         cfg = self.cfg
         modules = {"projection": Projection(self.hidden_size, cfg.powernorm_alpha, cfg.powernorm_alpha),
                    "target": frozen_copy(self.model)}
-        head = load_mlm_head(self.model) if cfg.mlm != "off" else None
+        head, source = (load_mlm_head(self.model, mlm_head_candidates(self.model, cfg.mlm_head_dir))
+                        if cfg.mlm != "off" else (None, ""))
         if head is not None:
             modules["mlm_head"] = head
-        cfg.mlm = "on" if head is not None else "off"  # recorded in the card with the config
+        # recorded in the model card with the config: whether MLM ran, and whose head it used
+        cfg.mlm, cfg.mlm_head_dir = ("on", source) if head is not None else ("off", cfg.mlm_head_dir)
         return modules
 
     @property
