@@ -12,6 +12,7 @@ SUITE_MODULES = {
     "alignment": "suites.alignment",
     "adversarial": "suites.adversarial",
     "anli": "suites.anli",
+    "advsts": "suites.advsts",
     "transfer": "suites.transfer",
 }
 

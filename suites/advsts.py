@@ -1,0 +1,218 @@
+"""AdvSTS: the attack recipes turned on STS pairs (RobustEmbed Table 4), scored by cosine similarity.
+
+For each (task, recipe) the attack perturbs ``sentence2`` of each test pair so that the encoder's
+similarity, mapped to the gold 0-5 scale, moves away from the gold score; success is defined in
+``attacks/regression.py`` (``SuccessRule``: the absolute error grows by at least ``margin``) and
+recorded with its parameters in every row's config. The recipes and resources are the adversarial
+suite's (``attacks/recipes.py``, ``attacks/resources.py``), with a ``sentence1``-is-fixed constraint added.
+
+Every attacked pair is appended to a JSONL log (``attacks/log.py``) as soon as it is done; a run
+resumes at the next pair. From the log we write the adversarial set in the task's own STS format,
+``$BENCH_RESULTS_DIR/advsts/<model>/<recipe>/<run>/AdvSTS-B/sts-test.csv`` (STS-B columns: genre
+``AdvSTS-B``, file = recipe, year = result type, id = original index, gold, s1, s2) and
+``AdvSICK-R/SICK_test_annotated.txt`` (SICK columns, the original entailment label kept), readable
+by ``bench.data.read_stsb`` / ``read_sick`` and so by the STS suite. The adversarial pair of an
+example is the attack's final text: the successful perturbation, or for a failed attack the most
+damaging text the search reached (possibly the original).
+
+Rows (``attack`` = recipe; correlations and rates x100): attack success rate (main),
+Pearson/Spearman on the clean and on the adversarial pairs, mean |pred - gold| clean/adversarial
+(0-5 scale), average queries, % words perturbed (of ``sentence2``, successful attacks), examples/s.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from attacks.metrics import attack_metrics
+from attacks.recipes import RECIPES
+from attacks.regression import COLUMNS, PERTURBED, SuccessRule
+from bench.data import PairSet, _norm, atomic_write_text, read_sick, read_stsb, require
+from bench.errors import lookup
+from suites.base import RunContext, Suite, Task, row
+
+RULE = SuccessRule(margin=1.0)
+ADVERSARIAL_SET = "attack's final text per pair (successful perturbation, or the failed search's best)"
+
+
+def write_stsb(directory: Path, records: list[dict], recipe: str) -> Path:
+    """STS-B csv (tab separated): genre, file, year, id, score, s1, s2."""
+    path = directory / "sts-test.csv"
+    atomic_write_text(path, "".join(
+        f"AdvSTS-B\t{recipe}\t{r['result_type']}\t{r['index']:04d}\t{r['gold']!r}\t"
+        f"{_norm(r['adversarial'][0])}\t{_norm(r['adversarial'][1])}\n" for r in records))
+    return path
+
+
+def write_sick(directory: Path, records: list[dict], recipe: str) -> Path:
+    """SICK with its header: pair_ID, sentence_A, sentence_B, relatedness_score, entailment_judgment."""
+    path = directory / "SICK_test_annotated.txt"
+    header = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
+    atomic_write_text(path, header + "".join(
+        f"{r['index']}\t{_norm(r['adversarial'][0])}\t{_norm(r['adversarial'][1])}\t{r['gold']!r}\t"
+        f"{r.get('extra') or 'NEUTRAL'}\n" for r in records))
+    return path
+
+
+def sick_entailment(root: Path) -> list[str]:
+    """The entailment column of SICK test, kept in AdvSICK-R."""
+    rows = (root / "SICK_test_annotated.txt").read_text(encoding="utf-8").splitlines()[1:]
+    return [r.split("\t")[4] for r in rows if r.strip()]
+
+
+@dataclass(frozen=True)
+class AdvSTSTask(Task):
+    out_name: str = ""  # AdvSTS-B | AdvSICK-R
+    read: Callable[[Path, str], PairSet] | None = None
+    write: Callable[[Path, list, str], Path] | None = None
+    extra: Callable[[Path], list[str]] | None = None  # per-pair column carried into the file
+
+
+REF = "RobustEmbed Table 4 (AdvSTS)"
+TASKS = (
+    AdvSTSTask("advsts", "stsb", "stsb", "test", "attack_success_rate", "all", "AdvSTS-B: attacked STS-B test",
+               REF, out_name="AdvSTS-B", read=read_stsb, write=write_stsb),
+    AdvSTSTask("advsts", "sickr", "sick", "test", "attack_success_rate", "all", "AdvSICK-R: attacked SICK-R test",
+               REF, out_name="AdvSICK-R", read=read_sick, write=write_sick, extra=sick_entailment),
+)
+
+
+def correlations(pred, gold) -> dict[str, float | None]:
+    from scipy.stats import pearsonr, spearmanr
+
+    if len(gold) < 2 or len(set(pred)) < 2 or len(set(gold)) < 2:
+        return {"pearson": None, "spearman": None}  # undefined: constant input
+    return {"pearson": 100.0 * float(pearsonr(pred, gold)[0]), "spearman": 100.0 * float(spearmanr(pred, gold)[0])}
+
+
+def pair_metrics(records: list[dict]) -> dict[str, float | None]:
+    gold = [r["gold"] for r in records]
+    out = {}
+    for side, key in (("clean", "original_score"), ("adversarial", "perturbed_score")):
+        pred = [r[key] for r in records]
+        for metric, value in correlations(pred, gold).items():
+            out[f"{metric}_{side}"] = value
+        out[f"mean_abs_error_{side}"] = sum(abs(p - g) for p, g in zip(pred, gold)) / len(gold) if gold else None
+    return out
+
+
+ROW_METRICS = ("attack_success_rate", "pearson_clean", "pearson_adversarial", "spearman_clean",
+               "spearman_adversarial", "mean_abs_error_clean", "mean_abs_error_adversarial", "avg_queries",
+               "words_perturbed_pct", "examples_per_s")
+
+
+class AdvSTSSuite(Suite):
+    name = "advsts"
+    description = "AdvSTS: TextAttack recipes on STS-B / SICK-R pairs vs cosine similarity (ASR, Pearson)"
+    tasks = TASKS
+    options = ("recipes", "query_budget")
+
+    @staticmethod
+    def recipes(ctx: RunContext) -> list[str]:
+        names = ctx.options.get("recipes") or list(RECIPES)
+        for name in names:
+            lookup("recipe", RECIPES, name)
+        return list(dict.fromkeys(names))
+
+    def config(self, task: AdvSTSTask, ctx: RunContext) -> dict:
+        cfg = super().config(task, ctx)
+        cfg.update(recipes=self.recipes(ctx), goal=RULE.describe(), adversarial_set=ADVERSARIAL_SET)
+        return cfg
+
+    def run_task(self, task: AdvSTSTask, encoder, ctx: RunContext):
+        from attacks.resources import Resources  # lazily: NLTK, textattack
+
+        root = require(ctx.paths.data, task.dataset)
+        s1, s2, gold = task.read(root, task.split).limit(ctx.limit).all_pairs()
+        extra = task.extra(root)[:len(gold)] if task.extra else [None] * len(gold)
+        resources = Resources(ctx.paths)
+        resources.textattack()
+        rows = []
+        for recipe in self.recipes(ctx):
+            records, provenance, out_dir = self.attack_recipe(task, recipe, (s1, s2, gold, extra), encoder,
+                                                              resources, ctx)
+            path = task.write(out_dir, records, recipe)
+            values = {**attack_metrics(records), **pair_metrics(records)}
+            provenance = json.dumps({**provenance, "adversarial_file": str(path.relative_to(ctx.paths.results))},
+                                    sort_keys=True)
+            rows += [row(task, m, values[m], len(records), attack=recipe, resources=provenance) for m in ROW_METRICS]
+            ctx.log(f"  advsts {task.name} {recipe}: ASR {values['attack_success_rate']:.1f}, Pearson "
+                    f"{_fmt(values['pearson_clean'])} -> {_fmt(values['pearson_adversarial'])}, avg queries "
+                    f"{_fmt(values['avg_queries'])}, words perturbed {_fmt(values['words_perturbed_pct'])}% "
+                    f"(n={len(records)}); adversarial set: {path}")
+        return rows
+
+    def attack_recipe(self, task, recipe, data, encoder, resources, ctx):
+        from attacks.log import AttackLog
+        from attacks.regression import SimilarityWrapper, goal_function
+        from bench.store import config_hash
+
+        s1, s2, gold, extra = data
+        goal = goal_function(SimilarityWrapper(encoder, RULE), RULE, ctx.options.get("query_budget"), ctx.batch_size)
+        attack = build_attack(recipe, resources, goal)
+        cfg_hash = config_hash(self.config(task, ctx))
+        run_dir = f"seed{ctx.seed}-{encoder.weights_sha256[:12]}-{cfg_hash[:8]}"
+        log = AttackLog(ctx.paths.results / "attack_logs" / encoder.name / f"advsts-{task.name}" / recipe /
+                        f"{run_dir}.jsonl",
+                        {"model": encoder.name, "suite": "advsts", "task": task.name, "recipe": recipe,
+                         "weights_sha256": encoder.weights_sha256, "config_hash": cfg_hash, "n": len(gold)})
+        if ctx.overwrite == "always":
+            log.reset()
+        todo = [i for i in range(len(gold)) if not log.done(i)]
+        if len(todo) < len(gold):
+            ctx.log(f"  {recipe}: resuming, {len(gold) - len(todo)} of {len(gold)} pairs already in {log.path.name}")
+        for i in ctx.track(todo, len(todo), f"advsts {task.name} {recipe}"):
+            log.add(attack_pair(attack, i, s1[i], s2[i], gold[i], extra[i], seed=ctx.seed * 1_000_003 + i))
+            encoder.forget()  # embeddings of discarded candidates: keep memory flat on long runs
+        provenance = {"served": {r["role"]: r["served"] or f"unavailable: {r['problem']}" for r in resources.status()},
+                      "attack": repr(attack), "log": str(log.path.relative_to(ctx.paths.results))}
+        out_dir = ctx.paths.results / "advsts" / encoder.name / recipe / run_dir / task.out_name
+        return log.ordered(range(len(gold))), provenance, out_dir
+
+
+def build_attack(recipe: str, resources, goal):
+    """The adversarial suite's recipe with our goal, plus: only ``sentence2`` may change."""
+    from textattack.constraints.pre_transformation import InputColumnModification
+
+    attack = lookup("recipe", RECIPES, recipe)(resources, goal)
+    # Attack reads this list on every call, so a constraint appended after construction applies.
+    attack.pre_transformation_constraints.append(InputColumnModification(list(COLUMNS), {"sentence1"}))
+    return attack
+
+
+def attack_pair(attack, index: int, s1: str, s2: str, gold: float, extra, seed: int) -> dict:
+    """Attack one pair; the JSONL record (fields as attacks/log.py and attacks/metrics.py expect)."""
+    import numpy as np
+    import torch
+    from textattack.shared.utils import words_from_text
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    start = time.perf_counter()
+    result = attack.attack(OrderedDict(zip(COLUMNS, (s1, s2))), repr(float(gold)))
+    kind = {"SuccessfulAttackResult": "successful", "FailedAttackResult": "failed"}[type(result).__name__]
+    original, final = result.original_result.attacked_text, result.perturbed_result.attacked_text
+    changed = sorted(original.all_words_diff(final))
+    return {
+        "index": index, "gold": float(gold), "extra": extra, "original": [s1, s2],
+        "adversarial": [final._text_input[c] for c in COLUMNS], "perturbed_column": PERTURBED,
+        "original_score": float(result.original_result.output), "perturbed_score": float(result.perturbed_result.output),
+        "num_queries": int(result.perturbed_result.num_queries), "result_type": kind,
+        "num_words": len(words_from_text(s2)), "words_changed": len(changed),
+        "changed_words": [[i, original.words[i], final.words[i]] for i in changed],
+        "wall_s": round(time.perf_counter() - start, 4),
+    }
+
+
+def _fmt(value) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+SUITE = AdvSTSSuite()
