@@ -21,6 +21,7 @@ COMMANDS = {
     "grid": ("bench.commands.grid", "run models x suites x tasks x seeds on Ray (local or a cluster), skipping finished cells"),
     "resources": ("bench.commands.resources", "build or check the attacks' offline resources (WordNet, counter-fitted vectors, MLM)"),
     "report": ("bench.commands.report", "regenerate paper tables, figures and leaderboards from result files"),
+    "train": ("bench.commands.train", "train a sentence encoder with a method (simcse, robustembed, ...)"),
 }
 
 

@@ -1,0 +1,107 @@
+"""bench train --method M --backbone B [--profile smoke|paper]: train a sentence encoder (bench/train.py).
+
+The checkpoint lands in $BENCH_HOME/models/<name>; <name> is the registered model with the same
+(method, base, profile) when there is one (so `bench run --model <name>` finds it), else
+<method>-<backbone>-<profile>, or --name. Re-running the same command resumes an interrupted run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from bench.errors import BenchError
+
+LAUNCHERS = ("none", "accelerate")
+
+
+def add_arguments(parser):
+    parser.add_argument("--method", required=True, help="training method (bench/methods): simcse, robustembed, ...")
+    parser.add_argument("--backbone", required=True,
+                        help="registry model to start from (e.g. minilm, bert-base-cls), a local directory or a HF id")
+    parser.add_argument("--profile", choices=["smoke", "paper"], default="smoke",
+                        help="smoke: offline CPU check (250 steps of 32); paper: the paper's settings")
+    parser.add_argument("--data", help="'wiki' (default: wiki1m when present, else the 11.9k wiki sample) or a text "
+                                       "file with one sentence per line")
+    parser.add_argument("--steps", type=int, help="stop after N optimiser steps")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="auto", help="auto|cpu|cuda|mps")
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--lr", type=float)
+    parser.add_argument("--eval-every", type=int, help="STS-B dev every N steps (0: never)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="any method hyper-parameter or trainer setting, repeatable "
+                             "(e.g. --set norm=2 --set epsilon=0.05 --set reg_weight=1/64)")
+    parser.add_argument("--name", help="save under this model name instead of the registered one")
+    parser.add_argument("--restart", action="store_true", help="discard an unfinished or finished run and start over")
+    parser.add_argument("--launcher", choices=LAUNCHERS, default="none",
+                        help="accelerate: re-run this command under `accelerate launch` (multi-GPU DDP)")
+    parser.add_argument("--num-processes", type=int, default=0,
+                        help="with --launcher accelerate: processes (default: visible GPUs)")
+
+
+def settings_from_args(args) -> dict:
+    settings = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BenchError(f"--set {item!r}: expected KEY=VALUE, e.g. --set epsilon=0.01")
+        settings[key.strip().replace("-", "_")] = value.strip()
+    flags = {"max_steps": args.steps, "seed": args.seed, "batch_size": args.batch_size, "lr": args.lr,
+             "eval_every": args.eval_every}
+    settings.update({k: v for k, v in flags.items() if v is not None})
+    return settings
+
+
+def relaunch_with_accelerate(args, argv: list[str]) -> int:
+    """Run the same command once per process under `accelerate launch` (DDP; see README 'Training')."""
+    import torch
+
+    processes = args.num_processes or torch.cuda.device_count()
+    if processes < 1:
+        raise BenchError("--launcher accelerate needs GPUs (none visible) or --num-processes N (CPU/gloo)")
+    rest = []
+    skip = False
+    for i, token in enumerate(argv):  # drop the launcher options from the forwarded command
+        if skip:
+            skip = False
+            continue
+        if token in ("--launcher", "--num-processes"):
+            skip = True
+            continue
+        if token.startswith(("--launcher=", "--num-processes=")):
+            continue
+        rest.append(token)
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(processes),
+           *(["--multi_gpu"] if processes > 1 and torch.cuda.is_available() else []),
+           "-m", "bench.cli", *rest]
+    print("Launching:", " ".join(cmd))
+    return subprocess.call(cmd, env={**os.environ, "BENCH_LAUNCHED": "1"})
+
+
+def main(args) -> int:
+    from bench.paths import Paths
+    from bench.train import build_job, run_training
+
+    if args.launcher == "accelerate" and not os.environ.get("BENCH_LAUNCHED"):
+        return relaunch_with_accelerate(args, sys.argv[1:])
+    start = time.perf_counter()
+    paths = Paths.from_env()
+    job = build_job(args.method, args.backbone, args.profile, paths, data=args.data,
+                    settings=settings_from_args(args), name=args.name, device=args.device)
+    card = run_training(job, paths.home, restart=args.restart)
+    best = card.get("best") or {}
+    print(f"Model '{job.name}': {paths.models / job.name} · steps {card.get('steps')} · STS-B dev before "
+          f"{card.get('stsb_dev_before')} · best {best.get('stsb_dev_spearman')} at step {best.get('step')}")
+    print(f"Evaluate it with: bench run --suite sts --model {job.name}" if job.name in _registered() else
+          f"Register it with bench.registry.trained(...) to evaluate it with `bench run`.")
+    print(f"Wall time: {time.perf_counter() - start:.1f}s")
+    return 0
+
+
+def _registered() -> set[str]:
+    from bench.registry import MODELS
+
+    return set(MODELS)

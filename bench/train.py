@@ -1,0 +1,502 @@
+"""The shared training loop. Methods (``bench/methods/<name>.py``) compute the loss; this owns the rest.
+
+- data: unlabeled sentences, one per line: wiki1m when present under the data root, else the
+  11.9k-sentence wiki sample (or ``--data FILE``); blank lines skipped; each epoch is a fresh
+  permutation drawn from (seed, epoch); the last incomplete batch is dropped (in-batch negatives
+  want full batches); max length 32 (SimCSE);
+- one AdamW over the method's parameter groups, linear decay to 0 (SimCSE's HF Trainer defaults:
+  no warm-up, gradient clipping at 1.0, weight decay 0);
+- STS-B dev Spearman (``suites.sts.score_pairs`` through ``bench.encoder.Encoder``) before
+  training and every ``eval_every`` steps; the best trained checkpoint is kept (the step-0 score is
+  recorded as the "before" number, never selected);
+- resume: the last state (weights of every module, method state, optimiser, schedule, RNG, step)
+  is saved at every evaluation, at the end and on Ctrl-C; re-running the same command continues
+  from it and the next step's loss is exactly what an uninterrupted run computes;
+- devices: the loop always runs through ``accelerate`` (one CPU process here), so
+  ``accelerate launch -m bench.cli train ...`` (or ``bench train --launcher accelerate``) runs it
+  with DDP on several GPUs (per-process batch = ``batch_size``, in-batch negatives per process) and
+  mixed precision on CUDA (bf16 where supported, else fp16).
+
+Output: ``$BENCH_HOME/models/<name>/`` holds the best checkpoint as safetensors + tokenizer +
+``bench_card.json`` (method, every hyper-parameter, open choices, data sha256, steps, dev scores,
+git commit, wall time) and the sentence-transformers files (modules.json, 1_Pooling/), written
+only when training completes (a directory rename, so a half-trained model is never picked up).
+Work in progress lives in ``$BENCH_HOME/train/<name>/`` (``last/`` for resume, ``best/``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from bench.data import atomic_write_text
+from bench.errors import BenchError
+
+STATE_FILE = "trainer_state.json"
+CARD_FILE = "bench_card.json"
+
+
+@dataclass
+class TrainConfig:
+    batch_size: int = 64  # SimCSE / RobustEmbed App. A: 64
+    max_len: int = 32  # SimCSE: max_seq_length 32
+    lr: float = 3e-5  # SimCSE BERT-base (RoBERTa-base: 1e-5, set by the registry recipe)
+    weight_decay: float = 0.0  # HF Trainer default, which SimCSE uses
+    warmup_steps: int = 0  # HF Trainer default (linear decay from the first step)
+    max_grad_norm: float = 1.0  # HF Trainer default
+    epochs: int = 1
+    max_steps: int = 0  # > 0: stop after this many optimiser steps (smoke)
+    eval_every: int = 250  # STS-B dev every N steps (0: never; the final weights are kept)
+    log_every: int = 10  # progress line every N steps
+    seed: int = 0
+
+
+# Profile -> TrainConfig overrides. Method.training[profile] and the registry recipe come on top.
+PROFILES: dict[str, dict[str, Any]] = {
+    # Offline CPU check that each method trains: 250 steps of batch 32 (8,000 sentences of the wiki
+    # sample, two thirds of one epoch), STS-B dev every 50 steps. Chosen so RobustEmbed (11 encoder
+    # passes per step) finishes well under 30 minutes on a busy 2-core CPU with MiniLM-L6.
+    "smoke": {"batch_size": 32, "max_steps": 250, "eval_every": 50, "epochs": 1},
+    # The papers' settings (batch 64, max_len 32, lr 3e-5, wiki1m); epochs and eval interval per method.
+    "paper": {"batch_size": 64, "eval_every": 250, "epochs": 1},
+}
+
+
+@dataclass
+class TrainJob:
+    """Everything one training run needs; the fingerprint of the result-changing parts guards resume."""
+
+    name: str
+    method: str
+    backbone: str  # local directory or HF id of the starting weights
+    base: str  # registry name of the base model (or the backbone itself)
+    pooler: str
+    profile: str
+    train: TrainConfig
+    method_config: dict
+    data_path: Path
+    dev_dir: Path | None  # STS-B directory (None: no evaluation)
+    eval_max_len: int = 512
+    device: str = "auto"
+    overrides: dict = field(default_factory=dict)  # what the command line / recipe changed
+
+    def fingerprint(self, data_sha: str) -> str:
+        blob = {"method": self.method, "backbone": self.backbone, "pooler": self.pooler,
+                "train": dataclasses.asdict(self.train), "method_config": self.method_config, "data": data_sha}
+        return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def split_overrides(method_cls, values: dict) -> tuple[dict, dict]:
+    """Split {name: value} into (TrainConfig fields, method Config fields); unknown names raise."""
+    train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    method_fields = {f.name for f in dataclasses.fields(method_cls.Config)}
+    unknown = sorted(set(values) - train_fields - method_fields)
+    if unknown:
+        raise BenchError(f"Unknown setting(s) {', '.join(unknown)}. Trainer settings: {', '.join(sorted(train_fields))}. "
+                         f"{method_cls.name} hyper-parameters: {', '.join(sorted(method_fields))}.")
+    return ({k: v for k, v in values.items() if k in train_fields},
+            {k: v for k, v in values.items() if k in method_fields})
+
+
+def make_train_config(method_cls, profile: str, overrides: dict) -> TrainConfig:
+    if profile not in PROFILES:
+        raise BenchError(f"Unknown profile '{profile}'. Choose one of: {', '.join(PROFILES)}")
+    from bench.methods.base import _coerce
+
+    values = {**PROFILES[profile], **method_cls.training.get(profile, {}), **overrides}
+    defaults = TrainConfig()
+    return TrainConfig(**{k: _coerce(v, getattr(defaults, k), k) for k, v in values.items()})
+
+
+def training_data(data_root: Path, data: str | None) -> Path:
+    """``--data``: a text file, or "wiki" / None = wiki1m when present, else the 11.9k wiki sample."""
+    from bench.data import available, get_dataset, require
+
+    if data in (None, "", "wiki"):
+        if available(data_root, "wiki1m"):
+            return require(data_root, "wiki1m")
+        return require(data_root, "wiki-sample")
+    path = Path(data).expanduser()
+    if not path.is_file():
+        raise BenchError(f"--data {data}: no such file. Give a text file with one sentence per line, or 'wiki' "
+                         f"(wiki1m under the data root when present, else `{get_dataset('wiki-sample').root}`).")
+    return path.resolve()
+
+
+def read_sentences(path: Path) -> tuple[list[str], str]:
+    blob = path.read_bytes()
+    sentences = [line.strip() for line in blob.decode("utf-8").splitlines() if line.strip()]
+    if not sentences:
+        raise BenchError(f"{path} holds no sentences (one per line expected)")
+    return sentences, hashlib.sha256(blob).hexdigest()
+
+
+# --- checkpoint files ------------------------------------------------------------------------
+
+ST_POOLING = {"cls_before_pooler": "cls", "avg": "mean"}  # our pooler -> sentence-transformers mode
+
+
+def write_sentence_transformers_files(directory: Path, pooler: str, hidden: int, max_len: int) -> bool:
+    """modules.json + 1_Pooling/ so ``SentenceTransformer(directory)`` loads the model; False when the
+    pooler has no sentence-transformers equivalent (``cls`` through the HF pooler, layer averages)."""
+    mode = ST_POOLING.get(pooler)
+    if mode is None:
+        return False
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+    atomic_write_text(directory / "modules.json", json.dumps(modules, indent=2))
+    atomic_write_text(directory / "sentence_bert_config.json",
+                      json.dumps({"max_seq_length": max_len, "do_lower_case": False}, indent=2))
+    pooling = {"word_embedding_dimension": hidden, "pooling_mode_cls_token": mode == "cls",
+               "pooling_mode_mean_tokens": mode == "mean", "pooling_mode_max_tokens": False,
+               "pooling_mode_mean_sqrt_len_tokens": False, "include_prompt": True}
+    atomic_write_text(directory / "1_Pooling" / "config.json", json.dumps(pooling, indent=2))
+    return True
+
+
+def _replace_dir(tmp: Path, final: Path) -> None:
+    """Swap ``tmp`` in as ``final`` with renames (the old one is removed only after the swap)."""
+    old = final.with_name(f".{final.name}.old")
+    if old.exists():
+        shutil.rmtree(old)
+    if final.exists():
+        final.rename(old)
+    tmp.rename(final)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+class _StopFlag:
+    """First Ctrl-C: finish the current step, save, stop. Second: the default (immediate) behaviour."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self):
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        except ValueError:  # not the main thread
+            self._previous = None
+        return self
+
+    def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+# --- the loop --------------------------------------------------------------------------------
+
+def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, restart: bool = False,
+                 stop_after: int | None = None) -> dict:
+    """Train (or resume) ``job``; returns the model card. ``stop_after`` simulates an interruption
+    after that many steps (tests): the state is saved and the function returns without finishing."""
+    import torch
+    from accelerate import Accelerator
+    from accelerate.utils import DistributedDataParallelKwargs
+    from safetensors.torch import load_file, load_model, save_file, save_model
+    from transformers import get_linear_schedule_with_warmup
+
+    from bench.encoder import Encoder, autocast_dtype, load_hf, pick_device
+    from bench.methods import get_method
+    from bench.store import git_commit, now_iso, package_versions
+
+    started = time.perf_counter()
+    method_cls = get_method(job.method)
+    method_cfg = method_cls.Config.from_dict(job.method_config)
+    cfg = job.train
+    sentences, data_sha = read_sentences(job.data_path)
+    fingerprint = job.fingerprint(data_sha)
+    work = Path(home) / "train" / job.name
+    out_dir = Path(home) / "models" / job.name
+    last_dir, best_dir = work / "last", work / "best"
+    if (out_dir / CARD_FILE).exists() and not restart:
+        done = json.loads((out_dir / CARD_FILE).read_text())
+        if done.get("fingerprint") == fingerprint:
+            log(f"'{job.name}' is already trained with this configuration ({out_dir}); --restart retrains it.")
+            return done
+        log(f"Note: {out_dir} holds '{job.name}' trained with another configuration; it is replaced when this "
+            f"run completes.")
+
+    device = pick_device(job.device)
+    amp = autocast_dtype(device)
+    accelerator = Accelerator(
+        cpu=device == "cpu", mixed_precision={None: "no", torch.bfloat16: "bf16", torch.float16: "fp16"}[amp],
+        kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
+    main = accelerator.is_main_process
+    world, rank = accelerator.num_processes, accelerator.process_index
+
+    state: dict[str, Any] = {"step": 0, "fingerprint": fingerprint, "best": None, "dev_history": [],
+                             "losses": [], "wall_s": 0.0, "sessions": 0}
+    resuming = (last_dir / STATE_FILE).exists() and not restart
+    if resuming:
+        saved = json.loads((last_dir / STATE_FILE).read_text())
+        if saved["fingerprint"] != fingerprint:
+            raise BenchError(f"{work} holds an unfinished run of '{job.name}' with a different configuration "
+                             f"(data, hyper-parameters or backbone changed). Re-run with --restart to discard it, "
+                             f"or --name to train under another name.")
+        state = saved
+    elif restart and work.exists() and main:
+        shutil.rmtree(work)
+
+    torch.manual_seed(cfg.seed)
+    model, tokenizer = load_hf(job.backbone, job.name)
+    model.train()
+    method = method_cls(method_cfg, model, job.pooler)
+    eval_max_len = min(job.eval_max_len, int(getattr(model.config, "max_position_embeddings", 512)))
+
+    class TrainModule(torch.nn.Module):
+        """Encoder + extra modules as one module: one forward (the loss) per backward, as DDP wants."""
+
+        def __init__(self):
+            super().__init__()
+            self.encoder, self.extra = model, method.modules
+
+        def forward(self, batch, step):
+            return method.loss(batch, step)
+
+    module = TrainModule()
+    optimizer = torch.optim.AdamW(method.param_groups(cfg.lr, cfg.weight_decay), lr=cfg.lr,
+                                  weight_decay=cfg.weight_decay)
+    per_epoch = len(sentences) // (cfg.batch_size * world)
+    if per_epoch == 0:
+        raise BenchError(f"{job.data_path} has {len(sentences)} sentences: fewer than one batch of "
+                         f"{cfg.batch_size} x {world} process(es). Use a smaller --batch-size or more data.")
+    total = per_epoch * cfg.epochs
+    if cfg.max_steps > 0:
+        total = min(total, cfg.max_steps)
+    scheduler = get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, total)
+
+    if resuming:
+        load_model(module, str(last_dir / "modules.safetensors"), device="cpu")
+        extra = last_dir / "method_state.safetensors"
+        method.load_state_dict(load_file(str(extra)) if extra.exists() else {})
+        optimizer.load_state_dict(torch.load(last_dir / "optimizer.pt", weights_only=True))
+        scheduler.load_state_dict(torch.load(last_dir / "scheduler.pt", weights_only=True))
+    module, optimizer = accelerator.prepare(module, optimizer)
+    device = str(accelerator.device)
+    if resuming:
+        rng = torch.load(last_dir / "rng.pt", weights_only=True)
+        torch.set_rng_state(rng["cpu"])
+        if torch.cuda.is_available() and "cuda" in rng:
+            torch.cuda.set_rng_state_all(list(rng["cuda"]))
+        log(f"Resuming '{job.name}' at step {state['step']}/{total} from {last_dir}.")
+
+    dev_pairs = None
+    if job.dev_dir is not None:
+        from bench.data import read_stsb
+
+        dev_pairs = read_stsb(job.dev_dir, "dev")
+
+    def evaluate() -> float | None:
+        if dev_pairs is None or not main:
+            return None
+        from suites.sts import score_pairs
+
+        encoder = Encoder(method.export_model(), tokenizer, pooler=job.pooler, max_len=eval_max_len,
+                          device=device, batch_size=128, name=job.name)
+        score = score_pairs(dev_pairs, encoder.encode)[("spearman", "all")]
+        module.train()
+        return float(score)
+
+    def save_last() -> None:
+        if not main:
+            return
+        tmp = work / ".last.tmp"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        save_model(accelerator.unwrap_model(module), str(tmp / "modules.safetensors"))
+        extra_state = {k: v.detach().cpu().contiguous() for k, v in method.state_dict().items()}
+        if extra_state:
+            save_file(extra_state, str(tmp / "method_state.safetensors"))
+        torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+        torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
+        rng = {"cpu": torch.get_rng_state()}
+        if torch.cuda.is_available():
+            rng["cuda"] = torch.stack(torch.cuda.get_rng_state_all())
+        torch.save(rng, tmp / "rng.pt")
+        state["wall_s"] = wall_before + time.perf_counter() - started
+        atomic_write_text(tmp / STATE_FILE, json.dumps(state, indent=1))
+        _replace_dir(tmp, last_dir)
+
+    def save_best(score: float | None) -> None:
+        if not main:
+            return
+        tmp = work / ".best.tmp"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        method.export_model().save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        atomic_write_text(tmp / "best.json", json.dumps({"step": state["step"], "stsb_dev_spearman": score}))
+        _replace_dir(tmp, best_dir)
+
+    def evaluate_and_keep() -> None:
+        score = evaluate()
+        if not main:
+            return
+        state["dev_history"].append({"step": state["step"], "stsb_dev_spearman": score})
+        best = state["best"]
+        if dev_pairs is None or best is None or score > best["stsb_dev_spearman"]:
+            state["best"] = {"step": state["step"], "stsb_dev_spearman": score}
+            save_best(score)
+        best_score = state["best"]["stsb_dev_spearman"]
+        log(f"  step {state['step']}/{total}: STS-B dev Spearman {'-' if score is None else f'{score:.2f}'} "
+            f"(best {'-' if best_score is None else f'{best_score:.2f}'} at step {state['best']['step']})")
+
+    wall_before = float(state.get("wall_s", 0.0))
+    state["sessions"] = int(state.get("sessions", 0)) + 1
+    if state["step"] == 0 and not state["dev_history"] and dev_pairs is not None and main:
+        before = evaluate()
+        state["dev_before"] = before
+        state["dev_history"].append({"step": 0, "stsb_dev_spearman": before})
+        log(f"  step 0: STS-B dev Spearman {before:.2f} (before training; not a candidate for 'best')")
+
+    log(f"Training '{job.name}': {job.method} from {job.base} ({job.profile} profile), {total} steps of "
+        f"{cfg.batch_size} x {world} sentences from {job.data_path.name} ({len(sentences)} sentences), "
+        f"device {device}{', AMP ' + str(amp).replace('torch.', '') if amp else ''}.")
+    order_epoch, order = -1, None
+    tick, tick_step = time.perf_counter(), state["step"]
+    with _StopFlag() as stop:
+        while state["step"] < total:
+            step = state["step"]
+            epoch, index = divmod(step, per_epoch)
+            if epoch != order_epoch:
+                order = torch.randperm(len(sentences), generator=torch.Generator().manual_seed(cfg.seed * 1000 + epoch))
+                order_epoch = epoch
+            start = (index * world + rank) * cfg.batch_size
+            batch_text = [sentences[i] for i in order[start:start + cfg.batch_size].tolist()]
+            batch = tokenizer(batch_text, padding=True, truncation=True, max_length=cfg.max_len, return_tensors="pt")
+            batch = {k: v.to(accelerator.device) for k, v in batch.items()}
+            with accelerator.autocast():
+                loss, logs = module(batch, step)
+            if not torch.isfinite(loss):
+                save_last()
+                raise BenchError(f"Loss became {float(loss)} at step {step + 1}; the last good state is in "
+                                 f"{last_dir}. Lower the learning rate (--lr) and re-run with --restart.")
+            accelerator.backward(loss)
+            if cfg.max_grad_norm > 0:
+                accelerator.clip_grad_norm_(module.parameters(), cfg.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            method.after_step(step)
+            state["step"] = step + 1
+            state["losses"].append([step + 1, float(loss.detach())])
+            if cfg.log_every and state["step"] % cfg.log_every == 0 and main:
+                rate = (state["step"] - tick_step) / max(time.perf_counter() - tick, 1e-9)
+                extras = " ".join(f"{k} {v:.4g}" for k, v in logs.items() if k != "loss")
+                log(f"  step {state['step']}/{total} loss {state['losses'][-1][1]:.4f} {extras} "
+                    f"({rate:.2f} steps/s, ETA {(total - state['step']) / max(rate, 1e-9) / 60:.1f} min)")
+            evaluating = cfg.eval_every > 0 and (state["step"] % cfg.eval_every == 0 or state["step"] == total)
+            if evaluating:
+                evaluate_and_keep()
+                save_last()
+            if stop.requested or (stop_after is not None and state["step"] >= stop_after and state["step"] < total):
+                if not evaluating:
+                    save_last()
+                if stop.requested:
+                    raise KeyboardInterrupt
+                return {"stopped_at": state["step"]}
+
+    if cfg.eval_every == 0 or state["best"] is None:
+        if not any(h["step"] == state["step"] for h in state["dev_history"][1:]):
+            evaluate_and_keep()
+        save_last()
+    accelerator.wait_for_everyone()
+    state["wall_s"] = wall_before + time.perf_counter() - started
+    card = {
+        "name": job.name, "method": job.method, "method_citation": method_cls.citation, "base": job.base,
+        "backbone": job.backbone, "pooler": job.pooler, "profile": job.profile,
+        "method_config": method_cfg.to_dict(), "open_choices": method_cls.open_choices,
+        "train_config": dataclasses.asdict(cfg), "overrides": job.overrides,
+        "data": {"path": str(job.data_path), "sha256": data_sha, "sentences": len(sentences)},
+        "steps": state["step"], "epochs_seen": state["step"] / per_epoch, "world_size": world,
+        "best": state["best"], "stsb_dev_before": state.get("dev_before"), "dev_history": state["dev_history"],
+        "final_loss": state["losses"][-1][1] if state["losses"] else None,
+        "device": device, "amp": str(amp).replace("torch.", "") if amp else None,
+        "git_commit": git_commit(), "package_versions": json.loads(package_versions()),
+        "wall_s": state["wall_s"], "sessions": state["sessions"], "fingerprint": fingerprint,
+        "created_at": now_iso(),
+    }
+    if main:
+        tmp = out_dir.with_name(f".{out_dir.name}.tmp")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        shutil.copytree(best_dir, tmp)
+        card["sentence_transformers"] = write_sentence_transformers_files(
+            tmp, job.pooler, int(model.config.hidden_size), job.eval_max_len)
+        atomic_write_text(tmp / CARD_FILE, json.dumps(card, indent=2, default=str))
+        _replace_dir(tmp, out_dir)
+        atomic_write_text(work / CARD_FILE, json.dumps(card, indent=2, default=str))
+        atomic_write_text(work / "losses.json", json.dumps(state["losses"]))
+        for done in (last_dir, best_dir):  # resume state is spent (optimiser state is 2x the model)
+            shutil.rmtree(done, ignore_errors=True)
+        log(f"Saved '{job.name}' to {out_dir} (best step {state['best']['step']}, STS-B dev "
+            f"{state['best']['stsb_dev_spearman']}); wall time {state['wall_s'] / 60:.1f} min.")
+    return card
+
+
+# --- entry points ----------------------------------------------------------------------------
+
+def build_job(method: str, backbone: str, profile: str, paths, *, data: str | None = None,
+              settings: dict | None = None, name: str | None = None, device: str = "auto") -> TrainJob:
+    """A TrainJob from command-line terms. ``backbone`` is a registry model name, a directory or a
+    HF id; a registered trained model with the same (method, base, profile) lends its name,
+    pooler and recipe."""
+    from bench.data import available, require
+    from bench.encoder import resolve_backbone
+    from bench.methods import get_method
+    from bench.registry import MODELS
+
+    method_cls = get_method(method)
+    settings = dict(settings or {})
+    pooler_override = settings.pop("pooler", None)
+    registered = next((s for s in MODELS.values() if s.method == method and s.base == backbone
+                       and s.profile == profile), None)
+    base_spec = MODELS.get(backbone)
+    if base_spec is not None and base_spec.is_trained:
+        raise BenchError(f"--backbone {backbone} is itself a trained model; start from its base '{base_spec.base}'.")
+    recipe = dict(registered.recipe) if registered else {}
+    train_values, method_values = split_overrides(method_cls, {**recipe, **settings})
+    train_cfg = make_train_config(method_cls, profile, train_values)
+    method_cls.Config.from_dict(method_values)  # fail early on bad values
+    if registered is not None:
+        pooler, eval_max_len = registered.pooler, registered.max_len
+    elif base_spec is not None:
+        pooler = "cls_before_pooler" if base_spec.pooler == "cls" else base_spec.pooler
+        eval_max_len = base_spec.max_len
+    else:
+        pooler, eval_max_len = "cls_before_pooler", 512
+    pooler = pooler_override or pooler
+    if name is None:
+        slug = backbone.rstrip("/").split("/")[-1].lower()
+        name = registered.name if registered else f"{method}-{slug}-{profile}"
+    backbone_path = resolve_backbone(base_spec) if base_spec is not None else backbone
+    dev_dir = require(paths.data, "stsb") if train_cfg.eval_every > 0 else None
+    if profile == "paper" and (data in (None, "", "wiki")) and not available(paths.data, "wiki1m"):
+        print("Note: wiki1m is not under the data root; the paper profile falls back to the 11.9k wiki sample "
+              "(`bench data fetch wiki1m` gets the full set).")
+    return TrainJob(name=name, method=method, backbone=backbone_path, base=backbone, pooler=pooler,
+                    profile=profile, train=train_cfg, method_config=method_values,
+                    data_path=training_data(paths.data, data), dev_dir=dev_dir, eval_max_len=eval_max_len,
+                    device=device, overrides=settings)
+
+
+def train_registered(spec, paths, device: str = "auto", seed: int = 0, log: Callable[[str], None] = print) -> dict:
+    """Train a registered method model (``bench run`` calls this when its checkpoint is missing)."""
+    job = build_job(spec.method, spec.base, spec.profile or "smoke", paths, settings={"seed": seed},
+                    name=spec.name, device=device)
+    return run_training(job, paths.home, log=log)

@@ -1,0 +1,87 @@
+"""Time of one RobustEmbed training step / time of one SimCSE step, same batch, same run.
+
+    python benchmarks/train_step.py [--backbone minilm|DIR] [--batch-size 32] [--repeats 5] [--set K=V ...]
+
+Both steps run the same encoder on the same tokenised batch (forward, backward, AdamW step);
+each is timed ``--repeats`` times after one warm-up, alternating the two so load changes on a
+shared machine hit both alike; the medians are compared. What to expect (Algorithm 1): SimCSE
+costs one forward + backward over 2B sequences (two dropout views). RobustEmbed adds K + T
+gradient passes over B sequences (forward + backward to δ, no weight gradients) and one more
+forward over B (the adversarial view) whose backward joins the final one, i.e. about
+(2 + 1 + (K+T)·(1 + ~1)) / (2·(1 + 2)) ≈ 3.8x with K = T = 5 if a backward costs twice a forward
+and a δ-only backward about one forward; the printout gives the measured number beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backbone", default="minilm", help="registry model name or local directory")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-len", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--data", default="", help="text file (default: the wiki sample under $BENCH_DATA_DIR)")
+    parser.add_argument("--set", action="append", default=[], metavar="K=V", help="RobustEmbed hyper-parameters")
+    args = parser.parse_args()
+
+    import torch
+
+    from bench.encoder import load_hf, resolve_backbone
+    from bench.methods import get_method
+    from bench.paths import Paths
+    from bench.registry import MODELS
+    from bench.train import read_sentences, training_data
+
+    spec = MODELS.get(args.backbone)
+    path = resolve_backbone(spec) if spec else args.backbone
+    pooler = spec.pooler if spec else "cls_before_pooler"
+    sentences, _ = read_sentences(training_data(Paths.from_env().data, args.data or None))
+    overrides = dict(item.split("=", 1) for item in args.set)
+
+    def make(name, overrides):
+        torch.manual_seed(0)
+        model, tokenizer = load_hf(path)
+        model.train()
+        method_cls = get_method(name)
+        method = method_cls(method_cls.Config.from_dict(overrides), model, pooler)
+        params = [g for g in method.param_groups(3e-5, 0.0)]
+        return method, torch.optim.AdamW(params, lr=3e-5), tokenizer
+
+    simcse, simcse_opt, tokenizer = make("simcse", {})
+    robust, robust_opt, _ = make("robustembed", overrides)
+    batch = dict(tokenizer(sentences[:args.batch_size], padding=True, truncation=True, max_length=args.max_len,
+                           return_tensors="pt"))
+
+    def step(method, optimizer):
+        start = time.perf_counter()
+        loss, _ = method.loss(batch, 0)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return time.perf_counter() - start
+
+    step(simcse, simcse_opt), step(robust, robust_opt)  # warm-up
+    times = {"simcse": [], "robustembed": []}
+    for _ in range(args.repeats):
+        times["simcse"].append(step(simcse, simcse_opt))
+        times["robustembed"].append(step(robust, robust_opt))
+    s, r = statistics.median(times["simcse"]), statistics.median(times["robustembed"])
+    cfg = robust.cfg
+    passes = cfg.pgd_steps + cfg.fgsm_steps if not cfg.shared_gradient else max(cfg.pgd_steps, cfg.fgsm_steps)
+    print(f"backbone {args.backbone}, batch {args.batch_size} x max_len {args.max_len} (padded to "
+          f"{batch['input_ids'].shape[1]}), threads {torch.get_num_threads()}, repeats {args.repeats}")
+    print(f"SimCSE step      median {s * 1000:8.1f} ms  (all: {', '.join(f'{t * 1000:.0f}' for t in times['simcse'])})")
+    print(f"RobustEmbed step median {r * 1000:8.1f} ms  (all: {', '.join(f'{t * 1000:.0f}' for t in times['robustembed'])})")
+    print(f"ratio RobustEmbed / SimCSE = {r / s:.2f}  (K={cfg.pgd_steps}, T={cfg.fgsm_steps}, "
+          f"{passes} gradient passes + 1 adversarial forward; the docstring's estimate is "
+          f"{(3 + 2 * passes) / 6:.1f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
