@@ -309,6 +309,7 @@ class CellState:
     wall_s: float | None = None
     error: str = ""
     path: str = ""
+    attempts: int = 0
 
 
 @dataclass
@@ -432,6 +433,9 @@ class GridRunner:
                 self._finished(ref)
             if on_tick is not None:
                 on_tick(self)
+        attempts = self.board_snapshot()["attempts"]
+        for st in self.states.values():
+            st.attempts = attempts.get(st.cell.label, 0)
         if any(st.state == "done" for st in self.states.values()):
             ResultStore(self.plan.paths.results).write_leaderboard()  # once, after the concurrent writers
         return GridReport(list(self.states.values()), dict(self.models_failed), time.time() - self.started)

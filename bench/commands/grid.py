@@ -158,13 +158,13 @@ def report(result, plan, console: Console) -> None:
     console.print(table)
     for name, error in result.models_failed.items():
         console.print(Text(f"Model '{name}' could not be prepared:", style="bold red"))
-        console.print(Text(error), markup=False, highlight=False)
+        console.print(Text.from_ansi(error), soft_wrap=True)
     failed = [s for s in result.states if s.state == "failed"]
     if failed:
         console.print(Text(f"{len(failed)} failed cell(s), after their retries:", style="bold red"))
         for st in failed:
-            console.print(Text(f"--- {st.cell.label}", style="red"))
-            console.print(Text(st.error), markup=False, highlight=False)
+            console.print(Text(f"--- {st.cell.label} (failed {st.attempts} attempt(s))", style="red"))
+            console.print(Text.from_ansi(st.error), soft_wrap=True)
     for st in (s for s in result.states if s.state == "blocked"):
         console.print(Text(f"{st.cell.label}: {st.error}", style="yellow"))
     ran = [s for s in result.states if s.state == "done"]

@@ -1,0 +1,196 @@
+"""bench grid on a local Ray instance, with a tiny random BERT and tiny STS-B / SICK fixtures.
+
+Ray workers are separate processes, so a monkeypatched dataset registry would not reach them:
+the fixtures are written at the reference byte sizes of bench/data_files.tsv instead (the last
+column is padded with spaces, which the readers collapse), so the unchanged data layer accepts them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+from bench.data import get_dataset
+from bench.errors import BenchError
+from bench.store import ResultStore
+from tests.conftest import STS_PAIRS
+
+
+def write_sized(path: Path, lines: list[str], size: int) -> None:
+    """``lines`` as a file of exactly ``size`` bytes: the last line is padded with trailing spaces."""
+    body = "".join(line + "\n" for line in lines[:-1])
+    last = lines[-1] if lines else ""
+    pad = size - len((body + last + "\n").encode())
+    assert pad >= 0, f"fixture for {path.name} is larger than the reference file"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body + last + " " * pad + "\n", encoding="utf-8")
+
+
+def stsb_lines(pairs) -> list[str]:
+    return [f"main-captions\tMSRvid\t2012test\t{i:04d}\t{g}\t{a}\t{b}" for i, (a, b, g) in enumerate(pairs)]
+
+
+def sick_lines(pairs, bad_score: bool = False) -> list[str]:
+    rows = [f"{i}\t{a}\t{b}\t{g}\tNEUTRAL" for i, (a, b, g) in enumerate(pairs)]
+    if bad_score:  # a corrupt row the size check cannot see: the cell fails while reading it
+        rows[2] = "2\ta man is running\ta woman is eating\tnot-a-score\tNEUTRAL"
+    return ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment", *rows]
+
+
+def write_fixtures(data_root: Path, corrupt_sick: bool = False) -> None:
+    for name, lines_for in (("stsb", {"sts-train.csv": stsb_lines(STS_PAIRS), "sts-dev.csv": stsb_lines(STS_PAIRS),
+                                       "sts-test.csv": stsb_lines(STS_PAIRS)}),
+                            ("sick", {f: sick_lines(STS_PAIRS, corrupt_sick and f == "SICK_test_annotated.txt")
+                                      for f in ("SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt")})):
+        for ref in get_dataset(name).files:
+            path = data_root / ref.path
+            write_sized(path, lines_for.get(path.name, ["(not read by the suites)"]), ref.bytes)
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 1024**2)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture
+def grid_env(tmp_path, monkeypatch):
+    from bench.paths import Paths
+
+    for var, sub in (("BENCH_HOME", "home"), ("BENCH_DATA_DIR", "data"), ("BENCH_RESULTS_DIR", "results")):
+        (tmp_path / sub).mkdir()
+        monkeypatch.setenv(var, str(tmp_path / sub))
+    write_fixtures(tmp_path / "data")
+    return Paths.from_env()
+
+
+def grid_args(*extra: str) -> list[str]:
+    return ["grid", "--models", "tiny", "--suites", "sts,alignment", "--tasks", "stsb", "--seeds", "2", *extra]
+
+
+def plan_for(argv: list[str]):
+    from bench.commands.grid import add_arguments, build_plan
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return build_plan(parser.parse_args(argv[1:]))
+
+
+def cell_rows(results: Path) -> dict:
+    """(suite, task, seed, metric, aggregation) -> row, over all cells in a results directory."""
+    return {(r["suite"], r["task"], r["seed"], r["metric"], r["aggregation"]): r for r in ResultStore(results).rows()}
+
+
+def mtimes(results: Path) -> dict:
+    return {p: p.stat().st_mtime_ns for p in ResultStore(results).cells()}
+
+
+def test_grid_writes_what_bench_run_writes_and_reruns_nothing(ray_session, grid_env, tiny_model, tmp_path,
+                                                               monkeypatch, capsys):
+    from bench.grid import run_grid
+
+    assert main(grid_args()) == 0
+    grid = cell_rows(grid_env.results)
+    # 2 seeds x (sts/stsb + sts/avg + alignment/stsb), each cell with its metrics
+    assert {(s, t, seed) for s, t, seed, _, _ in grid} == {
+        (s, t, seed) for seed in (0, 1) for s, t in (("sts", "stsb"), ("sts", "avg"), ("alignment", "stsb"))}
+    assert (grid_env.results / "leaderboard.csv").read_text().count("\ntiny,") == len(grid)
+
+    monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path / "run-results"))
+    for suite in ("sts", "alignment"):
+        for seed in ("0", "1"):
+            assert main(["run", "--suite", suite, "--model", "tiny", "--task", "stsb", "--seed", seed,
+                         "--device", "cpu"]) == 0
+    ran = cell_rows(tmp_path / "run-results")
+    assert ran.keys() == grid.keys()
+    for key, row in ran.items():
+        for field in ("weights_sha256", "config_hash", "n", "split", "dtype", "device", "batch_size"):
+            assert grid[key][field] == row[field], (key, field)
+        assert grid[key]["value"] == pytest.approx(row["value"], abs=1e-4), key
+
+    # a second invocation finds every cell in the store and runs none
+    monkeypatch.setenv("BENCH_RESULTS_DIR", str(grid_env.results))
+    before = mtimes(grid_env.results)
+    again = run_grid(plan_for(grid_args()))
+    assert again.exit_code == 0 and again.ran == [] and again.count("stored") == len(again.states) == 6
+    assert mtimes(grid_env.results) == before
+
+    capsys.readouterr()
+    assert main(grid_args("--dry-run")) == 0
+    assert "0 cell(s) without a stored result" in capsys.readouterr().out
+
+
+def test_interrupted_grid_reruns_only_missing_cells(ray_session, grid_env, tiny_model):
+    from bench.grid import run_grid
+
+    plan = plan_for(grid_args())
+    assert run_grid(plan).exit_code == 0
+    cells = ResultStore(grid_env.results).cells()
+    lost = [p for p in cells if "/alignment/stsb/seed0-" in str(p) or "/sts/stsb/seed1-" in str(p)]
+    assert len(lost) == 2
+    for path in lost:  # as if the grid had been killed before these cells were written
+        path.unlink()
+    kept = mtimes(grid_env.results)
+
+    again = run_grid(plan)
+    assert again.exit_code == 0
+    # the two lost cells, plus seed 1's STS average (one of its tasks was recomputed, as `bench run` does)
+    assert sorted(st.cell.label for st in again.ran) == [
+        "tiny alignment/stsb seed 0", "tiny sts/avg seed 1", "tiny sts/stsb seed 1"]
+    after = mtimes(grid_env.results)
+    assert all(p.exists() for p in lost)
+    assert {p: after[p] for p in kept if "/sts/avg/seed1-" not in str(p)} == {
+        p: t for p, t in kept.items() if "/sts/avg/seed1-" not in str(p)}
+
+
+def test_failing_cell_is_isolated_retried_and_reported(ray_session, grid_env, tiny_model, capsys):
+    write_fixtures(grid_env.data, corrupt_sick=True)
+    argv = ["grid", "--models", "tiny", "--suites", "sts,alignment", "--tasks", "sts/stsb,sts/sickr,alignment/stsb",
+            "--retries", "1"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "tiny sts/sickr seed 0 (failed 2 attempt(s))" in out  # 1 try + 1 retry
+    # the remote traceback, from the worker's frame down to the reader that failed
+    assert 'in run_grid_cell' in out and 'in read_sick' in out
+    assert "ValueError: could not convert string to float: 'not-a-score'" in out
+    assert "tiny sts/avg seed 0: not run: task cell(s) sickr failed" in out
+    done = {(r["suite"], r["task"]) for r in ResultStore(grid_env.results).rows()}
+    assert done == {("sts", "stsb"), ("alignment", "stsb")}
+
+    write_fixtures(grid_env.data)  # data fixed: the re-run computes only the failed cell and the average
+    assert main(argv) == 0
+    assert "Ran 2 cell(s), reused 2 from the store" in " ".join(capsys.readouterr().out.split())
+
+
+def test_without_ray_grid_exits_2_with_the_install_command(grid_env, tiny_model, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    assert main(grid_args()) == 2
+    assert 'pip install -e ".[grid]"' in capsys.readouterr().err
+
+
+def test_task_selection_by_name_or_suite_slash_task():
+    from bench.grid import select_tasks
+
+    assert select_tasks(["sts", "alignment"], ["stsb"]) == {"sts": ["stsb"], "alignment": ["stsb"]}
+    assert select_tasks(["sts", "alignment"], ["sts/sts12", "alignment/stsb"]) == {
+        "sts": ["sts12"], "alignment": ["stsb"]}
+    with pytest.raises(BenchError, match="no task of suite"):
+        select_tasks(["sts", "alignment"], ["sickr"])
+    with pytest.raises(BenchError, match="not in --suites"):
+        select_tasks(["alignment"], ["sts/stsb"])
+    with pytest.raises(BenchError, match="Unknown suite"):
+        select_tasks(["stss"], [])
+
+
+def test_grid_modules_import_neither_torch_nor_ray():
+    code = ("import sys, bench.cli, bench.commands.grid, bench.grid; "
+            "print(sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
