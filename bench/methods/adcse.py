@@ -5,17 +5,24 @@
   q by momentum: θ_p ← m·θ_p + (1−m)·θ_q with m = 0.995 (Eq. 4). x_i⁺ = x_i (no augmentation).
 - M = 64 negative adversaries n_j ∈ R^d (§3.3), updated by gradient ASCENT on the same loss (Eq. 7)
   with lr 3e-3 and momentum 0.9 (§4.1), weight decay 1e-4 (the authors' code, after AdCo).
-- Loss (Eq. 5): −log e^{s(h_i,h_i⁺)/τ} / (e^{s(h_i,h_i⁺)/τ} + Σ_j e^{s(h_i,n_j)/τ}), τ = 0.05: the
-  adversaries are the only negatives (the "w/o negative adversaries" ablation uses in-batch ones).
+- Loss (Eq. 5): −log e^{s(h_i,h_i⁺)/τ} / (e^{s(h_i,h_i⁺)/τ} + Σ_j e^{s(h_i,n_j)/τ}), τ = 0.05, plus
+  the other sentences' h_j⁺ as negatives (see below).
 - The projection layer is removed at evaluation (§4.1): the exported encoder is q, pooled without g_q.
 
 Open choices (also in ``open_choices``):
+- In-batch negatives are kept next to the adversaries, although Eq. 5 prints only the adversaries:
+  the ablation "w/o negative adversaries: ... ONLY different in-batch samples were used as
+  negatives" (§4.3, Table 2) implies the full model has both, and the authors' code builds the
+  logits as [q·kᵀ (N×N) | q·nᵀ (N×M)] with label i. Without them, adversaries that start far from
+  the (anisotropic) sentence cone give a near-zero loss and no signal. ``in_batch_negatives=false``
+  is Eq. 5 as printed.
 - The adversaries are updated by this method itself, not by the trainer's AdamW: Eq. 7 is plain
   gradient ascent, and AdCo (which AdCSE follows) uses SGD with momentum for them. The gradient
   ∂L/∂θ_n is taken in ``loss`` (a second tiny backward through the similarity logits only) and
   applied in ``after_step``, so θ_q and θ_n both move from the same θ^(k−1) (Eq. 6-7).
-- Adversaries start as unit-norm Gaussian vectors (the paper: "randomly initialized"; AdCo keeps
-  its negatives L2-normalised). They enter the loss through cosine similarity, so only directions matter.
+- Adversaries start as standard Gaussian vectors, not normalised (the paper: "randomly
+  initialized"; the authors' code: ``torch.randn(dim, M)``). They enter the loss through cosine
+  similarity, so their norm only scales the step: ∂L/∂n ∝ 1/‖n‖.
 - The momentum encoder p runs in training mode (dropout 0.1, §4.1) without gradient; the exported
   model is q (the encoder trained by gradient descent).
 """
@@ -62,7 +69,7 @@ class AdCSEConfig(MethodConfig):
     adversary_lr: float = 3e-3  # α_n, Eq. 7 (§4.1)
     adversary_momentum: float = 0.9  # §4.1: momentum of the negative adversaries
     adversary_weight_decay: float = 1e-4  # authors' code (AdCo's memory weight decay)
-    in_batch_negatives: bool = False  # Eq. 5 has none; True adds them (not the paper's setting)
+    in_batch_negatives: bool = True  # §4.3 ablation wording + authors' code (docstring); False = Eq. 5 as printed
 
     def __post_init__(self):
         if self.num_adversaries < 1 and not self.in_batch_negatives:
@@ -81,7 +88,8 @@ class AdCSE(Method):
     open_choices = {
         "adversary_update": "SGD with momentum inside the method (Eq. 7 plain ascent, AdCo's optimiser), "
                             "gradient taken from the same loss as q's step",
-        "adversary_init": "unit-norm Gaussian vectors (paper: randomly initialized)",
+        "adversary_init": "standard Gaussian, unnormalised (paper: randomly initialized; authors' code)",
+        "in_batch_negatives": "kept with the adversaries (ablation wording, authors' code); Eq. 5 prints none",
         "encoder_p": "training mode (dropout 0.1), no gradient; exported model is q",
     }
 
@@ -90,9 +98,9 @@ class AdCSE(Method):
         if self.cfg.mlp:
             modules["mlp"] = MLPPooler(self.hidden_size)
             modules["momentum_mlp"] = frozen_copy(modules["mlp"])
-        adversaries = F.normalize(torch.randn(max(self.cfg.num_adversaries, 0), self.hidden_size), dim=-1)
+        adversaries = torch.randn(max(self.cfg.num_adversaries, 0), self.hidden_size)  # authors' init
         holder = nn.Module()
-        holder.vectors = nn.Parameter(adversaries)  # θ_n: updated by ascent here, not by the optimiser
+        holder.vectors = nn.Parameter(adversaries, requires_grad=False)  # θ_n: moved by its own ascent (Eq. 7)
         holder.register_buffer("velocity", torch.zeros_like(adversaries))
         modules["adversaries"] = holder
         self._adv_grad = None
