@@ -123,6 +123,13 @@ class Table:
 
 # ---------------------------------------------------------------- building ----------------------
 
+def _by_model(rows: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in rows:
+        out.setdefault(r["model"], []).append(r)
+    return out
+
+
 def _cell_stat(spec: TableSpec, rows: list[dict], runs: list[dict], where: dict) -> Stat:
     """Per-run rows when the suite wrote them (mean ± std over runs and seeds), else the main rows."""
     s = stat(runs, where, spec.prefer) if runs else EMPTY
@@ -136,6 +143,7 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
     ours = [r for r in rows if (r["suite"], r["metric"]) == (spec.suite, spec.metric)]
     mine = [r for r in ours if spec.aggregation is None or r["aggregation"] == spec.aggregation]
     runs = [r for r in ours if spec.runs and (r["aggregation"] or "").startswith(spec.runs)]
+    mine_of, runs_of = _by_model(mine), _by_model(runs)
     models = model_order({r["model"] for r in mine if spec.method is None or method_of(r["model"]) == spec.method})
     headers = [c.label for c in spec.columns] + [a.label for a in spec.averages]
     lines = []
@@ -143,7 +151,7 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
         for model in models:
             cells = []
             for col in spec.columns:
-                s = _cell_stat(spec, mine, runs, {**block.where, **col.where, "model": model})
+                s = _cell_stat(spec, mine_of.get(model, []), runs_of.get(model, []), {**block.where, **col.where})
                 value = paper.get(spec.paper, model, spec.suite, col.paper_task or col.where.get("task", ""),
                                   spec.metric, block.where.get("attack", ""), col.where.get("split"))
                 cells.append(Cell(s, value))
@@ -277,7 +285,9 @@ def _signed(x: float, decimals: int) -> str:
 TEX_SPECIAL = {"&": "\\&", "%": "\\%", "#": "\\#", "_": "\\_", "$": "\\$", "{": "\\{", "}": "\\}",
                "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "\\": "\\textbackslash{}",
                "–": "--", "−": "$-$", "±": "$\\pm$", "†": "$^\\dagger$", "Δ": "$\\Delta$", "×": "$\\times$",
-               "ℓ": "$\\ell$", "↑": "$\\uparrow$", "↓": "$\\downarrow$"}
+               "ℓ": "$\\ell$", "↑": "$\\uparrow$", "↓": "$\\downarrow$",
+               **{ch: f"$\\{name}$" for ch, name in zip("αβγδελστ", ("alpha", "beta", "gamma", "delta", "epsilon",
+                                                                        "lambda", "sigma", "tau"))}}
 
 
 def tex_escape(text: str) -> str:
