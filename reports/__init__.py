@@ -74,8 +74,9 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
         if not pts:
             skipped.append((spec.title, f"no {spec.suite} results with the metrics it plots"))
             continue
-        out.reports[f"{spec.name}.csv"] = fig.to_csv(spec, pts)
-        for suffix, blob in fig.render(spec, pts).items():
+        caption = fig.settings(spec, rows, pts)
+        out.reports[f"{spec.name}.csv"] = fig.to_csv(spec, pts, caption)
+        for suffix, blob in fig.render(spec, pts, caption).items():
             out.reports[f"{spec.name}.{suffix}"] = blob
         made.append((spec.title, [f"{spec.name}.{s}" for s in ("png", "pdf", "csv")]))
     out.reports["index.md"] = _index(rows, made, skipped)

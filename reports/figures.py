@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import textwrap
 import statistics
 from dataclasses import dataclass, field
 
 from reports.paper import PaperRef, PaperValues
-from reports.results import matches, model_order, stat
+from reports.results import matches, model_order, resource_pairs, stat
 
 # How a measure combines its metrics' values, by name.
 COMBINE = {"first": lambda values: values[0], "difference": lambda values: values[0] - values[1]}
@@ -87,9 +89,24 @@ def points(spec: FigureSpec, rows: list[dict], paper: PaperValues) -> list[Point
     return out
 
 
-def to_csv(spec: FigureSpec, pts: list[Point]) -> str:
+def settings(spec: FigureSpec, rows: list[dict], pts: list[Point]) -> str:
+    """Profile, limit and attack resources of the rows behind the points, for the caption."""
+    metrics = set(spec.x.metrics) | set(spec.y.metrics)
+    used = [r for p in pts for r in rows if r["suite"] == spec.suite and r["metric"] in metrics
+            and r["task"] in p.tasks and matches(r, {**p.key, **spec.where})]
+    parts = []
+    for key in ("profile", "limit"):
+        values = sorted({json.dumps(r["_config"].get(key), default=str).strip('"') for r in used})
+        parts.append(f"{key}: " + ", ".join("none" if v == "null" else v for v in values))
+    pairs = sorted(resource_pairs(used, "served"))
+    if pairs:
+        parts.append("resources: " + ", ".join(pairs))
+    return "; ".join(parts)
+
+
+def to_csv(spec: FigureSpec, pts: list[Point], caption: str) -> str:
     buf = io.StringIO()
-    fields = [*spec.point, "tasks", "x", "y", "paper_x", "paper_y"]
+    fields = [*spec.point, "tasks", "x", "y", "paper_x", "paper_y", "settings"]
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
 
@@ -98,11 +115,11 @@ def to_csv(spec: FigureSpec, pts: list[Point]) -> str:
 
     for p in pts:
         writer.writerow({**p.key, "tasks": " ".join(p.tasks), "x": num(p.x), "y": num(p.y),
-                         "paper_x": num(p.paper_x), "paper_y": num(p.paper_y)})
+                         "paper_x": num(p.paper_x), "paper_y": num(p.paper_y), "settings": caption})
     return buf.getvalue()
 
 
-def render(spec: FigureSpec, pts: list[Point]) -> dict[str, bytes]:
+def render(spec: FigureSpec, pts: list[Point], caption: str = "") -> dict[str, bytes]:
     """{"png": ..., "pdf": ...}; byte-identical across runs for a given matplotlib build."""
     import matplotlib
 
@@ -138,7 +155,8 @@ def render(spec: FigureSpec, pts: list[Point]) -> dict[str, bytes]:
     ax.set_title(f"{spec.title}\n(mean over tasks: {', '.join(tasks)})", fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
+    fig.text(0.01, 0.005, textwrap.fill(caption, 130), fontsize=6, color="0.3", va="bottom")
+    fig.tight_layout(rect=(0, 0.04 * (1 + len(caption) // 130), 1, 1))
     out = {}
     for fmt, metadata in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Producer": None, "Creator": None})):
         buf = io.BytesIO()

@@ -33,6 +33,7 @@ class Stat:
     std: float | None
     by_seed: tuple[tuple[tuple, float], ...]  # ((seed, aggregation), value)
     rows: tuple[dict, ...]
+    passed_over: int = 0  # other settings with results for this cell, not shown
 
     @property
     def seeds(self) -> int:
@@ -91,13 +92,14 @@ def stat(rows: list[dict], where: dict, prefer: dict | None = None) -> Stat:
         if r.get("value") is not None:
             # One sample per seed (and per run, for suites that write a row per run); a re-run replaces the older row.
             per_seed[(r.get("seed") or 0, r.get("aggregation") or "")] = r
+    passed_over = len(groups) - 1
     if not per_seed:
-        return Stat(None, None, (), tuple(chosen))
+        return Stat(None, None, (), tuple(chosen), passed_over)
     by_seed = tuple(sorted((key, float(r["value"])) for key, r in per_seed.items()))
     values = [v for _, v in by_seed]
     # A row's own ``std`` (over folds, say) is not a spread over seeds: never shown as one.
     std = statistics.stdev(values) if len(values) > 1 else None
-    return Stat(statistics.fmean(values), std, by_seed, tuple(per_seed.values()))
+    return Stat(statistics.fmean(values), std, by_seed, tuple(per_seed.values()), passed_over)
 
 
 def mean_of(stats: list[Stat]) -> Stat:
@@ -144,3 +146,20 @@ def recipe_text(model: str) -> str:
 def method_of(model: str) -> str:
     spec = MODELS.get(model)
     return (spec.method or "") if spec else ""
+
+
+def resource_pairs(rows: list[dict], key: str | None) -> set[str]:
+    """role=resource pairs: the map under ``key`` when given, else the row's top-level short strings."""
+    out = set()
+    for r in rows:
+        raw = r.get("resources") or ""
+        try:
+            res = json.loads(raw) if raw else {}
+        except json.JSONDecodeError:
+            res = {}
+        if not isinstance(res, dict):
+            continue
+        if key is not None:
+            res = res.get(key) if isinstance(res.get(key), dict) else {}
+        out |= {f"{k}={v}" for k, v in res.items() if isinstance(v, str) and len(v) <= 80}
+    return out

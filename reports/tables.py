@@ -18,7 +18,8 @@ import json
 from dataclasses import dataclass, field
 
 from reports.paper import PaperRef, PaperValues
-from reports.results import (EMPTY, Stat, backbone_group, mean_of, method_of, model_order, recipe_text, stat)
+from reports.results import (EMPTY, Stat, backbone_group, mean_of, method_of, model_order, recipe_text,
+                             resource_pairs, stat)
 
 MISSING = "–"
 PARTIAL = "†"
@@ -234,7 +235,7 @@ def settings_sentence(spec: TableSpec, lines: list[Line], absent_blocks: list[st
     splits = sorted({r.get("split") or "" for r in rows} - {""})
     if splits:
         parts.append("split: " + ", ".join(splits))
-    standins = sorted(_resources(rows, spec.resources_key))
+    standins = sorted(resource_pairs(rows, spec.resources_key))
     parts.append("resources: " + (", ".join(standins) if standins else "none recorded"))
     seeds = sorted({c.stat.seeds for ln in lines for c in ln.cells if c.stat.seeds})
     parts.append(("runs" if spec.runs else "seeds") + " per cell: " + (", ".join(map(str, seeds)) if seeds else "none"))
@@ -248,28 +249,20 @@ def settings_sentence(spec: TableSpec, lines: list[Line], absent_blocks: list[st
     text += f"{MISSING}: no result. {PARTIAL}: average over fewer results than the columns it names."
     if absent_blocks:
         text += " No results at all for: " + ", ".join(absent_blocks) + "."
+    passed_over = sum(c.stat.passed_over for ln in lines for c in ln.cells)
+    if passed_over:
+        text += (f" {passed_over} cell(s) also have results under other settings, not shown here (chosen: the "
+                 f"table's preferred options{', ' + _prefer_text(spec) if spec.prefer else ''}, then no limit or "
+                 "the largest, then more seeds, then the newest; all are in leaderboard.csv).")
     return text
+
+
+def _prefer_text(spec: TableSpec) -> str:
+    return ", ".join(f"{key} " + " > ".join(map(str, values)) for key, values in spec.prefer.items())
 
 
 def _betters(spec: TableSpec) -> list[str]:
     return [s.better for s in spec.summaries] or [spec.better]
-
-
-def _resources(rows: list[dict], key: str | None) -> set[str]:
-    """role=resource pairs: the map under ``key`` when given, else the row's top-level short strings."""
-    out = set()
-    for r in rows:
-        raw = r.get("resources") or ""
-        try:
-            res = json.loads(raw) if raw else {}
-        except json.JSONDecodeError:
-            res = {}
-        if not isinstance(res, dict):
-            continue
-        if key is not None:
-            res = res.get(key) if isinstance(res.get(key), dict) else {}
-        out |= {f"{k}={v}" for k, v in res.items() if isinstance(v, str) and len(v) <= 80}
-    return out
 
 
 # ---------------------------------------------------------------- formatting --------------------
