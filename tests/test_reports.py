@@ -302,3 +302,17 @@ def test_paper_values_are_read_from_the_papers():
     for label in dict.fromkeys(r["row_model"] for r in t1):
         values = [r["value"] for r in t1 if r["row_model"] == label]
         assert any(ln.split("\t")[1:] == values for ln in lines), label
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.skipif(not (REPO / "reports" / "index.md").exists() or not (REPO / "results" / "cells").is_dir(),
+                    reason="no committed reports/ and results/ to compare")
+def test_committed_reports_match_committed_results():
+    """The committed reports/ is what the committed code makes from the committed results/."""
+    from reports import compare, generate
+
+    artifacts = generate(REPO / "results")
+    problems = compare(artifacts.reports, REPO / "reports") + compare(artifacts.results, REPO / "results", prune=False)
+    assert not problems, "stale reports; run `BENCH_RESULTS_DIR=results bench report` and commit:\n" + "\n".join(problems)
