@@ -1,0 +1,77 @@
+"""Grid overhead: N cheap cells through `bench grid` on a local Ray instance, against the same cells
+run one after another in one process (the `bench run` path: one encoder, run_suite per suite and seed).
+
+    BENCH_DATA_DIR=../shared/data python benchmarks/grid_overhead.py [--model minilm] [--seeds 2] [--limit 16]
+
+Cells are cheap on purpose (--limit examples per task), so the ratio shows the grid's fixed costs:
+starting Ray, starting workers (each imports torch and loads the model), scheduling. Each side writes
+into its own fresh results directory, so both compute every cell. Prints wall times and ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+
+def sequential(plan) -> float:
+    from bench.commands.run import open_encoder
+    from suites import get_suite
+    from suites.base import run_suite
+
+    start = time.perf_counter()
+    for spec in plan.models:
+        encoder = open_encoder(spec, plan.paths, plan.settings.device, plan.settings.batch_size)
+        for suite_name, tasks in plan.tasks.items():
+            for seed in plan.seeds:
+                run_suite(get_suite(suite_name), spec, plan.settings.context(plan.paths, seed), encoder, tasks)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--suites", default="sts,alignment")
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--limit", type=int, default=16)
+    parser.add_argument("--num-cpus", type=int, default=2, help="CPUs of the local Ray instance")
+    args = parser.parse_args()
+
+    import ray
+
+    from bench.commands.grid import add_arguments, build_plan
+    from bench.grid import connect, run_grid
+
+    grid_parser = argparse.ArgumentParser()
+    add_arguments(grid_parser)
+    plan = build_plan(grid_parser.parse_args(["--models", args.model, "--suites", args.suites, "--seeds",
+                                              str(args.seeds), "--limit", str(args.limit)]))
+    n = len(plan.cells())
+    with tempfile.TemporaryDirectory() as tmp:
+        def fresh(name):
+            return replace(plan, paths=replace(plan.paths, results=Path(tmp) / name))
+
+        seq = sequential(fresh("sequential"))
+        start = time.perf_counter()
+        connect(ray, None, args.num_cpus)
+        cold = run_grid(fresh("grid-cold"))
+        cold_s = time.perf_counter() - start
+        start = time.perf_counter()
+        warm = run_grid(fresh("grid-warm"))  # same Ray session: workers and their loaded encoders exist
+        warm_s = time.perf_counter() - start
+        ray.shutdown()
+    for name, report in (("cold", cold), ("warm", warm)):
+        if report.exit_code or len(report.ran) != n:
+            raise SystemExit(f"grid ({name}) did not run all {n} cells: exit {report.exit_code}, ran {len(report.ran)}")
+    print(f"{n} cells ({args.model}; {args.suites}; {args.seeds} seed(s); --limit {args.limit}); "
+          f"local Ray with {args.num_cpus} CPU(s)")
+    print(f"one process, one after another: {seq:7.1f} s")
+    print(f"grid, cold (incl. Ray start):   {cold_s:7.1f} s   ratio {cold_s / seq:.2f}")
+    print(f"grid, warm (Ray already up):    {warm_s:7.1f} s   ratio {warm_s / seq:.2f}")
+
+
+if __name__ == "__main__":
+    main()
