@@ -95,7 +95,8 @@ class Cell:
 
     @property
     def delta(self) -> float | None:
-        if self.stat.mean is None or self.paper is None:
+        """ours − paper; none for a marked average, which is not over the paper's cells."""
+        if self.stat.mean is None or self.paper is None or self.partial:
             return None
         return self.stat.mean - self.paper
 

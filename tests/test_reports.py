@@ -118,6 +118,8 @@ def test_missing_cell_is_a_dash_and_short_average_is_marked(generated):
     rows = _cells(files["robustembed-table1.csv"])
     avg = rows[("", "robustembed-bert", "Avg.")]
     assert avg["partial"] == "1" and float(avg["mean"]) == pytest.approx(sum(70.0 + i + 2.0 for i in range(6)) / 6)
+    assert avg["paper"] == "77.51" and avg["delta"] == ""  # no difference against the paper's 7-task average
+    assert "74.50† [paper 77.51]" in md
     # Transfer: the 6-task average (no TREC) is complete for robustembed-bert, the 7-task one is not.
     t2 = _cells(files["robustembed-table2.csv"])
     assert t2[("", "robustembed-bert", "Avg. (6, no TREC)")]["partial"] == "0"
