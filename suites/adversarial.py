@@ -162,7 +162,8 @@ class AdversarialSuite(Suite):
         out = [row(task, "clean_accuracy", clean, len(examples), aggregation="all",
                    resources=json.dumps({"victim": _victim_summary(victim)}, sort_keys=True))]
         for recipe in recipes:
-            out += self.attack_rows(task, recipe, examples, victim, encoder, resources, ctx)
+            # A fresh Resources per recipe, so its provenance names exactly the roles that recipe used.
+            out += self.attack_rows(task, recipe, examples, victim, encoder, Resources(ctx.paths), ctx)
         return out
 
     def victim(self, task: AdvTask, examples, encoder, ctx: RunContext):
@@ -205,10 +206,16 @@ class AdversarialSuite(Suite):
             for i in ctx.track(todo, len(todo), f"{task.name} {recipe} run {run}"):
                 log.add(attack_one(attack, examples[i], i, task.columns, example_seed(run_seed, i)))
             per_run.append(attack_metrics(log.ordered(indices)))
-        provenance = json.dumps({"served": resources.served(), "attack": repr(attack),
+        provenance = json.dumps({"served": roles_used(resources), "attack": repr(attack),
                                  "victim": _victim_summary(victim),
                                  "logs": str(path.parent.relative_to(ctx.paths.results))}, sort_keys=True)
         return _metric_rows(task, recipe, per_run, len(indices), provenance)
+
+
+def roles_used(resources) -> dict[str, str]:
+    """role -> resource id, for the roles this Resources object resolved (``served()`` resolves all,
+    and fails on roles a recipe never needs, e.g. the masked LM for PWWS)."""
+    return {role: option.id for role, option in resources._served.items()}
 
 
 def attack_one(attack, example, index: int, columns, seed: int) -> dict:

@@ -1,0 +1,94 @@
+"""The adversarial suite end to end on a tiny random BERT and tiny fixture files: victim fine-tuning,
+a real PWWS attack (WordNet from the system copy), rows with provenance, the JSONL log, and resume
+after a simulated kill -9 (no finished example lost, none recomputed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+POS = ["the movie was great", "a good film", "the story was fun", "the actor was great and good",
+       "a great plot", "the film was fun and good", "a very good story", "great fun"]
+NEG = ["the movie was terrible", "a bad film", "the story was boring", "the actor was bad and terrible",
+       "a boring plot", "the film was sad and bad", "a very bad story", "terrible fun"]
+ATTACK = [(1, "the movie was very good"), (0, "the plot was very boring"), (1, "a great and fun film"),
+          (0, "the story was bad"), (1, "a good actor")]
+
+
+@pytest.fixture
+def adv_env(bench_env, tiny_model, monkeypatch):
+    from suites import adversarial
+
+    root = bench_env.data
+    (root / "textfooler_attack_sets").mkdir(parents=True)
+    (root / "textfooler_attack_sets/mr").write_text("".join(f"{y} {t}\n" for y, t in ATTACK))
+    mr = root / "senteval/downstream/MR"
+    mr.mkdir(parents=True)
+    (mr / "rt-polarity.pos").write_text("".join(f"{t}\n" for t in POS * 4 + ["a good actor"]))
+    (mr / "rt-polarity.neg").write_text("".join(f"{t}\n" for t in NEG * 4))
+    monkeypatch.setitem(adversarial.VICTIM_PROFILES, "smoke",
+                        {"max_examples": 64, "epochs": 3, "max_len": 32, "lr": 1e-3, "head_lr": 1e-2,
+                         "batch_size": 8})
+    return bench_env
+
+
+def _run(*extra) -> int:
+    from bench.cli import main
+
+    return main(["run", "--suite", "adversarial", "--model", "tiny", "--task", "mr", "--recipe", "pwws",
+                 "--limit", "4", *extra])
+
+
+def _rows(paths):
+    cells = sorted((paths.results / "cells/tiny/adversarial/mr").glob("*.json"))
+    assert len(cells) == 1
+    return cells[0], {(r["metric"], r["attack"]): r for r in json.loads(cells[0].read_text())["results"]}
+
+
+def test_pwws_end_to_end_then_resume_after_kill(adv_env, monkeypatch):
+    from attacks.metrics import attack_metrics
+    from suites import adversarial
+
+    assert _run() == 0
+    cell, rows = _rows(adv_env)
+    log_path = next((adv_env.results / "attack_logs/tiny/mr/pwws").glob("*.jsonl"))
+    lines = log_path.read_text().splitlines()
+    records = [json.loads(x) for x in lines[1:]]
+    assert [r["index"] for r in records] == [0, 1, 2, 3]  # --limit 4: the first four, in order
+    assert {r["result_type"] for r in records} <= {"successful", "failed", "skipped"}
+    expected = attack_metrics(records)
+    asr = rows[("attack_success_rate", "pwws")]
+    assert asr["value"] == pytest.approx(expected["attack_success_rate"]) and asr["n"] == 4
+    assert rows[("original_accuracy", "pwws")]["value"] == pytest.approx(expected["original_accuracy"])
+    provenance = json.loads(asr["resources"])
+    assert "WordSwapWordNet" in provenance["attack"] and "weighted-saliency" in provenance["attack"]
+    assert provenance["served"]["wordnet"] == "wordnet-3.0"
+    assert json.loads(asr["config"])["recipes"] == ["pwws"]
+    assert 0.0 <= rows[("clean_accuracy", "")]["value"] <= 100.0 and rows[("clean_accuracy", "")]["n"] == 5
+
+    # kill -9 after two examples: the cell was never written, the third record was torn mid-line.
+    cell.unlink()
+    log_path.write_text("\n".join(lines[:3]) + "\n" + lines[3][: len(lines[3]) // 2])
+    attacked = []
+    real_attack_one = adversarial.attack_one
+    monkeypatch.setattr(adversarial, "attack_one",
+                        lambda attack, ex, i, *a: attacked.append(i) or real_attack_one(attack, ex, i, *a))
+    assert _run() == 0
+    assert attacked == [2, 3]  # resumed at the next example; 0 and 1 not recomputed
+    resumed = [json.loads(x) for x in log_path.read_text().splitlines()[1:]]
+    assert resumed[:2] == records[:2]
+    assert [r["result_type"] for r in resumed] == [r["result_type"] for r in records]  # seeded, deterministic
+    _, again = _rows(adv_env)
+    assert again[("attack_success_rate", "pwws")]["value"] == asr["value"]
+
+    assert _run() == 0  # a finished cell is reused: nothing attacked
+    assert attacked == [2, 3]
+
+
+def test_unknown_recipe_is_a_usage_error(adv_env, capsys):
+    from bench.cli import main
+
+    code = main(["run", "--suite", "adversarial", "--model", "tiny", "--task", "mr", "--recipe", "textfoolr"])
+    assert code == 2
+    assert "textfooler" in capsys.readouterr().err
