@@ -301,13 +301,16 @@ class Style:
     paper_only: str  # format string with {paper}
     missing: str
     escape: object = staticmethod(lambda s: s)
+    join: str = "{ours}{paper}"  # how ours and the paper part share a cell
 
 
 MD = Style(bold="**{}**", pm=" ± ", n=" (n={})", partial=PARTIAL, paper=" [paper {paper}, Δ {delta}]",
            paper_only=" [paper {paper}]", missing=MISSING, escape=lambda s: s.replace("|", "\\|"))
 TEX = Style(bold="\\textbf{{{}}}", pm="$\\pm$", n="$_{{n={}}}$", partial="$^\\dagger$",
             paper=" {{\\scriptsize[{paper}, $\\Delta$ {delta}]}}", paper_only=" {{\\scriptsize[{paper}]}}",
-            missing="--", escape=lambda s: tex_escape(s))
+            missing="--", escape=lambda s: tex_escape(s),
+            # The paper part on a second line of the cell keeps wide tables on the page.
+            join="\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{ours}\\\\{paper}\\end{{tabular}}")
 HTML = Style(bold="<b>{}</b>", pm=" ± ", n=" (n={})", partial=PARTIAL, paper=" <small>[paper {paper}, Δ {delta}]</small>",
              paper_only=" <small>[paper {paper}]</small>", missing=MISSING, escape=html.escape)
 
@@ -326,12 +329,12 @@ def cell_text(cell: Cell, style: Style, decimals: int) -> str:
             text += style.partial
         if cell.bold:
             text = style.bold.format(text)
-    if cell.paper is not None:
-        paper = _num(cell.paper, decimals)
-        delta = cell.delta
-        text += (style.paper.format(paper=paper, delta=_signed(delta, decimals)) if delta is not None
-                 else style.paper_only.format(paper=paper))
-    return text
+    if cell.paper is None:
+        return text
+    paper, delta = _num(cell.paper, decimals), cell.delta
+    part = (style.paper.format(paper=paper, delta=_signed(delta, decimals)) if delta is not None
+            else style.paper_only.format(paper=paper))
+    return style.join.format(ours=text, paper=part)
 
 
 def _label_columns(table: Table) -> list[str]:
