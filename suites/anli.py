@@ -116,6 +116,7 @@ class MixPart:
     cap: int | None = None
     upsample: int = 1
     required: bool = False
+    fetch: str = ""  # `bench data fetch <fetch>` gets it (bench/data.py)
 
     def present(self, data_root: Path) -> bool:
         return (data_root / self.path).exists()
@@ -146,15 +147,19 @@ FEVER_TRAIN = "nli_fever/train_fitems.jsonl"
 
 MIXES: dict[str, tuple[MixPart, ...]] = {
     "smoke": (
-        MixPart("snli:dev", f"{SNLI_DIR}/s1.dev", _snli("dev"), cap=800, required=True),
-        *(MixPart(f"anli:{r}:dev", f"anli/{r}/dev.jsonl", _anli(r, "dev"), cap=100, required=True) for r in ROUNDS),
+        MixPart("snli:dev", f"{SNLI_DIR}/s1.dev", _snli("dev"), cap=800, required=True, fetch="snli"),
+        *(MixPart(f"anli:{r}:dev", f"anli/{r}/dev.jsonl", _anli(r, "dev"), cap=100, required=True, fetch="anli")
+          for r in ROUNDS),
     ),
     "paper": (
-        MixPart("snli:train", SNLI_TRAIN, _jsonl(SNLI_TRAIN, "snli:train", "sentence1", "sentence2", "gold_label", "pairID")),
-        MixPart("mnli:train", MNLI_TRAIN, _jsonl(MNLI_TRAIN, "mnli:train", "sentence1", "sentence2", "gold_label", "pairID")),
-        MixPart("fever-nli:train", FEVER_TRAIN, _jsonl(FEVER_TRAIN, "fever-nli:train", "context", "query", "label", "fid")),
-        *(MixPart(f"anli:{r}:train", f"anli/{r}/train.jsonl", _anli(r, "train"), upsample=w, required=True)
-          for r, w in zip(ROUNDS, (10, 20, 10))),
+        MixPart("snli:train", SNLI_TRAIN, _jsonl(SNLI_TRAIN, "snli:train", "sentence1", "sentence2", "gold_label",
+                                                 "pairID"), fetch="snli-1.0"),
+        MixPart("mnli:train", MNLI_TRAIN, _jsonl(MNLI_TRAIN, "mnli:train", "sentence1", "sentence2", "gold_label",
+                                                 "pairID"), fetch="mnli"),
+        MixPart("fever-nli:train", FEVER_TRAIN, _jsonl(FEVER_TRAIN, "fever-nli:train", "context", "query", "label",
+                                                       "fid"), fetch="fever-nli"),
+        *(MixPart(f"anli:{r}:train", f"anli/{r}/train.jsonl", _anli(r, "train"), upsample=w, required=True,
+                  fetch="anli") for r, w in zip(ROUNDS, (10, 20, 10))),
     ),
 }
 # The held-out check recorded in the classifier's card (never trained on in either mix).
@@ -184,10 +189,10 @@ def mix_for(profile: str, data_root: Path) -> tuple[list[MixPart], list[str]]:
     if missing_required:
         p = missing_required[0]
         raise BenchError(f"The '{profile}' ANLI training mix needs {data_root / p.path}. Get it with "
-                         f"`bench data fetch {p.name.split(':')[0]}`"
-                         + (" (the ANLI zip holds train.jsonl for every round)" if p.name.startswith("anli") else "")
-                         + ", or use --profile smoke for the offline mix.")
-    return [p for p in parts if p.present(data_root)], [p.name for p in parts if not p.present(data_root)]
+                         f"`bench data fetch {p.fetch}` (the ANLI zip holds every round's train.jsonl), "
+                         f"or use --profile smoke for the offline mix.")
+    return ([p for p in parts if p.present(data_root)],
+            [f"{p.name} (bench data fetch {p.fetch})" for p in parts if not p.present(data_root)])
 
 
 class ANLISuite(Suite):
