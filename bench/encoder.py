@@ -135,6 +135,10 @@ class Encoder:
     @classmethod
     def from_spec(cls, spec: ModelSpec, models_dir: Path | None = None, device: str = "auto",
                   batch_size: int = 64) -> "Encoder":
+        if spec.loader:  # external encoder (e.g. a SentEval batcher): same encode() contract
+            from bench.senteval_adapter import load_encoder
+
+            return load_encoder(spec, device=pick_device(device), batch_size=batch_size)
         model, tokenizer = load_hf(resolve_backbone(spec, models_dir), spec.name)
         return cls(model, tokenizer, pooler=spec.pooler, max_len=spec.max_len,
                    device=pick_device(device), batch_size=batch_size, name=spec.name)

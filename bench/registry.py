@@ -31,6 +31,9 @@ class ModelSpec:
     # Paper values, keyed "suite/task" (e.g. "sts/avg"), each with its table reference in `paper_ref`.
     paper: dict = field(default_factory=dict)
     paper_ref: str = ""
+    # "module:function" building a non-Hugging-Face encoder, e.g. an external SentEval
+    # prepare/batcher pair wrapped by bench.senteval_adapter.BatcherEncoder.
+    loader: str = ""
 
     @property
     def is_trained(self) -> bool:
