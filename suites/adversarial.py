@@ -29,7 +29,7 @@ from typing import Callable
 from attacks import datasets as ds
 from attacks.metrics import attack_metrics, mean_std
 from attacks.recipes import RECIPES
-from bench.errors import lookup
+from bench.errors import BenchError, lookup
 from suites.base import RunContext, Suite, Task, row
 
 RATE_METRICS = ("attack_success_rate", "original_accuracy", "accuracy_under_attack", "accuracy_reduction",
@@ -186,17 +186,18 @@ class AdversarialSuite(Suite):
 
         wrapper = CachedModelWrapper(victim.model, victim.tokenizer, victim.max_len, ctx.batch_size)
         attack = build_attack(recipe, resources, wrapper, ctx.options.get("query_budget"), ctx.batch_size)
-        cfg_hash = config_hash(self.config(task, ctx))
-        victim_sha = victim.card.get("weights_sha256", "")[:12]
+        victim_sha = victim.card.get("weights_sha256", "")
         per_run = []
         for run in range(int(ctx.options.get("seeds") or 1)):
             run_seed = ctx.seed * 1000 + run
             indices = sample_indices(len(examples), ctx.limit, run, run_seed)
+            # What decides an example's outcome, and nothing else: a log serves any --limit or recipe list.
+            identity = {"model": encoder.name, "task": task.name, "recipe": recipe, "victim_sha256": victim_sha,
+                        "query_budget": ctx.options.get("query_budget"), "served": roles_used(resources),
+                        "run_seed": run_seed}
             path = (ctx.paths.results / "attack_logs" / encoder.name / task.name / recipe /
-                    f"seed{ctx.seed}-run{run}-victim{victim_sha}-{cfg_hash[:8]}.jsonl")
-            log = AttackLog(path, {"model": encoder.name, "task": task.name, "recipe": recipe, "run": run,
-                                   "victim_sha256": victim.card.get("weights_sha256", ""),
-                                   "config_hash": cfg_hash, "n": len(indices)})
+                    f"seed{ctx.seed}-run{run}-victim{victim_sha[:12]}-{config_hash(identity)[:8]}.jsonl")
+            log = AttackLog(path, identity)
             if ctx.overwrite == "always":
                 log.reset()
             todo = [i for i in indices if not log.done(i)]
@@ -205,7 +206,12 @@ class AdversarialSuite(Suite):
                         f"examples already in {path.name}")
             for i in ctx.track(todo, len(todo), f"{task.name} {recipe} run {run}"):
                 log.add(attack_one(attack, examples[i], i, task.columns, example_seed(run_seed, i)))
-            per_run.append(attack_metrics(log.ordered(indices)))
+            done = log.ordered(indices)
+            stale = [r["index"] for r in done if tuple(r["original"].values()) != examples[r["index"]].inputs]
+            if stale:
+                raise BenchError(f"{path} holds examples {stale[:5]} with other texts than the attack set "
+                                 f"(the data changed). Delete the log, or re-run with --overwrite always.")
+            per_run.append(attack_metrics(done))
         provenance = json.dumps({"served": roles_used(resources), "attack": repr(attack),
                                  "victim": _victim_summary(victim),
                                  "logs": str(path.parent.relative_to(ctx.paths.results))}, sort_keys=True)
