@@ -35,7 +35,9 @@ def _read_lines(path: Path) -> list[str]:
     if not path.is_file():
         raise BenchError(f"Data file {path} is missing. Get it with `bench data fetch` or point "
                          f"BENCH_DATA_DIR at the benchmark data (see README 'Data').")
-    return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    # Split on "\n" only: str.splitlines() also breaks at U+2028/U+0085, which IMDB reviews contain.
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return [line.rstrip("\r") for line in text.split("\n")[:-1 if text.endswith("\n") else None]]
 
 
 def _norm_key(text: str) -> str:
@@ -84,12 +86,19 @@ def mrpc_dev(root: Path) -> list[Example]:
 
 # --- victim training data (given the attack set, to keep it out) --------------------------
 
+def _ends(text: str, k: int = 24) -> set[str]:
+    key = _norm_key(text)
+    return {key} if len(key) <= k else {"<" + key[:k], key[-k:] + ">"}
+
+
 def mr_train(root: Path, attack: list[Example]) -> list[Example]:
-    held_out = {_norm_key(e.inputs[0]) for e in attack}
+    # Held out if the first or last 24 letters match an attack example: the SentEval copy has some
+    # accented letters spelled "M-i" (cat -v style), so whole-sentence keys miss 22 of the 1000.
+    held_out = set().union(*(_ends(e.inputs[0]) for e in attack))
     out = []
     for name, label in (("rt-polarity.neg", 0), ("rt-polarity.pos", 1)):
         for line in _read_lines(root / "senteval/downstream/MR" / name):
-            if line.strip() and _norm_key(line) not in held_out:
+            if line.strip() and not _ends(line) & held_out:
                 out.append(Example((line.strip(),), label))
     return out
 
