@@ -92,3 +92,31 @@ def test_unknown_recipe_is_a_usage_error(adv_env, capsys):
     code = main(["run", "--suite", "adversarial", "--model", "tiny", "--task", "mr", "--recipe", "textfoolr"])
     assert code == 2
     assert "textfooler" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_real_attack_sets_and_victim_data():
+    """Counts of the offline data the suite attacks and trains on; attack examples kept out of training."""
+    import os
+    from pathlib import Path
+
+    from attacks import datasets as ds
+    from suites.adversarial import TASKS_BY_NAME
+
+    root = Path(os.environ.get("BENCH_DATA_DIR", "")).resolve()
+    if not (root / "textfooler_attack_sets").is_dir():
+        pytest.skip("BENCH_DATA_DIR has no benchmark data")
+    sizes = {"mr": (1000, 9654), "sst2": (872, 67349), "mrpc": (408, 3668), "snli": (1000, 9842),
+             "imdb": (1000, 25000)}
+    for name, (n_attack, n_train) in sizes.items():
+        task = TASKS_BY_NAME[name]
+        attack = task.attack_set(root)
+        train = task.train_set(root, attack)
+        assert (len(attack), len(train)) == (n_attack, n_train), name
+        assert {e.label for e in attack} == {e.label for e in train} == set(range(len(task.labels))), name
+        assert all(len(e.inputs) == len(task.columns) for e in attack + train), name
+    mr_attack = TASKS_BY_NAME["mr"].attack_set(root)
+    train_keys = {ds._norm_key(e.inputs[0]) for e in TASKS_BY_NAME["mr"].train_set(root, mr_attack)}
+    assert not any(ds._norm_key(e.inputs[0]) in train_keys for e in mr_attack)
+    assert max(len(e.inputs[0].split()) for e in TASKS_BY_NAME["imdb"].train_set(root, [])) == ds.IMDB_MAX_WORDS
+    assert len(TASKS_BY_NAME["mnli_mm"].attack_set(root)) == 1000 and TASKS_BY_NAME["mnli_mm"].victim == "snli"
