@@ -4,12 +4,16 @@
 
 Both steps run the same encoder on the same tokenised batch (forward, backward, AdamW step);
 each is timed ``--repeats`` times after one warm-up, alternating the two so load changes on a
-shared machine hit both alike; the medians are compared. What to expect (Algorithm 1): SimCSE
-costs one forward + backward over 2B sequences (two dropout views). RobustEmbed adds K + T
-gradient passes over B sequences (forward + backward to δ, no weight gradients) and one more
-forward over B (the adversarial view) whose backward joins the final one, i.e. about
-(2 + 1 + (K+T)·(1 + ~1)) / (2·(1 + 2)) ≈ 3.8x with K = T = 5 if a backward costs twice a forward
-and a δ-only backward about one forward; the printout gives the measured number beside it.
+shared machine hit both alike; the medians are compared.
+
+What to expect (Algorithm 1), in units F = one forward pass over the B sentences, a full backward
+costing 2F and a backward to δ only (no weight-gradient matmuls) about 1F:
+- SimCSE: forward over 2B (two dropout views) 2F + backward 4F = 6F;
+- RobustEmbed: the same two views 2F, K + T gradient passes over B of (F + 1F) each, one more
+  forward over B for the adversarial view (F), and a backward over 3B (6F): 9F + 2F(K+T).
+With K = T = 5 that is 29F / 6F ≈ 4.8x (1 + K + T = 11 extra encoder passes over B on top of
+SimCSE's 2). The δ-only backward still pays for attention, softmax, GELU and LayerNorm
+backwards, so on a small model with short sequences it costs more than 1F and the ratio rises.
 """
 
 from __future__ import annotations
@@ -79,7 +83,7 @@ def main() -> int:
     print(f"RobustEmbed step median {r * 1000:8.1f} ms  (all: {', '.join(f'{t * 1000:.0f}' for t in times['robustembed'])})")
     print(f"ratio RobustEmbed / SimCSE = {r / s:.2f}  (K={cfg.pgd_steps}, T={cfg.fgsm_steps}, "
           f"{passes} gradient passes + 1 adversarial forward; the docstring's estimate is "
-          f"{(3 + 2 * passes) / 6:.1f}x)")
+          f"{(9 + 2 * passes) / 6:.1f}x)")
     return 0
 
 
