@@ -18,6 +18,7 @@ damaging text the search reached (possibly the original).
 Rows (``attack`` = recipe; correlations and rates x100): attack success rate (main),
 Pearson/Spearman on the clean and on the adversarial pairs, mean |pred - gold| clean/adversarial
 (0-5 scale), average queries, % words perturbed (of ``sentence2``, successful attacks), examples/s.
+Without ``--recipe``: TextFooler on the smoke profile, all five recipes on the paper profile.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ from bench.errors import lookup
 from suites.base import RunContext, Suite, Task, row
 
 RULE = SuccessRule(margin=1.0)
+# Recipes when --recipe is not given: the paper's five on the paper profile; TextFooler alone on the
+# CPU smoke profile (each recipe costs minutes per 50 pairs on a shared CPU).
+DEFAULT_RECIPES = {"smoke": ("textfooler",), "paper": tuple(RECIPES)}
 ADVERSARIAL_SET = "attack's final text per pair (successful perturbation, or the failed search's best)"
 
 
@@ -115,7 +119,7 @@ class AdvSTSSuite(Suite):
 
     @staticmethod
     def recipes(ctx: RunContext) -> list[str]:
-        names = ctx.options.get("recipes") or list(RECIPES)
+        names = ctx.options.get("recipes") or list(DEFAULT_RECIPES[ctx.profile])
         for name in names:
             lookup("recipe", RECIPES, name)
         return list(dict.fromkeys(names))
