@@ -20,8 +20,9 @@ Open choices (also in ``open_choices``, copied into the model card):
   constants in L_vadv (the contrastive loss already trains them).
 - Ball: L2 per sentence (tokens × hidden flattened), as Miyato et al.'s VAT; ε = 1.0, about 1% of
   the L2 norm of a 32-token embedding output of a 384- or 768-wide LayerNorm-ed encoder; η = ε
-  (K = 1 and VAT's r_adv = ε·g/‖g‖ steps to the boundary); σ = 1e-2 (a random start well inside the
-  ball, so the gradient, not the noise, sets r). L∞ and L1 are options (``norm``).
+  (K = 1 and VAT's r_adv = ε·g/‖g‖ steps to the boundary); σ = 1e-3 per coordinate, i.e. a random
+  start of L2 norm ≈ 0.11 (32 tokens × 384) to 0.16 (× 768), well inside the ball, so the gradient
+  step, not the noise, sets r. L∞ and L1 are options (``norm``).
 - MLP with BatchNorm: Linear → BatchNorm1d → ReLU → Linear ("a two-layer pooler with Batch
   Normalization", §5 citing SimCLR); dropped at evaluation like SimCSE's MLP.
 """
@@ -91,7 +92,7 @@ class VAdvCSEConfig(MethodConfig):
     norm: str = "2"  # normtype, Algorithm 1 line 6: 2 | inf | 1 (open choice: 2)
     epsilon: float = 1.0  # ε, Algorithm 1: open choice (docstring)
     step_size: float = 1.0  # η, Algorithm 1: open choice (= ε)
-    init_std: float = 1e-2  # σ, Algorithm 1 line 3: open choice
+    init_std: float = 1e-3  # σ, Algorithm 1 line 3: open choice
 
     def __post_init__(self):
         if self.divergence not in DIVERGENCES:
@@ -114,7 +115,7 @@ class VAdvCSE(Method):
         "r": "added to the token-embedding output of the anchor view; positives h+ are constants in L_vadv",
         "ball": "L2 per sentence (tokens x hidden), epsilon = 1.0 (~1% of a 32-token embedding output's norm)",
         "step_size": "eta = epsilon: with K = 1 this is VAT's r = eps*g/||g||",
-        "init_std": "sigma = 1e-2: random start well inside the ball",
+        "init_std": "sigma = 1e-3 per coordinate: random start of L2 norm ~0.1-0.16, well inside the ball",
         "mlp": "Linear -> BatchNorm1d -> ReLU -> Linear (two-layer pooler with BN, as SimCLR); training only",
     }
 
