@@ -83,8 +83,8 @@ MRPC_FEATURES = "abs-diff,product"  # SentEval mrpc.py: np.c_[np.abs(A - B), A *
 # --- tasks -----------------------------------------------------------------------------------
 
 @dataclass
-class Embedded:
-    """A task's data with sentences turned into vectors, ready for the classifier."""
+class TaskScores:
+    """What one task's evaluation gives: the classifier outcome, SentEval's ndev/ntest, extra metrics."""
 
     outcome: Outcome
     n_dev: int
@@ -104,7 +104,7 @@ class TransferTask(Task):
     def load(self, root: Path, limit: int | None):
         raise NotImplementedError
 
-    def evaluate(self, data, embed, proto: Protocol, seed: int, track) -> Embedded:
+    def evaluate(self, data, embed, proto: Protocol, seed: int, track) -> TaskScores:
         raise NotImplementedError
 
 
@@ -127,7 +127,7 @@ class BinaryTask(TransferTask):
 
     def evaluate(self, data, embed, proto, seed, track):
         X, y = embed(data[0]), np.array(data[1])
-        return Embedded(inner_kfold(X, y, self.nclasses, proto, seed, track, self.name), len(y), len(y), {})
+        return TaskScores(inner_kfold(X, y, self.nclasses, proto, seed, track, self.name), len(y), len(y), {})
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ class SSTTask(TransferTask):
     def evaluate(self, data, embed, proto, seed, track):
         (Xtr, ytr), (Xdv, ydv), (Xte, yte) = [(embed(data[p][0]), np.array(data[p][1]))
                                               for p in ("train", "dev", "test")]
-        return Embedded(split(Xtr, ytr, Xdv, ydv, Xte, yte, self.nclasses, proto, seed), len(ydv), len(yte), {})
+        return TaskScores(split(Xtr, ytr, Xdv, ydv, Xte, yte, self.nclasses, proto, seed), len(ydv), len(yte), {})
 
 
 TREC_CLASSES = {"ABBR": 0, "DESC": 1, "ENTY": 2, "HUM": 3, "LOC": 4, "NUM": 5}  # SentEval trec.py
@@ -179,7 +179,7 @@ class TRECTask(TransferTask):
     def evaluate(self, data, embed, proto, seed, track):
         (Xtr, ytr), (Xte, yte) = [(embed(data[p][0]), np.array(data[p][1])) for p in ("train", "test")]
         out = kfold(Xtr, ytr, Xte, yte, self.nclasses, proto, seed, track, self.name)
-        return Embedded(out, len(ytr), len(yte), {})
+        return TaskScores(out, len(ytr), len(yte), {})
 
 
 def parse_mrpc(lines: list[str]) -> tuple[list[Tokens], list[Tokens], list[int]]:
@@ -217,7 +217,7 @@ class MRPCTask(TransferTask):
         (Xtr, ytr), (Xte, yte) = [(self.pair_features(embed(data[p][0]), embed(data[p][1])), np.array(data[p][2]))
                                   for p in ("train", "test")]
         out = kfold(Xtr, ytr, Xte, yte, self.nclasses, proto, seed, track, self.name)
-        return Embedded(out, len(ytr), len(yte), {"f1": round(100 * float(f1_score(yte, out.predictions)), 2)})
+        return TaskScores(out, len(ytr), len(yte), {"f1": round(100 * float(f1_score(yte, out.predictions)), 2)})
 
 
 SENTEVAL_DIR = "senteval/downstream"
