@@ -238,6 +238,8 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         cpu=device == "cpu", mixed_precision={None: "no", torch.bfloat16: "bf16", torch.float16: "fp16"}[amp],
         kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
     main = accelerator.is_main_process
+    if not main:  # one voice: the main process logs
+        log = lambda message: None  # noqa: E731
     world, rank = accelerator.num_processes, accelerator.process_index
 
     state: dict[str, Any] = {"step": 0, "fingerprint": fingerprint, "best": None, "dev_history": [],

@@ -74,8 +74,10 @@ def relaunch_with_accelerate(args, argv: list[str]) -> int:
         if token.startswith(("--launcher=", "--num-processes=")):
             continue
         rest.append(token)
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(processes),
-           *(["--multi_gpu"] if processes > 1 and torch.cuda.is_available() else []),
+    # Several processes go through torch.distributed.run (NCCL on GPUs; on a CPU-only machine the
+    # trainer's Accelerator(cpu=True) joins them over gloo, which is how the DDP path can be tried here).
+    mode = ["--multi_gpu"] if processes > 1 else ([] if torch.cuda.is_available() else ["--cpu"])
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(processes), *mode,
            "-m", "bench.cli", *rest]
     print("Launching:", " ".join(cmd))
     return subprocess.call(cmd, env={**os.environ, "BENCH_LAUNCHED": "1"})
@@ -92,6 +94,8 @@ def main(args) -> int:
     job = build_job(args.method, args.backbone, args.profile, paths, data=args.data,
                     settings=settings_from_args(args), name=args.name, device=args.device)
     card = run_training(job, paths.home, restart=args.restart)
+    if os.environ.get("RANK", "0") != "0":  # under accelerate launch, only the main process reports
+        return 0
     best = card.get("best") or {}
     print(f"Model '{job.name}': {paths.models / job.name} · steps {card.get('steps')} · STS-B dev before "
           f"{card.get('stsb_dev_before')} · best {best.get('stsb_dev_spearman')} at step {best.get('step')}")
