@@ -57,7 +57,8 @@ def results_table(outcomes, title: str) -> Table:
         for r in outcome.rows:
             if r["metric"] not in metrics:
                 metrics.append(r["metric"])
-            lines.setdefault((r["task"], r["aggregation"], r["seed"]), {})[r["metric"]] = r
+            task = f"{r['task']} {r['attack']}" if r.get("attack") else r["task"]  # one line per attack recipe
+            lines.setdefault((task, r["aggregation"], r["seed"]), {})[r["metric"]] = r
     table = Table(title=title)
     for col, justify in (("task", "left"), ("aggregation", "left"), ("seed", "right"), *[(m, "right") for m in metrics],
                          ("n", "right")):
