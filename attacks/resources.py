@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import io
 import json
 import os
+import pickle
 import socket
 from dataclasses import dataclass
 from functools import lru_cache
@@ -48,6 +50,17 @@ def _reachable(host: str, port: int = 443, timeout: float = 3.0) -> bool:
             return True
     except OSError:
         return False
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"refusing {module}.{name}: only plain containers are allowed")
+
+
+def read_plain_pickle(path: Path):
+    """A downloaded pickle of plain containers (TextAttack's word list: dict of str -> int), read
+    with every class and function lookup refused, so loading it cannot run code."""
+    return _PlainUnpickler(io.BytesIO(Path(path).read_bytes())).load()
 
 
 @dataclass(frozen=True)

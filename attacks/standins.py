@@ -3,8 +3,6 @@ at module level, so only ``Resources`` imports it, after ``Resources.prepare()``
 
 from __future__ import annotations
 
-import io
-import pickle
 from collections import Counter
 from pathlib import Path
 
@@ -15,24 +13,19 @@ from textattack.constraints.semantics.sentence_encoders import SentenceEncoder
 from textattack.shared import WordEmbedding
 from textattack.transformations import WordSwapHomoglyphSwap, WordSwapWordNet
 
+from attacks.resources import read_plain_pickle
+
 # --- word embeddings --------------------------------------------------------------------------
-
-
-class _DictOnlyUnpickler(pickle.Unpickler):
-    """Reads a pickled dict of str -> int and refuses any class or function (no code runs)."""
-
-    def find_class(self, module, name):
-        raise pickle.UnpicklingError(f"refusing {module}.{name}: only plain containers are allowed")
 
 
 def paragram_counterfitted() -> WordEmbedding:
     """TextAttack's counter-fitted paragram vectors (downloaded from its S3 on first use), loaded
-    without unpickling code: arrays with allow_pickle=False, the word list with _DictOnlyUnpickler.
+    without unpickling code: arrays with allow_pickle=False, the word list with read_plain_pickle.
     TextAttack's own loader also unpickles two distance caches; we skip them (they are only caches)."""
     folder = Path(textattack.shared.utils.download_from_s3("word_embeddings/paragramcf"))
     matrix = np.load(folder / "paragram.npy", allow_pickle=False)
     nn_matrix = np.load(folder / "nn.npy", allow_pickle=False)
-    word2index = _DictOnlyUnpickler(io.BytesIO((folder / "wordlist.pickle").read_bytes())).load()
+    word2index = read_plain_pickle(folder / "wordlist.pickle")
     return WordEmbedding(matrix, word2index, {i: w for w, i in word2index.items()}, nn_matrix)
 
 

@@ -82,6 +82,18 @@ def test_prepare_builds_nltk_data_that_nltk_reads(paths):
     del stopwords, wordnet
 
 
+def test_downloaded_word_list_is_read_without_running_code(tmp_path):
+    import pickle
+
+    from attacks.resources import read_plain_pickle
+
+    (tmp_path / "wordlist.pickle").write_bytes(pickle.dumps({"good": 0, "bad": 1}))
+    assert read_plain_pickle(tmp_path / "wordlist.pickle") == {"good": 0, "bad": 1}
+    (tmp_path / "evil.pickle").write_bytes(pickle.dumps({"x": Path("/")}))
+    with pytest.raises(pickle.UnpicklingError, match="refusing"):
+        read_plain_pickle(tmp_path / "evil.pickle")
+
+
 # --- resolution and status --------------------------------------------------------------------
 
 def _tiny_space(directory: Path):
