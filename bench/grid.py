@@ -289,6 +289,7 @@ def connect(ray, address: str | None, num_cpus: int | None) -> bool:
     """Join ``address`` or start a local instance sized to this machine; True if we started/joined here."""
     if ray.is_initialized():
         return False  # the caller's Ray session (tests, notebooks): use it, leave it running
+    address = address or os.environ.get("RAY_ADDRESS")  # what plain ray.init() would join
     if address:
         try:
             ray.init(address=address, log_to_driver=False)
