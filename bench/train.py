@@ -61,11 +61,12 @@ class TrainConfig:
 
 # Profile -> TrainConfig overrides. Method.training[profile] and the registry recipe come on top.
 PROFILES: dict[str, dict[str, Any]] = {
-    # Offline CPU check that each method trains and improves or holds STS-B dev: 40 steps of batch 16
-    # (640 wiki-sample sentences), STS-B dev (first 500 pairs) before, at 20 and at 40 steps. Sized by
-    # benchmarks/train_step.py on the shared 2-core machine (load ~20): a MiniLM RobustEmbed step of
-    # batch 32 took 240 s wall (SimCSE 31 s), so a few hundred steps would take hours.
-    "smoke": {"batch_size": 16, "max_steps": 40, "eval_every": 20, "eval_limit": 500, "epochs": 1},
+    # Offline CPU check that the whole path works (train, dev-select, save, evaluate): 10 steps of
+    # batch 16 (160 wiki-sample sentences), STS-B dev (first 500 pairs) before, at 5 and at 10 steps.
+    # Sized on the shared 2-core machine (load ~20 runnable processes): a MiniLM SimCSE step of batch
+    # 16 took ~50 s wall and a RobustEmbed step ~8x that (benchmarks/train_step.py), so even 40 steps
+    # would take hours. On an idle machine pass --steps 250 (or more) for a real CPU run.
+    "smoke": {"batch_size": 16, "max_steps": 10, "eval_every": 5, "eval_limit": 500, "epochs": 1},
     # The papers' settings (batch 64, max_len 32, lr 3e-5, wiki1m); epochs and eval interval per method.
     "paper": {"batch_size": 64, "eval_every": 250, "epochs": 1},
 }
@@ -402,7 +403,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
             if cfg.log_every and state["step"] % cfg.log_every == 0 and main:
                 rate = (state["step"] - tick_step) / max(time.perf_counter() - tick, 1e-9)
                 extras = " ".join(f"{k} {v:.4g}" for k, v in logs.items() if k != "loss")
-                log(f"  step {state['step']}/{total} loss {state['losses'][-1][1]:.4f} {extras} "
+                log(f"  step {state['step']}/{total} loss {state['losses'][-1][1]:.4g} {extras} "
                     f"({rate:.2f} steps/s, ETA {(total - state['step']) / max(rate, 1e-9) / 60:.1f} min)")
             evaluating = cfg.eval_every > 0 and (state["step"] % cfg.eval_every == 0 or state["step"] == total)
             if evaluating:

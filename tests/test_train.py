@@ -54,6 +54,20 @@ def test_resume_reproduces_the_next_steps_loss_exactly(tiny_bert_dir, tmp_path, 
     assert card["steps"] == 4 and card["sessions"] == 2
 
 
+def test_ctrl_c_finishes_the_step_and_saves_it(tiny_bert_dir, tmp_path, monkeypatch):
+    import bench.train as train
+
+    class CtrlCDuringFirstStep(train._StopFlag):
+        requested = property(lambda self: True, lambda self, value: None)
+
+    monkeypatch.setattr(train, "_StopFlag", CtrlCDuringFirstStep)
+    home = tmp_path / "home"
+    with pytest.raises(KeyboardInterrupt):
+        train.run_training(tiny_job(tiny_bert_dir, tmp_path, "interrupted"), home, log=lambda m: None)
+    saved = json.loads((home / "train" / "interrupted" / "last" / "trainer_state.json").read_text())
+    assert saved["step"] == 1 and len(saved["losses"]) == 1
+
+
 def test_resume_refuses_a_changed_configuration(tiny_bert_dir, tmp_path):
     from bench.errors import BenchError
     from bench.train import run_training
