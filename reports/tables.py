@@ -171,7 +171,7 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
     lines = _grouped([ln for ln in lines if ln.block in ran])
     better = [spec.better] * len(headers)
     _mark_best(lines, better, spec.decimals)
-    return Table(spec, headers, better, lines, settings_sentence(spec, lines, absent))
+    return Table(spec, headers, better, lines, settings_sentence(spec, lines, [c.label for c in spec.columns], absent))
 
 
 def _build_summary(spec: TableSpec, paper: PaperValues, built: dict[str, Table]) -> Table:
@@ -200,7 +200,8 @@ def _build_summary(spec: TableSpec, paper: PaperValues, built: dict[str, Table])
     lines = _grouped(lines)
     better = [s.better for s in spec.summaries]
     _mark_best(lines, better, spec.decimals)
-    return Table(spec, [s.label for s in spec.summaries], better, lines, settings_sentence(spec, lines))
+    headers = [s.label for s in spec.summaries]
+    return Table(spec, headers, better, lines, settings_sentence(spec, lines, headers))
 
 
 def _grouped(lines: list[Line]) -> list[Line]:
@@ -223,16 +224,30 @@ def _mark_best(lines: list[Line], better: list[str], decimals: int) -> None:
                 c.bold = round(c.stat.mean, decimals) == best
 
 
-def settings_sentence(spec: TableSpec, lines: list[Line], absent_blocks: list[str] = ()) -> str:
-    """What produced the numbers: metric and aggregation, then each reported config key's values,
-    stand-in resources, seeds, and how to read bold, † and the paper values."""
+def _setting_text(value) -> str:
+    text = json.dumps(value, default=str)
+    return "none" if text == "null" else text.strip('"')
+
+
+def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], absent_blocks: list[str] = ()) -> str:
+    """What produced the numbers: metric and aggregation, then each reported config key's values
+    (naming the columns of each value when they differ), stand-in resources, seeds, and how to read
+    bold, † and the paper values."""
     rows = [r for ln in lines for c in ln.cells for r in c.stat.rows]
     parts = [spec.unit + (f", aggregation '{spec.aggregation}'" if spec.aggregation else "")
              + (f" (cells from its per-run rows '{spec.runs}<k>' where present)" if spec.runs else "")]
     for key in spec.settings:
-        values = sorted({json.dumps(r["_config"].get(key), default=str) for r in rows})
-        if values:
-            parts.append(f"{key}: " + ", ".join("none" if v == "null" else v.strip('"') for v in values))
+        columns: dict[str, list[str]] = {}
+        for ln in lines:
+            for header, cell in zip(headers, ln.cells):
+                for r in cell.stat.rows:
+                    used = columns.setdefault(_setting_text(r["_config"].get(key)), [])
+                    if header not in used:
+                        used.append(header)
+        if len(columns) == 1:
+            parts.append(f"{key}: {next(iter(columns))}")
+        elif columns:
+            parts.append(f"{key}: " + ", ".join(f"{v} ({', '.join(columns[v])})" for v in sorted(columns)))
     splits = sorted({r.get("split") or "" for r in rows} - {""})
     if splits:
         parts.append("split: " + ", ".join(splits))

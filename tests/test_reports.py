@@ -194,6 +194,16 @@ def test_settings_sentence_states_profile_mode_and_standins(generated):
     assert "word_embedding=glove6b50d-counterfitted-local" in files["robustembed-table3.md"]
 
 
+def test_settings_that_differ_name_their_columns(tmp_path):
+    from reports import generate
+
+    store = ResultStore(tmp_path)
+    _cell(store, "minilm", "transfer", "mr", 0, [("acc", 70.0)], mode="fasttest")
+    _cell(store, "minilm", "transfer", "cr", 0, [("acc", 75.0)], mode="test")
+    md = generate(tmp_path, formats=["md"]).reports["robustembed-table2.md"]
+    assert "mode: fasttest (MR), test (CR)" in md
+
+
 def test_preferred_setting_wins_over_others(tmp_path):
     from reports.results import load_rows, stat
 
