@@ -194,3 +194,28 @@ def test_grid_modules_import_neither_torch_nor_ray():
             "print(sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_dry_run_lists_stored_cells_training_and_costs_from_earlier_runs(grid_env, tiny_model, monkeypatch, capsys):
+    from bench import registry
+    from bench.grid import Cell, estimate, past_timings
+
+    trained = registry.ModelSpec(name="tiny-simcse", backbone=tiny_model.backbone, pooler="avg", max_len=64,
+                                 method="simcse", base="tiny", profile="smoke")
+    monkeypatch.setitem(registry.MODELS, "tiny-simcse", trained)
+    assert main(["run", "--suite", "alignment", "--model", "tiny", "--task", "stsb", "--seed", "0"]) == 0
+    stored = ResultStore(grid_env.results).read(ResultStore(grid_env.results).cells()[0])
+    wall = stored["results"][0]["wall_s"]
+
+    capsys.readouterr()
+    assert main(["grid", "--models", "tiny,tiny-simcse", "--suites", "alignment", "--seeds", "2", "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "train first" in out
+    assert stored["cell"]["weights_sha256"][:8] in out  # the stored cell, with the weights it was computed with
+    assert "3 cell(s) without a stored result" in out  # tiny seed 1, tiny-simcse seeds 0 and 1
+    # seed 1 and the other model have no timing of their own: the stored cell's wall time stands in
+    timings = past_timings(grid_env.results)
+    assert estimate(timings, Cell("tiny", "alignment", "stsb", 1)) == pytest.approx(wall)
+    assert estimate(timings, Cell("tiny-simcse", "alignment", "stsb", 0)) == pytest.approx(wall)
+    assert estimate(timings, Cell("tiny", "sts", "stsb", 0)) is None
+    assert not (grid_env.results / "cells" / "tiny-simcse").exists()  # nothing ran
