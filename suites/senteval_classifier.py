@@ -185,15 +185,18 @@ def fit(X: np.ndarray, y: np.ndarray, regs, proto: Protocol, nclasses: int, seed
         torch.manual_seed(seed)
         init = torch.nn.Linear(d, nclasses)
     regs = list(regs)
-    weight = init.weight.detach().T.unsqueeze(1).repeat(1, len(regs), 1).contiguous()
-    bias = init.bias.detach().view(1, 1, -1).repeat(1, len(regs), 1).contiguous()
+    # Weight and bias as one (d + 1, R, C) block against inputs with a constant 1 appended: the same
+    # model and the same decay on both (SentEval decays the bias too), with half the optimiser calls.
+    theta = torch.cat([init.weight.detach().T, init.bias.detach().view(1, -1)]).unsqueeze(1)
+    theta = theta.repeat(1, len(regs), 1).contiguous()
     decay = torch.tensor(regs, dtype=torch.float32).view(1, -1, 1)
-    optimiser = OPTIMISERS[proto.optim]([weight, bias])
-    Xt, onehot = torch.from_numpy(X), torch.nn.functional.one_hot(torch.from_numpy(y), nclasses).float()
+    optimiser = OPTIMISERS[proto.optim]([theta])
+    Xt = torch.from_numpy(np.c_[X, np.ones(n, dtype=np.float32)])
+    onehot = torch.nn.functional.one_hot(torch.from_numpy(y), nclasses).float().unsqueeze(1)
 
     active = np.arange(len(regs))  # original grid index of each trained column
     best_acc = np.full(len(regs), -1.0)
-    best = LinearModels(weight.clone(), bias.clone())
+    best = theta.clone()
     fails = np.zeros(len(regs), dtype=int)
     nepoch = 0
     while active.size and nepoch <= proto.max_epoch:
@@ -202,26 +205,24 @@ def fit(X: np.ndarray, y: np.ndarray, regs, proto: Protocol, nclasses: int, seed
             for start in range(0, n, proto.batch_size):
                 idx = perm[start:start + proto.batch_size]
                 xb = Xt[idx]
-                logits = (xb @ weight.view(d, -1)).view(len(idx), len(active), nclasses) + bias
-                grad = (torch.softmax(logits, -1) - onehot[idx].unsqueeze(1)) / len(idx)
-                optimiser.step([weight, bias], [(xb.T @ grad.view(len(idx), -1)).view_as(weight),
-                                                grad.sum(0, keepdim=True)], decay)
+                logits = (xb @ theta.view(d + 1, -1)).view(len(idx), len(active), nclasses)
+                grad = (torch.softmax(logits, -1) - onehot[idx]).div_(len(idx))
+                optimiser.step([theta], [(xb.T @ grad.view(len(idx), -1)).view_as(theta)], decay)
         nepoch += proto.epoch_size
-        acc = LinearModels(weight, bias).accuracy(Xdev, ydev)
+        acc = LinearModels(theta[:d], theta[d:]).accuracy(Xdev, ydev)
         better = acc > best_acc[active]
         for col in np.flatnonzero(better):
             best_acc[active[col]] = acc[col]
-            best.weight[:, active[col]] = weight[:, col]
-            best.bias[:, active[col]] = bias[:, col]
+            best[:, active[col]] = theta[:, col]
         worse = active[~better]
         stopped = worse[fails[worse] >= proto.tenacity]
         fails[worse] += 1
         if stopped.size:
             keep = torch.from_numpy(np.flatnonzero(~np.isin(active, stopped)))
-            weight, bias = weight[:, keep].contiguous(), bias[:, keep].contiguous()
-            decay = decay[:, keep].contiguous()
+            theta, decay = theta[:, keep].contiguous(), decay[:, keep].contiguous()
             optimiser.keep(keep)
             active = active[keep.numpy()]
+    best = LinearModels(best[:d], best[d:])
     return best_acc, best
 
 
