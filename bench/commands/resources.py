@@ -10,7 +10,7 @@ from rich.table import Table
 # part -> (builder "module:function", what it builds). Each builder takes (paths, force, log, options).
 PARTS = {
     "nltk": ("attacks.nltk_data:build_for", "WordNet 3.0 + stopwords for NLTK (seconds)"),
-    "counterfit": ("attacks.counterfit:build_for", "GloVe 6B 50d counter-fitted + nearest neighbours (2 min idle, ~12 min on a busy CPU)"),
+    "counterfit": ("attacks.counterfit:build_for", "GloVe 6B 50d counter-fitted + nearest neighbours (~12 min measured on a busy 2-core CPU)"),
     "mlm": ("attacks.mlm:build_for", "MiniLM masked-LM head trained on wiki + IMDB (--mlm-minutes of wall time, then evaluation)"),
 }
 
