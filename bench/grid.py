@@ -187,8 +187,9 @@ def prepare_model(spec: ModelSpec, paths: Paths, settings: CellSettings, seed: i
     """Load the model (training it first if it is a method model with no checkpoint); its weights sha256."""
     _check_shared(paths)
     start = time.perf_counter()
+    trains = spec.is_trained and not (spec.checkpoint_dir(paths.models) / "config.json").exists()
     encoder = _encoder(spec, paths, settings, seed)
-    return {"sha": encoder.weights_sha256, "wall_s": time.perf_counter() - start}
+    return {"sha": encoder.weights_sha256, "wall_s": time.perf_counter() - start, "trained": trains}
 
 
 def run_grid_cell(spec: ModelSpec, suite_name: str, task_name: str, seed: int, paths: Paths,
@@ -318,6 +319,7 @@ class GridReport:
     states: list[CellState]
     models_failed: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
+    models: dict[str, dict] = field(default_factory=dict)  # name -> prepare_model's answer (sha, wall_s, trained)
 
     def count(self, state: str) -> int:
         return sum(s.state == state for s in self.states)
@@ -345,7 +347,7 @@ class GridRunner:
         self.board = ray.remote(num_cpus=0)(Board).remote()
         self.states = {c: CellState(c) for c in plan.cells()}
         self.inflight: dict = {}  # ObjectRef -> ("model", name) | ("cell", Cell)
-        self.sha: dict[str, str] = {}
+        self.models: dict[str, dict] = {}
         self.fresh: dict[tuple, list[str]] = {}  # (model, suite, seed) -> task cells computed in this run
         self.models_failed: dict[str, str] = {}
         self.timings = past_timings(plan.paths.results)
@@ -374,8 +376,9 @@ class GridRunner:
         self.inflight[ref] = ("cell", cell)
         self.states[cell].state = "running"
 
-    def _model_ready(self, name: str, sha: str) -> None:
-        self.sha[name] = sha
+    def _model_ready(self, name: str, prepared: dict) -> None:
+        self.models[name] = prepared
+        sha = prepared["sha"]
         for cell, st in self.states.items():
             if cell.model != name or cell.summary:
                 continue
@@ -396,7 +399,7 @@ class GridRunner:
             failed = [s.cell.task for s in parts if s.state in ("failed", "blocked")]
             if failed:
                 st.state, st.error = "blocked", f"not run: task cell(s) {', '.join(failed)} failed"
-            elif not self.fresh.get(cell.group) and self.plan.stored_path(cell, self.sha[model]) is not None:
+            elif not self.fresh.get(cell.group) and self.plan.stored_path(cell, self.models[model]["sha"]) is not None:
                 st.state = "stored"
             else:
                 self._submit(cell)
@@ -418,7 +421,7 @@ class GridRunner:
                 self._release_summaries(what.model)
             return
         if kind == "model":
-            self._model_ready(what, value["sha"])
+            self._model_ready(what, value)
             return
         st = self.states[what]
         st.state, st.wall_s, st.path = "done", value["wall_s"], value["path"]
@@ -439,7 +442,8 @@ class GridRunner:
             st.attempts = attempts.get(st.cell.label, 0)
         if any(st.state == "done" for st in self.states.values()):
             ResultStore(self.plan.paths.results).write_leaderboard()  # once, after the concurrent writers
-        return GridReport(list(self.states.values()), dict(self.models_failed), time.time() - self.started)
+        return GridReport(list(self.states.values()), dict(self.models_failed), time.time() - self.started,
+                          dict(self.models))
 
     # for the live view
     def board_snapshot(self) -> dict:

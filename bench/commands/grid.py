@@ -126,9 +126,10 @@ def render(runner, snapshot: dict):
     for _ in names:
         counts.add_column()
     counts.add_row(*[Text(f"{n} {sum(s.state == n for s in states)}", style=STATE_STYLE[n]) for n in names])
-    eta = runner.eta_s(snapshot)
+    preparing = [name for kind, name in runner.inflight.values() if kind == "model"]
+    eta = fmt_s(runner.eta_s(snapshot)) + (" + model preparation" if preparing else "")
     head = Text(f"bench grid · {len(states)} cells · {runner.slots} slot(s) · elapsed "
-                f"{fmt_s(time.time() - runner.started)} · ETA {fmt_s(eta)}")
+                f"{fmt_s(time.time() - runner.started)} · ETA {eta}")
     running = Table(box=None, show_header=False, padding=(0, 2))
     now = time.time()
     busy = [s for s in states if s.state == "running"]
@@ -141,7 +142,6 @@ def render(runner, snapshot: dict):
                         f"attempt {tries}" if tries > 1 else "")
     if len(busy) > 12:
         running.add_row(f"… and {len(busy) - 12} more", "", "")
-    preparing = [name for kind, name in runner.inflight.values() if kind == "model"]
     lines = [head, counts]
     if preparing:
         lines.append(Text(f"preparing model(s) (load, or train if no checkpoint): {', '.join(preparing)}", style="dim"))
@@ -156,6 +156,9 @@ def report(result, plan, console: Console) -> None:
         table.add_row(st.cell.model, st.cell.suite, st.cell.task, str(st.cell.seed),
                       Text(st.state, style=STATE_STYLE[st.state]), fmt_s(st.wall_s))
     console.print(table)
+    for name, prepared in result.models.items():
+        done = "trained and loaded" if prepared["trained"] else "loaded"
+        console.print(f"Model '{name}' {done} in {fmt_s(prepared['wall_s'])} (weights {prepared['sha'][:12]}).")
     for name, error in result.models_failed.items():
         console.print(Text(f"Model '{name}' could not be prepared:", style="bold red"))
         console.print(Text.from_ansi(error), soft_wrap=True)
