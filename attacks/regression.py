@@ -8,7 +8,10 @@ Success (``SuccessRule``): the attack succeeds when the absolute error grows by 
 ``margin`` over the clean pair's error, ``|pred_adv - gold| >= |pred_clean - gold| + margin``.
 The search maximises ``|pred - gold| - |pred_clean - gold|``; no example is skipped (a clean error
 can always, in principle, grow). Only ``sentence2`` is perturbed (as TextFooler perturbs only the
-NLI hypothesis); the suite adds that constraint to every recipe.
+NLI hypothesis), and a substitution may not bring in a word of ``sentence1`` that ``sentence2`` did
+not have (``NoCopyFromSentence1``): copying words across makes the pair more similar for real, so the
+gold score would no longer hold (seen on STS-B: "cutting tofu" -> "cutting onions"). The suite adds
+both constraints to every recipe.
 
 TextAttack is imported inside ``goal_function()``, after the caller prepared it (``Resources.textattack()``).
 """
@@ -43,7 +46,7 @@ class SuccessRule:
     def describe(self) -> dict:
         return {"success": "|pred_adv - gold| >= |pred_clean - gold| + margin",
                 "score_map": "pred = lo + (hi - lo) * clip(cosine, 0, 1)", "perturbed": PERTURBED,
-                "skipped": "none", **asdict(self)}
+                "skipped": "none", "no_copy_from_sentence1": True, **asdict(self)}
 
 
 class SimilarityWrapper:
@@ -74,10 +77,36 @@ def goal_function(model_wrapper, rule: SuccessRule, query_budget: int | None = N
                             model_batch_size=batch_size)
 
 
+def no_copy_constraint():
+    """TextAttack constraint: the perturbed sentence2 gains no word of sentence1 it lacked."""
+    if not _CLASSES:
+        _define_classes()
+    return _CLASSES["no_copy"]()
+
+
+def copied_words(sentence1: str, original2: str, perturbed2: str) -> set[str]:
+    """Words of sentence1 that the perturbation brought into sentence2 (lower-cased)."""
+    from textattack.shared.utils import words_from_text
+
+    def words(text):
+        return {w.lower() for w in words_from_text(text)}
+
+    return (words(perturbed2) - words(original2)) & (words(sentence1) - words(original2))
+
+
 def _define_classes() -> None:
     import torch
+    from textattack.constraints import Constraint
     from textattack.goal_function_results import GoalFunctionResult
     from textattack.goal_functions import GoalFunction
+
+    class NoCopyFromSentence1(Constraint):
+        def __init__(self):
+            super().__init__(compare_against_original=True)
+
+        def _check_constraint(self, transformed_text, reference_text):
+            original = reference_text._text_input
+            return not copied_words(original[COLUMNS[0]], original[PERTURBED], transformed_text._text_input[PERTURBED])
 
     class RegressionResult(GoalFunctionResult):
         def __init__(self, *args):
@@ -126,4 +155,4 @@ def _define_classes() -> None:
         def extra_repr_keys(self):
             return super().extra_repr_keys() + ["rule"]
 
-    _CLASSES.update(goal=RegressionGoal, result=RegressionResult)
+    _CLASSES.update(goal=RegressionGoal, result=RegressionResult, no_copy=NoCopyFromSentence1)

@@ -181,12 +181,17 @@ class AdvSTSSuite(Suite):
 
 
 def build_attack(recipe: str, resources, goal):
-    """The adversarial suite's recipe with our goal, plus: only ``sentence2`` may change."""
+    """The adversarial suite's recipe with our goal, plus: only ``sentence2`` may change, and it may
+    not copy words from ``sentence1`` (attacks/regression.py says why)."""
     from textattack.constraints.pre_transformation import InputColumnModification
 
+    from attacks.regression import no_copy_constraint
+
     attack = lookup("recipe", RECIPES, recipe)(resources, goal)
-    # Attack reads this list on every call, so a constraint appended after construction applies.
+    # Attack reads these lists on every call, so constraints added after construction apply;
+    # the cheap word check goes first, before the sentence-encoder checks.
     attack.pre_transformation_constraints.append(InputColumnModification(list(COLUMNS), {"sentence1"}))
+    attack.constraints.insert(0, no_copy_constraint())
     return attack
 
 

@@ -106,6 +106,23 @@ def test_attack_perturbs_only_sentence2_and_reaches_the_margin(textattack_ready,
     assert record["result_type"] == "failed" and record["perturbed_score"] == 4.6
 
 
+def test_attack_may_not_copy_words_from_sentence1(textattack_ready, monkeypatch):
+    from attacks.recipes import RECIPES
+    from attacks.regression import copied_words, goal_function
+
+    assert copied_words("a woman is cutting onions", "a woman is cutting tofu", "a woman is cutting Onions") == {"onions"}
+    assert copied_words("a woman is cutting onions", "the onions", "a onions") == {"a"}
+    assert copied_words("a man", "a dog", "a cat") == set()
+    # the only score-moving swap copies 'onions' from sentence1 (a real meaning change): refused
+    s1, s2 = "a woman is cutting onions", "a woman is cutting tofu"
+    monkeypatch.setitem(RECIPES, "swap", swap_recipe(["onions", "sad"]))
+    wrapper = ScoreTable({"a woman is cutting onions": 5.0}, default=2.5)
+    attack = advsts.build_attack("swap", textattack_ready, goal_function(wrapper, RULE))
+    record = advsts.attack_pair(attack, 0, s1, s2, 1.8, None, seed=0)
+    assert record["result_type"] == "failed"
+    assert not any("onions" in b for batch in wrapper.calls for _, b in batch)
+
+
 def _records():
     return [{"index": 0, "gold": 4.8, "adversarial": ["a man is  playing guitar", "a man is playing sad"],
              "result_type": "successful", "extra": "ENTAILMENT"},
