@@ -158,8 +158,10 @@ def new_mlm(backbone: Path):
 # --- training ---------------------------------------------------------------------------------
 
 def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=print,
-          backbone: Path | None = None, texts: tuple[list[str], list[str]] | None = None) -> dict:
-    """Train the head (and fine-tune the encoder) for ``budget_s`` seconds; save; return the report."""
+          backbone: Path | None = None, texts: tuple[list[str], list[str]] | None = None,
+          resume: bool = False) -> dict:
+    """Train the head (and fine-tune the encoder) for ``budget_s`` seconds; save; return the report.
+    ``resume``: start from the model already in ``out_dir`` and continue on texts it has not seen."""
     import torch
     from transformers import AutoTokenizer
 
@@ -167,7 +169,13 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
     backbone = backbone or backbone_path()
     tokenizer = AutoTokenizer.from_pretrained(backbone, use_fast=True)
     model = new_mlm(backbone)
+    previous = {}
+    if resume:
+        trained, _ = load_local(out_dir)
+        model.load_state_dict(trained.state_dict())
+        previous = json.loads((out_dir / "report.json").read_text(encoding="utf-8"))
     train_texts, held_out = texts or corpus(data_root, seed)
+    train_texts = train_texts[previous.get("train_sequences", 0):]  # the shuffled stream, continued
     head = [p for n, p in model.named_parameters() if n.startswith("cls.") and p.requires_grad]
     head_ids = {id(p) for p in head}
     encoder = [p for p in model.parameters() if id(p) not in head_ids and p.requires_grad]
@@ -202,7 +210,10 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
     train_s = time.perf_counter() - start
     after = evaluate(model, tokenizer, held_out, seed)
     report = {"top1": after["top1"], "top10": after["top10"], "masked_tokens": after["masked_tokens"],
-              "held_out_sentences": len(held_out), "steps": step, "train_sequences": min(seen, len(train_texts)),
+              "runs": previous.get("runs", 1 if previous else 0) + 1,
+              "total_steps": previous.get("total_steps", previous.get("steps", 0)) + step,
+              "held_out_sentences": len(held_out), "steps": step,
+              "train_sequences": previous.get("train_sequences", 0) + min(seen, len(train_texts)),
               "train_s": round(train_s, 1), "initial_loss": sum(losses[:5]) / max(len(losses[:5]), 1),
               "final_loss": sum(losses[-5:]) / max(len(losses[-5:]), 1),
               "backbone": str(backbone.name if backbone.name != "model" else "all-MiniLM-L6-v2"),
@@ -234,9 +245,12 @@ def build_for(paths, force: bool, log, options: dict) -> str:
     from attacks.resources import Layout
 
     out_dir = Layout(paths.resources).mlm
-    if (out_dir / "model.safetensors").is_file() and not force:
+    if (out_dir / "model.safetensors").is_file() and not force and not options.get("mlm_resume"):
         return f"already built in {out_dir} (--force to retrain)"
     torch.set_num_threads(min(2, torch.get_num_threads()))
-    report = train(paths.data, out_dir, budget_s=60.0 * float(options.get("mlm_minutes", 12.0)), log=log)
+    resume = bool(options.get("mlm_resume")) and (out_dir / "model.safetensors").is_file()
+    report = train(paths.data, out_dir, budget_s=60.0 * float(options.get("mlm_minutes", 12.0)), log=log,
+                   resume=resume)
     return (f"held-out wiki masked-token top-1 {report['top1']:.2f}% / top-10 {report['top10']:.2f}% "
-            f"({report['masked_tokens']} tokens), {report['steps']} steps in {report['train_s']:.0f}s -> {out_dir}")
+            f"({report['masked_tokens']} tokens), {report['steps']} steps in {report['train_s']:.0f}s "
+            f"({report['total_steps']} over {report['runs']} run(s)) -> {out_dir}")

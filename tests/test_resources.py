@@ -204,6 +204,10 @@ def test_mlm_training_learns_saves_safetensors_and_loads(tiny_backbone, tmp_path
     assert type(model).__name__ == "BertForMaskedLM" and model.config.num_hidden_layers == 2
     again = mlm.evaluate(model, tokenizer, ["the cat sat on the mat"] * 20)
     assert again["top10"] == pytest.approx(report["top10"])
+    more = mlm.train(tmp_path, tmp_path / "mlm", budget_s=120, backbone=backbone, resume=True,
+                     texts=(texts + texts[:320], ["the cat sat on the mat"] * 20))
+    assert (more["runs"], more["steps"], more["total_steps"]) == (2, 10, 50)  # only the unseen 320 texts
+    assert more["initial_loss"] < report["initial_loss"] - 1.0  # it started from the trained head
 
 
 def test_missing_local_mlm_names_the_build_command(tmp_path):

@@ -21,6 +21,8 @@ def add_arguments(parser):
                         help=f"build only these parts ({', '.join(PARTS)}); default: all")
     parser.add_argument("--force", action="store_true", help="rebuild parts that are already built")
     parser.add_argument("--mlm-minutes", type=float, default=12.0, help="training-time budget of the MLM head")
+    parser.add_argument("--mlm-resume", action="store_true",
+                        help="continue training the built MLM head for --mlm-minutes more")
     parser.add_argument("--offline", action="store_true", help="status: do not probe the network for real resources")
 
 
@@ -51,7 +53,7 @@ def main(args) -> int:
     if args.offline:
         os.environ[OFFLINE_ENV] = "1"
     if args.action == "build":
-        options = {"mlm_minutes": args.mlm_minutes}
+        options = {"mlm_minutes": args.mlm_minutes, "mlm_resume": args.mlm_resume}
         for part in args.only or list(PARTS):
             target, what = PARTS[part]
             module, _, func = target.partition(":")
