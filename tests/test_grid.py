@@ -219,3 +219,32 @@ def test_dry_run_lists_stored_cells_training_and_costs_from_earlier_runs(grid_en
     assert estimate(timings, Cell("tiny-simcse", "alignment", "stsb", 0)) == pytest.approx(wall)
     assert estimate(timings, Cell("tiny", "sts", "stsb", 0)) is None
     assert not (grid_env.results / "cells" / "tiny-simcse").exists()  # nothing ran
+
+
+def test_train_launcher_accelerate_runs_two_cpu_processes(tiny_bert_dir, tmp_path):
+    """`bench train --launcher accelerate --num-processes 2`: DDP over gloo on CPU, world size 2 in the card."""
+    import json
+    import os
+    import random
+
+    from safetensors.torch import load_file
+
+    from tests.conftest import WORDS
+
+    rng = random.Random(0)
+    text = tmp_path / "sentences.txt"
+    text.write_text("".join(" ".join(rng.choice(WORDS) for _ in range(6)) + "\n" for _ in range(64)))
+    env = {**os.environ, "BENCH_HOME": str(tmp_path / "home"), "BENCH_DATA_DIR": str(tmp_path / "data"),
+           "BENCH_RESULTS_DIR": str(tmp_path / "results")}
+    env.pop("BENCH_LAUNCHED", None)
+    cmd = [sys.executable, "-m", "bench.cli", "train", "--method", "simcse", "--backbone", str(tiny_bert_dir),
+           "--data", str(text), "--steps", "2", "--eval-every", "0", "--batch-size", "8", "--name", "ddp-tiny",
+           "--launcher", "accelerate", "--num-processes", "2"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out_dir = tmp_path / "home" / "models" / "ddp-tiny"
+    card = json.loads((out_dir / "bench_card.json").read_text())
+    assert (card["world_size"], card["steps"]) == (2, 2)
+    before, after = load_file(tiny_bert_dir / "model.safetensors"), load_file(out_dir / "model.safetensors")
+    changed = [k for k in before if k in after and not (before[k] == after[k]).all()]
+    assert changed, "two DDP steps left every weight unchanged"
