@@ -51,7 +51,8 @@ class CellSettings:
 
         return RunContext(paths=paths, seed=seed, device=self.device, batch_size=self.batch_size,
                           limit=self.limit, profile=self.profile, overwrite="only-missing",
-                          options=dict(self.options), progress=None, log=lambda *a, **k: None)
+                          options={k: list(v) if isinstance(v, tuple) else v for k, v in self.options},
+                          progress=None, log=print)  # lists again, as `bench run` passes them; logs go to Ray's worker logs
 
 
 @dataclass(frozen=True)

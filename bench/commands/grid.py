@@ -39,6 +39,8 @@ def add_arguments(parser):
     suite_opts.add_argument("--mode", choices=["test", "fasttest"], help="transfer: SentEval classifier config")
     suite_opts.add_argument("--recipe", action="append", dest="recipes", metavar="R", help="attack recipe(s)")
     suite_opts.add_argument("--query-budget", type=int, help="adversarial: max model queries per example")
+    suite_opts.add_argument("--attack-runs", type=int, help="adversarial: example samples (runs) per cell; "
+                                                            "`bench run --seeds`")
 
 
 def build_plan(args):
@@ -59,7 +61,8 @@ def build_plan(args):
     device = args.device if args.device != "auto" else ("cuda" if args.gpus_per_cell > 0 else "cpu")
     if device.startswith("cuda") and args.gpus_per_cell <= 0:
         raise BenchError("--device cuda needs --gpus-per-cell > 0, so Ray gives each cell a GPU.")
-    options = {"mode": args.mode, "recipes": args.recipes, "query_budget": args.query_budget}
+    options = {"mode": args.mode, "recipes": args.recipes, "query_budget": args.query_budget,
+               "seeds": args.attack_runs}
     options = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items() if v is not None))
     settings = CellSettings(profile=args.profile, limit=args.limit, batch_size=args.batch_size, device=device,
                             options=options)
