@@ -297,7 +297,9 @@ def connect(ray, address: str | None, num_cpus: int | None) -> bool:
             ray.init(address=address, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise BenchError(f"Could not join the Ray cluster at '{address}' ({exc}). Start one with "
-                             f"`ray start --head` (see docs/scale-out.md), or drop --address to run locally.") from exc
+                             f"`ray start --head` (see docs/scale-out.md), or drop --address to run locally. A cluster "
+                             f"with token authentication (the default of `ray start` in recent Ray) needs "
+                             f"RAY_AUTH_MODE=token here, with the token in ~/.ray/auth_token or RAY_AUTH_TOKEN.") from exc
         return True
     cpus = num_cpus or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
     ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False,

@@ -229,6 +229,13 @@ def _setting_text(value) -> str:
     return "none" if text == "null" else text.strip('"')
 
 
+def _where_text(models: dict[str, list[str]], every: dict[str, dict[str, list[str]]]) -> str:
+    """'m1; m2: MR, CR': a model named alone used this value in all its cells."""
+    def alone(model):
+        return all(model not in other for other in every.values() if other is not models)
+    return "; ".join(model if alone(model) else f"{model}: {', '.join(cols)}" for model, cols in models.items())
+
+
 def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], absent_blocks: list[str] = ()) -> str:
     """What produced the numbers: metric and aggregation, then each reported config key's values
     (naming the columns of each value when they differ), stand-in resources, seeds, and how to read
@@ -237,17 +244,18 @@ def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], ab
     parts = [spec.unit + (f", aggregation '{spec.aggregation}'" if spec.aggregation else "")
              + (f" (cells from its per-run rows '{spec.runs}<k>' where present)" if spec.runs else "")]
     for key in spec.settings:
-        columns: dict[str, list[str]] = {}
+        # value -> model -> the columns where that model's cells used the value
+        where: dict[str, dict[str, list[str]]] = {}
         for ln in lines:
             for header, cell in zip(headers, ln.cells):
                 for r in cell.stat.rows:
-                    used = columns.setdefault(_setting_text(r["_config"].get(key)), [])
+                    used = where.setdefault(_setting_text(r["_config"].get(key)), {}).setdefault(ln.model, [])
                     if header not in used:
                         used.append(header)
-        if len(columns) == 1:
-            parts.append(f"{key}: {next(iter(columns))}")
-        elif columns:
-            parts.append(f"{key}: " + ", ".join(f"{v} ({', '.join(columns[v])})" for v in sorted(columns)))
+        if len(where) == 1:
+            parts.append(f"{key}: {next(iter(where))}")
+        elif where:
+            parts.append(f"{key}: " + ", ".join(f"{v} ({_where_text(where[v], where)})" for v in sorted(where)))
     splits = sorted({r.get("split") or "" for r in rows} - {""})
     if splits:
         parts.append("split: " + ", ".join(splits))

@@ -201,7 +201,10 @@ def test_settings_that_differ_name_their_columns(tmp_path):
     _cell(store, "minilm", "transfer", "mr", 0, [("acc", 70.0)], mode="fasttest")
     _cell(store, "minilm", "transfer", "cr", 0, [("acc", 75.0)], mode="test")
     md = generate(tmp_path, formats=["md"]).reports["robustembed-table2.md"]
-    assert "mode: fasttest (MR), test (CR)" in md
+    assert "mode: fasttest (minilm: MR), test (minilm: CR)" in md
+    _cell(store, "simcse-bert", "transfer", "mr", 0, [("acc", 70.0)], mode="test")
+    md = generate(tmp_path, formats=["md"]).reports["robustembed-table2.md"]
+    assert "mode: fasttest (minilm: MR), test (minilm: CR; simcse-bert)" in md
 
 
 def test_preferred_setting_wins_over_others(tmp_path):
