@@ -456,7 +456,8 @@ class GridRunner:
             return {"started_at": {}, "hosts": {}, "attempts": {}}
 
     def eta_s(self, snapshot: dict) -> float | None:
-        """Remaining work / parallel slots, from this run's cell times, else earlier runs', else unknown."""
+        """Remaining work / parallel slots; a cell's time is its earlier runs' (``estimate``), else the mean
+        of this run's finished cells, else unknown (None)."""
         done = [st.wall_s for st in self.states.values() if st.state == "done" and st.wall_s]
         now, left = time.time(), 0.0
         for cell, st in self.states.items():
