@@ -5,7 +5,8 @@ Rules every table follows:
 - a cell is ours (mean ± sample std over seeds, with n when more than one seed ran), with the paper's
   value and the difference (ours − paper) beside it wherever the row's model matches a paper row;
 - a missing cell is "–"; an average over fewer cells than it names is marked "†" and never bold;
-- bold is the best per column within a backbone group (and within a block, e.g. one attack);
+- bold is the best per column within a backbone group (and within a block, e.g. one attack), when
+  the group has two or more results there;
 - a sentence under the table states the settings the rows were produced with.
 """
 
