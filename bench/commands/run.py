@@ -51,16 +51,16 @@ def open_encoder(spec, paths, device: str, batch_size: int, seed: int = 0, log=p
 
 
 def results_table(outcomes, title: str) -> Table:
-    """One line per (task, aggregation, seed), one column per metric; paper values beside ours."""
+    """One line per (task, attack, split, aggregation, seed), one column per metric; paper values beside ours."""
     metrics, lines = [], {}
     for outcome in outcomes:
         for r in outcome.rows:
             if r["metric"] not in metrics:
                 metrics.append(r["metric"])
             task = f"{r['task']} {r['attack']}" if r.get("attack") else r["task"]  # one line per attack recipe
-            lines.setdefault((task, r["aggregation"], r["seed"]), {})[r["metric"]] = r
+            lines.setdefault((task, r["split"], r["aggregation"], r["seed"]), {})[r["metric"]] = r
     table = Table(title=title)
-    for col, justify in (("task", "left"), ("aggregation", "left"), ("seed", "right"), *[(m, "right") for m in metrics],
+    for col, justify in (("task", "left"), ("split", "left"), ("aggregation", "left"), ("seed", "right"), *[(m, "right") for m in metrics],
                          ("n", "right")):
         table.add_column(col, justify=justify)
 
@@ -70,9 +70,9 @@ def results_table(outcomes, title: str) -> Table:
         paper = f" [dim](paper {r['paper_value']:.2f})[/dim]" if r.get("paper_value") is not None else ""
         return f"{r['value']:.2f}{paper}"
 
-    for (task, agg, seed), cells in lines.items():
+    for (task, split, agg, seed), cells in lines.items():
         n = next(iter(cells.values()))["n"]
-        table.add_row(task, agg, str(seed), *[fmt(cells.get(m)) for m in metrics], "" if n is None else str(n))
+        table.add_row(task, split, agg, str(seed), *[fmt(cells.get(m)) for m in metrics], "" if n is None else str(n))
     return table
 
 
