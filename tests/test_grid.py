@@ -54,7 +54,8 @@ def write_fixtures(data_root: Path, corrupt_sick: bool = False) -> None:
 @pytest.fixture(scope="module")
 def ray_session():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 1024**2)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             object_store_memory=100 * 1024**2)
     yield ray
     ray.shutdown()
 
