@@ -59,6 +59,15 @@ class TrainConfig:
     seed: int = 0
 
 
+# Choices the papers leave open at the trainer level (copied into every model card).
+TRAINER_CHOICES = {
+    "selection": "best STS-B dev Spearman ('all') among the trained evaluations (SimCSE's criterion; RobustEmbed "
+                 "App. A says 'average STS' without naming the sets); the step-0 score is reported, never selected",
+    "batches": "a fresh permutation per epoch from (seed, epoch); the last incomplete batch is dropped",
+    "negatives": "in-batch, per process under DDP (no all-gather)",
+    "eval_limit": "smoke scores the first 500 STS-B dev pairs to keep evaluation cheap on CPU",
+}
+
 # Profile -> TrainConfig overrides. Method.training[profile] and the registry recipe come on top.
 PROFILES: dict[str, dict[str, Any]] = {
     # Offline CPU check that the whole path works (train, dev-select, save, evaluate): 10 steps of
@@ -425,7 +434,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     card = {
         "name": job.name, "method": job.method, "method_citation": method_cls.citation, "base": job.base,
         "backbone": job.backbone, "pooler": job.pooler, "profile": job.profile,
-        "method_config": method_cfg.to_dict(), "open_choices": method_cls.open_choices,
+        "method_config": method_cfg.to_dict(), "open_choices": method_cls.open_choices, "trainer_choices": TRAINER_CHOICES,
         "train_config": dataclasses.asdict(cfg), "overrides": job.overrides,
         "data": {"path": str(job.data_path), "sha256": data_sha, "sentences": len(sentences)},
         "steps": state["step"], "epochs_seen": state["step"] / per_epoch, "world_size": world,

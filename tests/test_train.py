@@ -95,7 +95,8 @@ def test_training_keeps_the_best_dev_checkpoint_and_writes_a_full_card(tiny_bert
     trained = history[1:]
     best = max(trained, key=lambda h: h["stsb_dev_spearman"])
     assert card["best"] == best and card["stsb_dev_before"] == history[0]["stsb_dev_spearman"]
-    for key in ("method_config", "train_config", "open_choices", "git_commit", "wall_s", "package_versions"):
+    for key in ("method_config", "train_config", "open_choices", "trainer_choices", "git_commit", "wall_s",
+                "package_versions"):
         assert key in card
     assert card["method_config"]["pgd_steps"] == 2 and card["method_config"]["reg_weight"] == 1 / 128
     assert len(card["data"]["sha256"]) == 64 and card["data"]["sentences"] == 64
