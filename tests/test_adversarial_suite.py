@@ -120,3 +120,15 @@ def test_real_attack_sets_and_victim_data():
     assert not any(ds._norm_key(e.inputs[0]) in train_keys for e in mr_attack)
     assert max(len(e.inputs[0].split()) for e in TASKS_BY_NAME["imdb"].train_set(root, [])) == ds.IMDB_MAX_WORDS
     assert len(TASKS_BY_NAME["mnli_mm"].attack_set(root)) == 1000 and TASKS_BY_NAME["mnli_mm"].victim == "snli"
+
+
+def test_yelp_without_training_data_is_skipped_with_a_message(adv_env, capsys):
+    (adv_env.data / "textfooler_attack_sets/yelp").write_text("1 great food\n0 bad service\n")
+    from bench.cli import main
+
+    assert main(["run", "--suite", "adversarial", "--model", "tiny", "--task", "yelp", "--recipe", "pwws"]) == 0
+    assert "Skipping 'yelp'" in " ".join(capsys.readouterr().out.split())
+    cell = next((adv_env.results / "cells/tiny/adversarial/yelp").glob("*.json"))
+    rows = json.loads(cell.read_text())["results"]
+    assert [(r["metric"], r["attack"], r["value"]) for r in rows] == [("attack_success_rate", "pwws", None)]
+    assert json.loads(rows[0]["config"])["train_data_present"] is False  # a train file later is a new cell
