@@ -134,7 +134,8 @@ class AdversarialSuite(Suite):
         cfg = super().config(task, ctx)
         cfg.update(recipes=self.recipes(ctx), seeds=int(ctx.options.get("seeds") or 1),
                    victim_task=task.victim, victim_training=VICTIM_PROFILES[ctx.profile],
-                   train_data_present=task.train_available(ctx.paths.data))
+                   train_data_present=task.train_available(ctx.paths.data),
+                   attack_resources=resource_status(ctx.paths))
         return cfg
 
     @staticmethod
@@ -187,6 +188,7 @@ class AdversarialSuite(Suite):
         wrapper = CachedModelWrapper(victim.model, victim.tokenizer, victim.max_len, ctx.batch_size)
         attack = build_attack(recipe, resources, wrapper, ctx.options.get("query_budget"), ctx.batch_size)
         victim_sha = victim.card.get("weights_sha256", "")
+        builds = local_builds(ctx.paths, roles_used(resources))
         per_run = []
         for run in range(int(ctx.options.get("seeds") or 1)):
             run_seed = ctx.seed * 1000 + run
@@ -194,7 +196,7 @@ class AdversarialSuite(Suite):
             # What decides an example's outcome, and nothing else: a log serves any --limit or recipe list.
             identity = {"model": encoder.name, "task": task.name, "recipe": recipe, "victim_sha256": victim_sha,
                         "query_budget": ctx.options.get("query_budget"), "served": roles_used(resources),
-                        "run_seed": run_seed}
+                        "builds": builds, "run_seed": run_seed}
             path = (ctx.paths.results / "attack_logs" / encoder.name / task.name / recipe /
                     f"seed{ctx.seed}-run{run}-victim{victim_sha[:12]}-{config_hash(identity)[:8]}.jsonl")
             log = AttackLog(path, identity)
@@ -212,7 +214,7 @@ class AdversarialSuite(Suite):
                 raise BenchError(f"{path} holds examples {stale[:5]} with other texts than the attack set "
                                  f"(the data changed). Delete the log, or re-run with --overwrite always.")
             per_run.append(attack_metrics(done))
-        provenance = json.dumps({"served": roles_used(resources), "attack": repr(attack),
+        provenance = json.dumps({"served": roles_used(resources), "builds": builds, "attack": repr(attack),
                                  "victim": _victim_summary(victim),
                                  "logs": str(path.parent.relative_to(ctx.paths.results))}, sort_keys=True)
         return _metric_rows(task, recipe, per_run, len(indices), provenance)
@@ -222,6 +224,21 @@ def roles_used(resources) -> dict[str, str]:
     """role -> resource id, for the roles this Resources object resolved (``served()`` resolves all,
     and fails on roles a recipe never needs, e.g. the masked LM for PWWS)."""
     return {role: option.id for role, option in resources._served.items()}
+
+
+def resource_status(paths) -> dict[str, dict]:
+    """role -> what would serve it and its build report (``bench resources status``). Part of the
+    configuration: numbers from real resources and from stand-ins, or from two builds of a
+    stand-in, never share a cell or a log."""
+    from attacks.resources import Resources
+
+    return {r["role"]: {"served": r["served"], "report": r["report"]} for r in Resources(paths).status()}
+
+
+def local_builds(paths, roles: dict[str, str]) -> dict[str, dict]:
+    """The build report of each locally built stand-in a recipe used."""
+    status = resource_status(paths)
+    return {role: status[role]["report"] for role in roles if status.get(role, {}).get("report")}
 
 
 def attack_one(attack, example, index: int, columns, seed: int) -> dict:
