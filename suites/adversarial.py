@@ -217,7 +217,7 @@ class AdversarialSuite(Suite):
         provenance = json.dumps({"served": roles_used(resources), "builds": builds, "attack": repr(attack),
                                  "victim": _victim_summary(victim),
                                  "logs": str(path.parent.relative_to(ctx.paths.results))}, sort_keys=True)
-        return _metric_rows(task, recipe, per_run, len(indices), provenance)
+        return _metric_rows(task, recipe, per_run, len(indices), provenance, repr(attack))
 
 
 def roles_used(resources) -> dict[str, str]:
@@ -253,14 +253,16 @@ def attack_one(attack, example, index: int, columns, seed: int) -> dict:
     return record_of(result, index, example, time.perf_counter() - start)
 
 
-def _metric_rows(task, recipe, per_run: list[dict], n: int, provenance: str):
+def _metric_rows(task, recipe, per_run: list[dict], n: int, provenance: str, attack_repr: str):
     rows = []
+    config = json.dumps({"attack": attack_repr})  # the composed recipe, as TextAttack prints it
     for metric in RATE_METRICS:
         value, std = mean_std([m[metric] for m in per_run])
         rows.append(row(task, metric, value, n, aggregation="mean-of-runs", attack=recipe, std=std,
-                        resources=provenance))
+                        resources=provenance, config=config))
         if len(per_run) > 1:
-            rows += [row(task, metric, m[metric], n, aggregation=f"run{k}", attack=recipe, resources=provenance)
+            rows += [row(task, metric, m[metric], n, aggregation=f"run{k}", attack=recipe, resources=provenance,
+                         config=config)
                      for k, m in enumerate(per_run)]
     return rows
 

@@ -114,7 +114,8 @@ def _stamp(row: Result, spec: ModelSpec, encoder, ctx: RunContext, task: Task | 
         row, model=spec.name, seed=seed, pooler=spec.pooler, method=spec.method or "",
         weights_sha256=encoder.weights_sha256, batch_size=ctx.batch_size, dtype=encoder.dtype,
         device=encoder.device, profile=ctx.profile, config_hash=cfg_hash,
-        config=json.dumps(cfg, sort_keys=True, default=str),
+        # A row may add its own settings (e.g. the attack's repr) to the run configuration.
+        config=json.dumps({**cfg, **(json.loads(row.config) if row.config else {})}, sort_keys=True, default=str),
         paper_value=row.paper_value if row.paper_value is not None else paper,
         package_versions=package_versions(), git_commit=git_commit(), created_at=now_iso(),
         wall_s=row.wall_s if row.wall_s is not None else wall_s,

@@ -65,6 +65,7 @@ def test_pwws_end_to_end_then_resume_after_kill(adv_env, monkeypatch):
     assert "WordSwapWordNet" in provenance["attack"] and "weighted-saliency" in provenance["attack"]
     assert provenance["served"]["wordnet"] == "wordnet-3.0"
     assert json.loads(asr["config"])["recipes"] == ["pwws"]
+    assert "(search_method): GreedyWordSwapWIR" in json.loads(asr["config"])["attack"]  # repr(attack) in the config
     assert 0.0 <= rows[("clean_accuracy", "")]["value"] <= 100.0 and rows[("clean_accuracy", "")]["n"] == 5
 
     # kill -9 after two examples: the cell was never written, the third record was torn mid-line.
