@@ -7,41 +7,15 @@ torch.optim per penalty), on the same random data in the same run. Prints second
 from __future__ import annotations
 
 import argparse
-import copy
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-
-def senteval_style(X, y, Xdev, ydev, reg, proto, seed):
-    import torch
-
-    rng = np.random.RandomState(seed)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = torch.nn.Linear(X.shape[1], 2)
-    opt = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}[proto.optim](model.parameters(), weight_decay=reg)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
-    best, fails, nepoch, stop, kept = -1.0, 0, 0, False, None
-    while not stop and nepoch <= proto.max_epoch:
-        for _ in range(proto.epoch_size):
-            perm = rng.permutation(len(X))
-            for i in range(0, len(X), proto.batch_size):
-                idx = torch.from_numpy(perm[i:i + proto.batch_size])
-                loss = loss_fn(model(Xt[idx]), yt[idx])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-        nepoch += proto.epoch_size
-        with torch.no_grad():
-            acc = float((model(torch.from_numpy(Xdev)).argmax(1).numpy() == ydev).mean())
-        if acc > best:
-            best, kept = acc, copy.deepcopy(model)
-        else:
-            stop = fails >= proto.tenacity
-            fails += 1
-    return best, kept
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The reference is the test suite's SentEval-style fit, so the benchmark times exactly what the tests compare.
+from tests.test_transfer import senteval_fit  # noqa: E402
 
 
 def main():
@@ -60,7 +34,7 @@ def main():
     proto = sc.Protocol(kfold=10, optim=args.optim, batch_size=64, tenacity=5, epoch_size=4)
     with sc.single_thread():
         start = time.perf_counter()
-        ref = [senteval_style(Xtr, ytr, Xdev, ydev, reg, proto, 1111)[0] for reg in sc.L2_GRID]
+        ref = [senteval_fit(Xtr, ytr, Xdev, ydev, reg, proto, 2, 1111)[0] for reg in sc.L2_GRID]
         reference = time.perf_counter() - start
         start = time.perf_counter()
         ours_acc, _ = sc.fit(Xtr, ytr, sc.L2_GRID, proto, 2, 1111, validation=(Xdev, ydev))
