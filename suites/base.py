@@ -128,8 +128,11 @@ def cell_key(suite: Suite, spec: ModelSpec, weights_sha256: str, task: Task, ctx
 
 
 def summary_config(suite: Suite, tasks: list[Task], ctx: RunContext) -> dict:
+    # Options as the suite resolves them (e.g. transfer's default mode), so an omitted option and its
+    # explicit default share one summary cell, as their task cells do.
+    resolved = suite.config(tasks[0], ctx) if tasks else {}
     return {"suite": suite.name, "summary_of": sorted(t.name for t in tasks), "limit": ctx.limit,
-            "profile": ctx.profile, **{o: ctx.options.get(o) for o in suite.options}}
+            "profile": ctx.profile, **{o: resolved.get(o, ctx.options.get(o)) for o in suite.options}}
 
 
 def run_cell(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task: Task, store=None) -> TaskOutcome:

@@ -317,6 +317,15 @@ def test_embeddings_persist_so_a_rerun_encodes_nothing(toy_run):
     assert [o.task for o in outcomes] == ["cr", "trec"] and not any(o.cached for o in outcomes)
 
 
+def test_default_mode_and_explicit_default_share_every_cell(toy_run):
+    run, _ = toy_run
+    _, first = run(mode="test")
+    _, second = run(mode=None)  # no --mode: the suite's default, "test"
+    assert any(o.task == "avg" for o in second)
+    assert all(o.cached for o in second)
+    assert {o.path for o in first} == {o.path for o in second}
+
+
 def test_batcher_encoder_checks_the_batcher_output():
     from bench.senteval_adapter import BatcherEncoder
 
