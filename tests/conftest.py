@@ -111,3 +111,17 @@ def tiny_model(tiny_bert_dir, monkeypatch):
                               description="random 2-layer BERT for tests")
     monkeypatch.setitem(registry.MODELS, "tiny", spec)
     return spec
+
+
+def make_method(backbone_dir: Path, name: str, sentences: list[str], **cfg):
+    """A registered training method on a freshly loaded (seed 0) model, plus a tokenised batch."""
+    import torch
+
+    from bench.encoder import load_hf
+    from bench.methods import get_method
+
+    torch.manual_seed(0)
+    model, tok = load_hf(str(backbone_dir))
+    model.train()
+    cls = get_method(name)
+    return cls(cls.Config(**cfg), model, "avg"), tok(sentences, padding=True, return_tensors="pt")

@@ -6,8 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from bench.encoder import load_hf  # noqa: E402
-from bench.methods import get_method  # noqa: E402
+from tests.conftest import make_method  # noqa: E402
 from bench.methods.adcse import adcse_loss, adversary_ascent  # noqa: E402
 
 SENTENCES = ["a man is playing guitar", "the movie was great fun", "a dog is running in the park",
@@ -15,11 +14,7 @@ SENTENCES = ["a man is playing guitar", "the movie was great fun", "a dog is run
 
 
 def make(tiny_bert_dir, **cfg):
-    torch.manual_seed(0)
-    model, tok = load_hf(str(tiny_bert_dir))
-    model.train()
-    cls = get_method("adcse")
-    return cls(cls.Config(**cfg), model, "avg"), tok(SENTENCES, padding=True, return_tensors="pt")
+    return make_method(tiny_bert_dir, "adcse", SENTENCES, **cfg)
 
 
 def train_step(method, batch, lr=1e-2):

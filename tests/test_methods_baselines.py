@@ -6,19 +6,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from bench.encoder import load_hf  # noqa: E402
-from bench.methods import get_method  # noqa: E402
+from tests.conftest import make_method  # noqa: E402
 from bench.methods.consert import feature_cutoff, shuffle_positions, token_cutoff  # noqa: E402
 
 SENTENCES = ["a man is playing guitar", "the movie was great fun", "a dog is running in the park", "what is it"]
 
 
 def make(tiny_bert_dir, name, **cfg):
-    torch.manual_seed(0)
-    model, tok = load_hf(str(tiny_bert_dir))
-    model.train()
-    cls = get_method(name)
-    return cls(cls.Config(**cfg), model, "avg"), tok(SENTENCES, padding=True, return_tensors="pt")
+    return make_method(tiny_bert_dir, name, SENTENCES, **cfg)
 
 
 def test_shuffle_permutes_only_the_inner_tokens():

@@ -7,8 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from bench.encoder import load_hf  # noqa: E402
-from bench.methods import get_method  # noqa: E402
+from tests.conftest import make_method  # noqa: E402
 from bench.methods.l2pcsr import keep_masks, probability_ascent, weakening_mask  # noqa: E402
 
 SENTENCES = ["a man is playing guitar", "the movie was great fun", "a dog is running in the park",
@@ -16,11 +15,7 @@ SENTENCES = ["a man is playing guitar", "the movie was great fun", "a dog is run
 
 
 def make(tiny_bert_dir, **cfg):
-    torch.manual_seed(0)
-    model, tok = load_hf(str(tiny_bert_dir))
-    model.train()
-    cls = get_method("l2pcsr")
-    return cls(cls.Config(**cfg), model, "avg"), tok(SENTENCES, padding=True, return_tensors="pt")
+    return make_method(tiny_bert_dir, "l2pcsr", SENTENCES, **cfg)
 
 
 def test_masks_only_halve_or_zero(tiny_bert_dir):

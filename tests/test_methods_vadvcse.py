@@ -8,9 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from bench.encoder import load_hf  # noqa: E402
 from bench.errors import BenchError  # noqa: E402
-from bench.methods import get_method  # noqa: E402
+from tests.conftest import make_method  # noqa: E402
 from bench.methods.vadvcse import DIVERGENCES, BatchNormMLP, js_divergence, kl_divergence, symmetric_kl  # noqa: E402
 
 SENTENCES = ["a man is playing guitar", "the movie was great fun", "a dog is running in the park",
@@ -18,12 +17,7 @@ SENTENCES = ["a man is playing guitar", "the movie was great fun", "a dog is run
 
 
 def make(tiny_bert_dir, **cfg):
-    torch.manual_seed(0)
-    model, tok = load_hf(str(tiny_bert_dir))
-    model.train()
-    cls = get_method("vadvcse")
-    method = cls(cls.Config(**cfg), model, "avg")
-    return method, tok(SENTENCES, padding=True, return_tensors="pt")
+    return make_method(tiny_bert_dir, "vadvcse", SENTENCES, **cfg)
 
 
 def clean_state(method, batch):
