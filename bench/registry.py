@@ -159,3 +159,11 @@ for _method, _cite, _paper, _ref, *_pooler in ISSUE5_METHODS:
     trained(f"{_method}-bert", _method, "bert-base-cls", "paper", citation=_cite, pooler=(_pooler or [None])[0],
             description=f"{_method} (bench/methods/{_method}.py) from bert-base-uncased (paper profile)",
             paper=_sts_paper(*_paper) if _paper else {}, paper_ref=_ref)
+
+# --- issue 13: the study profile (bench/train.py PROFILES["study"]), sized for 2 CPU cores -------------
+# From the contrastive all-MiniLM-L6-v2; the masked-LM-trained base (`minilm-mlm`) joins when it is built.
+for _method in ("simcse", "robustembed", "vadvcse", "dcl"):
+    trained(f"{_method}-minilm-study", _method, "minilm", "study",
+            citation=SIMCSE_CITE if _method == "simcse" else dict((m, c) for m, c, *_ in ISSUE5_METHODS).get(
+                _method, ROBUSTEMBED_CITE),
+            description=f"{_method}, study profile (250 steps of 64, CPU) from all-MiniLM-L6-v2")

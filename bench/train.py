@@ -78,6 +78,12 @@ PROFILES: dict[str, dict[str, Any]] = {
     "smoke": {"batch_size": 16, "max_steps": 10, "eval_every": 5, "eval_limit": 500, "epochs": 1},
     # The papers' settings (batch 64, max_len 32, lr 3e-5, wiki1m); epochs and eval interval per method.
     "paper": {"batch_size": 64, "eval_every": 250, "epochs": 1},
+    # Between the two, sized for 2 CPU cores (issue 13): the papers' batch 64, max_len 32 and lr, for
+    # 250 steps (16,000 sentences, 1.3 passes over the wiki sample). The step count is the budget's:
+    # a MiniLM RobustEmbed step at batch 64 takes 15.0 s on this project's machine in fp32
+    # (benchmarks/train_step.py), so 250 steps is about 62 minutes; every method trains as many steps.
+    # The full STS-B dev set (1,500 pairs) plus alignment/uniformity every 25 steps draws the curve.
+    "study": {"batch_size": 64, "max_steps": 250, "eval_every": 25, "eval_limit": 0, "epochs": 2},
 }
 
 
@@ -153,6 +159,17 @@ def read_sentences(path: Path) -> tuple[list[str], str]:
 # --- checkpoint files ------------------------------------------------------------------------
 
 ST_POOLING = {"cls_before_pooler": "cls", "avg": "mean"}  # our pooler -> sentence-transformers mode
+
+
+def dev_alignment_uniformity(pairs, encode) -> tuple[float, float]:
+    """Alignment (gold >= 4 pairs) and uniformity (all sentences) on the dev pairs, as the suite scores them."""
+    from suites.alignment import POSITIVE_THRESHOLD, alignment, uniformity
+
+    s1, s2, gold = pairs.all_pairs()
+    pos = [i for i, g in enumerate(gold) if g >= POSITIVE_THRESHOLD]
+    sentences = list(dict.fromkeys(s1 + s2))
+    align = alignment(encode([s1[i] for i in pos]), encode([s2[i] for i in pos]))
+    return round(align, 6), round(uniformity(encode(sentences)), 6)
 
 
 def write_sentence_transformers_files(directory: Path, pooler: str, hidden: int, max_len: int) -> bool:
@@ -314,6 +331,8 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
 
         dev_pairs = read_stsb(job.dev_dir, "dev").limit(cfg.eval_limit or None)
 
+    extra: dict[str, float] = {}  # alignment/uniformity of the last evaluation, for the dev curve
+
     def evaluate() -> float | None:
         if dev_pairs is None or not main:
             return None
@@ -322,6 +341,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         encoder = Encoder(method.export_model(), tokenizer, pooler=job.pooler, max_len=eval_max_len,
                           device=device, batch_size=128, name=job.name)
         score = score_pairs(dev_pairs, encoder.encode)[("spearman", "all")]
+        extra["align"], extra["uniform"] = dev_alignment_uniformity(dev_pairs, encoder.encode)
         module.train()
         return float(score)
 
@@ -361,7 +381,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         score = evaluate()
         if not main:
             return
-        state["dev_history"].append({"step": state["step"], "stsb_dev_spearman": score})
+        state["dev_history"].append({"step": state["step"], "stsb_dev_spearman": score, **extra})
         best = state["best"]
         if dev_pairs is None or best is None or score > best["stsb_dev_spearman"]:
             state["best"] = {"step": state["step"], "stsb_dev_spearman": score}
@@ -375,7 +395,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     if state["step"] == 0 and not state["dev_history"] and dev_pairs is not None and main:
         before = evaluate()
         state["dev_before"] = before
-        state["dev_history"].append({"step": 0, "stsb_dev_spearman": before})
+        state["dev_history"].append({"step": 0, "stsb_dev_spearman": before, **extra})
         log(f"  step 0: STS-B dev Spearman {before:.2f} (before training; not a candidate for 'best')")
 
     log(f"Training '{job.name}': {job.method} from {job.base} ({job.profile} profile), {total} steps of "

@@ -21,8 +21,9 @@ def add_arguments(parser):
     parser.add_argument("--method", required=True, help="training method (bench/methods): simcse, robustembed, ...")
     parser.add_argument("--backbone", required=True,
                         help="registry model to start from (e.g. minilm, bert-base-cls), a local directory or a HF id")
-    parser.add_argument("--profile", choices=["smoke", "paper"], default="smoke",
-                        help="smoke: offline CPU check (10 steps of 16); paper: the paper's settings")
+    parser.add_argument("--profile", choices=["smoke", "study", "paper"], default="smoke",
+                        help="smoke: offline CPU check (10 steps of 16); study: 250 steps of 64 with a dev "
+                             "curve, sized for 2 CPU cores; paper: the paper's settings")
     parser.add_argument("--data", help="'wiki' (default: wiki1m when present, else the 11.9k wiki sample) or a text "
                                        "file with one sentence per line")
     parser.add_argument("--steps", type=int, help="stop after N optimiser steps")
