@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Callable
 
 from attacks.stopwords import TEXTFOOLER_STOPWORDS
+from bench.plugins import Option
 
 # NLI inputs: only the hypothesis is perturbed (TextFooler's InputColumnModification).
 NLI_COLUMNS = (["premise", "hypothesis"], {"premise"})
@@ -115,6 +116,11 @@ RECIPES: dict[str, Callable] = {
     "bae": bae,
     "bert-attack": bert_attack,
 }
+
+# Options every attacking suite declares (bench/plugins.py): one flag, one meaning.
+RECIPES_OPTION = Option(name="recipes", flag="recipe", repeatable=True, choices=tuple(RECIPES),
+                        help="attack recipe(s), repeatable (default: the suite's)")
+QUERY_BUDGET_OPTION = Option(name="query_budget", type=int, minimum=1, help="max victim queries per example")
 
 
 def build_attack(name: str, res, model_wrapper, query_budget: int | None = None, batch_size: int = 32):

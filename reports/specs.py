@@ -23,7 +23,7 @@ RECIPES = (("TextFooler", "textfooler"), ("TextBugger", "textbugger"), ("PWWS", 
 # suites/adversarial.py and suites/advsts.py spell their metrics as attacks/metrics.py does.
 ASR = "attack_success_rate"  # %, successes / (successes + failures), skipped excluded
 ACC_REDUCTION, AVG_QUERIES = "accuracy_reduction", "avg_queries"
-ATTACK_SETTINGS = ("profile", "limit", "seeds", "query_budget")
+ATTACK_SETTINGS = ("profile", "limit", "runs", "query_budget")
 SERVED = "served"  # where the attack suites record which resource served each role
 
 

@@ -7,7 +7,7 @@ is done; an interrupted run resumes at the next example and recomputes none.
 
 Rows (``attack`` = recipe), TextAttack's definitions (``attacks/metrics.py``): attack success
 rate (main), original accuracy, accuracy under attack, accuracy reduction, average queries,
-% words perturbed, examples/s. With ``--seeds K`` there are K runs: run 0 attacks the first N
+% words perturbed, examples/s. With ``--runs K`` there are K runs: run 0 attacks the first N
 examples (N = ``--limit``, default all), run k > 0 a seeded random sample of N; the headline is
 the mean over runs with its std, and each run has its own row (aggregation ``run<k>``).
 ``avg_queries`` against ``accuracy_reduction`` per recipe is RobustEmbed Figure 2's data.
@@ -28,8 +28,9 @@ from typing import Callable
 
 from attacks import datasets as ds
 from attacks.metrics import attack_metrics, mean_std
-from attacks.recipes import RECIPES
+from attacks.recipes import QUERY_BUDGET_OPTION, RECIPES, RECIPES_OPTION
 from bench.errors import BenchError, lookup
+from bench.plugins import Option
 from suites.base import RunContext, Suite, Task, row
 
 RATE_METRICS = ("attack_success_rate", "original_accuracy", "accuracy_under_attack", "accuracy_reduction",
@@ -128,11 +129,13 @@ class AdversarialSuite(Suite):
     name = "adversarial"
     description = "TextAttack recipes (TextFooler, TextBugger, PWWS, BAE, BERT-Attack) vs fine-tuned victims"
     tasks = TASKS
-    options = ("recipes", "seeds", "query_budget")
+    options = (RECIPES_OPTION, QUERY_BUDGET_OPTION,
+               Option(name="runs", type=int, default=1, minimum=1,
+                      help="replications per cell: run 0 attacks the first N examples, later runs other samples"))
 
     def config(self, task: AdvTask, ctx: RunContext) -> dict:
         cfg = super().config(task, ctx)
-        cfg.update(recipes=self.recipes(ctx), seeds=int(ctx.options.get("seeds") or 1),
+        cfg.update(recipes=self.recipes(ctx), runs=int(ctx.options.get("runs") or 1),
                    victim_task=task.victim, victim_training=VICTIM_PROFILES[ctx.profile],
                    train_data_present=task.train_available(ctx.paths.data),
                    attack_resources=resource_status(ctx.paths))
@@ -190,7 +193,7 @@ class AdversarialSuite(Suite):
         victim_sha = victim.card.get("weights_sha256", "")
         builds = local_builds(ctx.paths, roles_used(resources))
         per_run = []
-        for run in range(int(ctx.options.get("seeds") or 1)):
+        for run in range(int(ctx.options.get("runs") or 1)):
             run_seed = ctx.seed * 1000 + run
             indices = sample_indices(len(examples), ctx.limit, run, run_seed)
             # What decides an example's outcome, and nothing else: a log serves any --limit or recipe list.

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from attacks.metrics import attack_metrics
-from attacks.recipes import RECIPES
+from attacks.recipes import QUERY_BUDGET_OPTION, RECIPES, RECIPES_OPTION
 from attacks.regression import COLUMNS, PERTURBED, SuccessRule
 from bench.data import PairSet, _norm, atomic_write_text, read_sick, read_stsb, require
 from bench.errors import lookup
@@ -115,7 +115,7 @@ class AdvSTSSuite(Suite):
     name = "advsts"
     description = "AdvSTS: TextAttack recipes on STS-B / SICK-R pairs vs cosine similarity (ASR, Pearson)"
     tasks = TASKS
-    options = ("recipes", "query_budget")
+    options = (RECIPES_OPTION, QUERY_BUDGET_OPTION)
 
     @staticmethod
     def recipes(ctx: RunContext) -> list[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from bench.errors import BenchError, lookup
+from bench.plugins import Option
 from bench.paths import Paths
 from bench.registry import ModelSpec
 from bench.store import CellKey, Result, ResultStore, config_hash, git_commit, now_iso, package_versions
@@ -41,7 +42,7 @@ class RunContext:
     limit: int | None = None
     profile: str = "smoke"
     overwrite: str = "only-missing"
-    options: dict = field(default_factory=dict)  # suite options: mode, recipe, seeds, query_budget, ...
+    options: dict = field(default_factory=dict)  # suite options by name (each suite declares its own)
     progress: object | None = None  # a rich Progress, or None when quiet
     log: Callable[[str], None] = print
 
@@ -82,7 +83,7 @@ class Suite:
     name: str = ""
     description: str = ""
     tasks: tuple[Task, ...] = ()
-    options: tuple[str, ...] = ()  # ctx.options keys that change the numbers (part of the config hash)
+    options: tuple[Option, ...] = ()  # typed options (bench/plugins.py); the number-changing ones enter the config
     needs_encoder: bool = True
     summary_task: Task | None = None  # the Task that summary rows (averages) belong to
 
@@ -92,7 +93,7 @@ class Suite:
     def config(self, task: Task, ctx: RunContext) -> dict:
         cfg = {"suite": self.name, "task": task.name, "split": task.split, "limit": ctx.limit,
                "profile": ctx.profile}
-        cfg.update({opt: ctx.options.get(opt) for opt in self.options})
+        cfg.update({opt.name: ctx.options.get(opt.name) for opt in self.options if opt.changes_numbers})
         return cfg
 
     def seeds(self, ctx: RunContext) -> list[int]:
@@ -132,7 +133,8 @@ def summary_config(suite: Suite, tasks: list[Task], ctx: RunContext) -> dict:
     # explicit default share one summary cell, as their task cells do.
     resolved = suite.config(tasks[0], ctx) if tasks else {}
     return {"suite": suite.name, "summary_of": sorted(t.name for t in tasks), "limit": ctx.limit,
-            "profile": ctx.profile, **{o: resolved.get(o, ctx.options.get(o)) for o in suite.options}}
+            "profile": ctx.profile, **{o.name: resolved.get(o.name, ctx.options.get(o.name)) for o in suite.options
+                                        if o.changes_numbers}}
 
 
 def run_cell(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task: Task, store=None) -> TaskOutcome:

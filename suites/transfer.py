@@ -37,6 +37,7 @@ import numpy as np
 
 from bench.data import require
 from bench.errors import BenchError
+from bench.plugins import Option
 from suites.base import RunContext, Suite, Task, row
 from suites.senteval_classifier import (L2_GRID, SENTEVAL_SEED, Outcome, Protocol, inner_kfold, kfold,
                                         protocol, single_thread, split)
@@ -292,7 +293,8 @@ class TransferSuite(Suite):
     name = "transfer"
     description = "SentEval transfer: logistic regression on frozen embeddings (MR CR SUBJ MPQA SST-2 TREC MRPC)"
     tasks = TASKS
-    options = ("mode",)
+    options = (Option(name="mode", choices=("test", "fasttest"), default="test",
+                      help="SentEval classifier configuration"),)
     summary_task = AVG
 
     def mode(self, ctx: RunContext) -> str:

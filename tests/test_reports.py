@@ -69,7 +69,7 @@ def write_fixture(root: Path) -> Path:
                 rows += _runs("accuracy_reduction", [85.0 * a / 100 for a in asr], recipe)
                 rows += _runs("avg_queries", [100.0 + 10 * off + run + (50 if recipe == "pwws" else 0)
                                               for run in range(3)], recipe)
-            _cell(store, model, "adversarial", task, 0, rows, recipes=["textfooler", "pwws"], seeds=3)
+            _cell(store, model, "adversarial", task, 0, rows, recipes=["textfooler", "pwws"], runs=3)
         if model != "minilm":
             for i, task in enumerate(("stsb", "sickr")):
                 _cell(store, model, "advsts", task, 0, [("attack_success_rate", 20.0 - off + i, "all", "test", "textfooler"),

@@ -35,12 +35,10 @@ def add_arguments(parser):
                         help="device inside each cell; auto: cuda when --gpus-per-cell > 0, else cpu")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--limit", type=int, help="use only the first N examples of each task")
-    suite_opts = parser.add_argument_group("suite options (used by the suites that know them)")
-    suite_opts.add_argument("--mode", choices=["test", "fasttest"], help="transfer: SentEval classifier config")
-    suite_opts.add_argument("--recipe", action="append", dest="recipes", metavar="R", help="attack recipe(s)")
-    suite_opts.add_argument("--query-budget", type=int, help="adversarial: max model queries per example")
-    suite_opts.add_argument("--attack-runs", type=int, help="adversarial: example samples (runs) per cell; "
-                                                            "`bench run --seeds`")
+    from bench.plugins import add_option_flags
+    from suites import all_suites
+
+    add_option_flags(parser, all_suites())
 
 
 def build_plan(args):
@@ -61,9 +59,11 @@ def build_plan(args):
     device = args.device if args.device != "auto" else ("cuda" if args.gpus_per_cell > 0 else "cpu")
     if device.startswith("cuda") and args.gpus_per_cell <= 0:
         raise BenchError("--device cuda needs --gpus-per-cell > 0, so Ray gives each cell a GPU.")
-    options = {"mode": args.mode, "recipes": args.recipes, "query_budget": args.query_budget,
-               "seeds": args.attack_runs}
-    options = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items() if v is not None))
+    from bench.plugins import options_from_args
+    from suites import all_suites
+
+    given = options_from_args(args, all_suites())
+    options = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in given.items()))
     settings = CellSettings(profile=args.profile, limit=args.limit, batch_size=args.batch_size, device=device,
                             options=options)
     return Plan(models=models, tasks=select_tasks(suites, split_list(args.tasks)), seeds=list(range(args.seeds)),

@@ -23,16 +23,17 @@ def add_arguments(parser):
     parser.add_argument("--overwrite", choices=["never", "only-missing", "always"], default="only-missing",
                         help="never: keep any existing cell; only-missing (default): compute cells missing for "
                              "this configuration; always: recompute")
-    suite_opts = parser.add_argument_group("suite options (used by the suites that know them)")
-    suite_opts.add_argument("--mode", choices=["test", "fasttest"], help="transfer: SentEval classifier config")
-    suite_opts.add_argument("--recipe", action="append", dest="recipes", metavar="R", help="attack recipe(s)")
-    suite_opts.add_argument("--seeds", type=int, help="adversarial: number of example samples (runs)")
-    suite_opts.add_argument("--query-budget", type=int, help="adversarial: max model queries per example")
+    from bench.plugins import add_option_flags
+    from suites import all_suites
+
+    add_option_flags(parser, all_suites())
 
 
 def suite_options(args) -> dict:
-    opts = {"mode": args.mode, "recipes": args.recipes, "seeds": args.seeds, "query_budget": args.query_budget}
-    return {k: v for k, v in opts.items() if v is not None}
+    from bench.plugins import options_from_args
+    from suites import all_suites
+
+    return options_from_args(args, all_suites())
 
 
 def open_encoder(spec, paths, device: str, batch_size: int, seed: int = 0, log=print):

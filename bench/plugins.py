@@ -1,0 +1,87 @@
+"""Self-describing plug-in metadata: the typed options a suite declares once.
+
+``bench run`` and ``bench grid`` build their suite flags from these records (same names in both),
+the base suite puts the number-changing ones into the cell's configuration (and so its key), and
+the run exports them beside the results. Importing this module imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+@dataclass(frozen=True, kw_only=True)
+class Option:
+    """One suite option. ``name`` is the key in ``RunContext.options``; the flag is ``--name`` with dashes
+    (or ``flag``). ``repeatable`` options collect a list (``--recipe a --recipe b``)."""
+
+    name: str
+    type: Callable[[str], Any] = str
+    default: Any = None
+    choices: tuple = ()
+    help: str = ""
+    changes_numbers: bool = True  # part of the cell configuration (and key) when True
+    repeatable: bool = False
+    flag: str = ""
+    minimum: float | None = None  # numeric options: smallest accepted value
+
+    @property
+    def flag_name(self) -> str:
+        return "--" + (self.flag or self.name).replace("_", "-")
+
+    def parse(self, text: str):
+        try:
+            value = self.type(text)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"{self.flag_name} expects {getattr(self.type, '__name__', 'a value')}, "
+                                             f"got {text!r}") from None
+        if self.minimum is not None and value < self.minimum:
+            raise argparse.ArgumentTypeError(f"{self.flag_name} must be at least {self.minimum:g}, got {text}")
+        return value
+
+    def describe(self) -> dict:
+        return {"name": self.name, "flag": self.flag_name, "type": getattr(self.type, "__name__", str(self.type)),
+                "default": self.default, "choices": list(self.choices), "help": self.help,
+                "changes_numbers": self.changes_numbers, "repeatable": self.repeatable}
+
+
+def merged_options(suites) -> dict[str, tuple[Option, list[str]]]:
+    """name -> (option, names of the suites declaring it). Two suites may share an option only if they
+    declare it alike (type, choices, repeatable), so one flag means one thing everywhere."""
+    merged: dict[str, tuple[Option, list[str]]] = {}
+    for suite in suites:
+        for opt in suite.options:
+            if opt.name in merged:
+                first, users = merged[opt.name]
+                if (first.type, first.choices, first.repeatable, first.flag) != (opt.type, opt.choices, opt.repeatable,
+                                                                                 opt.flag):
+                    raise ValueError(f"suite option '{opt.name}' is declared differently by {users[0]} and {suite.name}")
+                users.append(suite.name)
+            else:
+                merged[opt.name] = (opt, [suite.name])
+    return merged
+
+
+def add_option_flags(parser, suites) -> None:
+    """One flag per suite option, in an argument group; values default to None (the suite's default applies)."""
+    group = parser.add_argument_group("suite options (used by the suites named in each help)")
+    for name, (opt, users) in merged_options(suites).items():
+        kwargs: dict[str, Any] = {"dest": f"opt_{name}", "default": None, "type": opt.parse,
+                                  "help": f"{', '.join(users)}: {opt.help}"
+                                          + (f" (default {opt.default})" if opt.default not in (None, ()) else "")}
+        if opt.choices:
+            kwargs["choices"] = list(opt.choices)
+        kwargs["metavar"] = (opt.flag or name).upper()
+        if opt.choices:
+            del kwargs["metavar"]
+        if opt.repeatable:
+            kwargs["action"] = "append"
+        group.add_argument(opt.flag_name, **kwargs)
+
+
+def options_from_args(args, suites) -> dict:
+    """The suite options given on the command line, as {name: value} (omitted ones are left out)."""
+    values = {name: getattr(args, f"opt_{name}", None) for name in merged_options(suites)}
+    return {k: v for k, v in values.items() if v is not None}
