@@ -31,6 +31,7 @@ class Task:
     main_aggregation: str = "all"
     description: str = ""
     paper_ref: str = ""
+    version: int = 1  # the task's scorer version: bump it with any change that moves its numbers
 
 
 @dataclass
@@ -82,6 +83,7 @@ class Suite:
 
     name: str = ""
     description: str = ""
+    version: int = 1  # the suite's scorer version: bump it with any change that moves its numbers
     tasks: tuple[Task, ...] = ()
     options: tuple[Option, ...] = ()  # typed options (bench/plugins.py); the number-changing ones enter the config
     needs_encoder: bool = True
@@ -91,8 +93,9 @@ class Suite:
         return lookup("task", {t.name: t for t in self.tasks}, name)
 
     def config(self, task: Task, ctx: RunContext) -> dict:
+        # The scorer version is part of the configuration, so a fix that moves numbers never reuses old cells.
         cfg = {"suite": self.name, "task": task.name, "split": task.split, "limit": ctx.limit,
-               "profile": ctx.profile}
+               "profile": ctx.profile, "scorer_version": f"{self.name}-{self.version}.{task.version}"}
         cfg.update({opt.name: ctx.options.get(opt.name) for opt in self.options if opt.changes_numbers})
         return cfg
 
@@ -133,6 +136,7 @@ def summary_config(suite: Suite, tasks: list[Task], ctx: RunContext) -> dict:
     # explicit default share one summary cell, as their task cells do.
     resolved = suite.config(tasks[0], ctx) if tasks else {}
     return {"suite": suite.name, "summary_of": sorted(t.name for t in tasks), "limit": ctx.limit,
+            "scorer_version": f"{suite.name}-{suite.version}." + ".".join(str(t.version) for t in tasks),
             "profile": ctx.profile, **{o.name: resolved.get(o.name, ctx.options.get(o.name)) for o in suite.options
                                         if o.changes_numbers}}
 
