@@ -44,6 +44,7 @@ class RunContext:
     profile: str = "smoke"
     overwrite: str = "only-missing"
     options: dict = field(default_factory=dict)  # suite options by name (each suite declares its own)
+    dtype: str = "float32"  # what the network runs in (Encoder.dtype): 'float32', 'bfloat16', ...
     progress: object | None = None  # a rich Progress, or None when quiet
     log: Callable[[str], None] = print
 
@@ -97,7 +98,7 @@ class Suite:
         cfg = {"suite": self.name, "task": task.name, "split": task.split, "limit": ctx.limit,
                "profile": ctx.profile, "scorer_version": f"{self.name}-{self.version}.{task.version}"}
         cfg.update({opt.name: ctx.options.get(opt.name) for opt in self.options if opt.changes_numbers})
-        return cfg
+        return {**cfg, **precision_config(ctx)}
 
     def seeds(self, ctx: RunContext) -> list[int]:
         return [ctx.seed]
@@ -108,6 +109,12 @@ class Suite:
     def summarize(self, rows: list[dict], ctx: RunContext) -> list[Result]:
         """Rows derived from the finished tasks (e.g. averages). Default: none."""
         return []
+
+
+def precision_config(ctx: RunContext) -> dict:
+    """The precision in a cell's configuration: float32 (the reference) adds nothing, so cells written
+    before --dtype existed stay valid; any other dtype is a separate cell."""
+    return {} if ctx.dtype == "float32" else {"dtype": ctx.dtype}
 
 
 def _stamp(row: Result, spec: ModelSpec, encoder, ctx: RunContext, task: Task | None, cfg: dict,
@@ -138,7 +145,7 @@ def summary_config(suite: Suite, tasks: list[Task], ctx: RunContext) -> dict:
     return {"suite": suite.name, "summary_of": sorted(t.name for t in tasks), "limit": ctx.limit,
             "scorer_version": f"{suite.name}-{suite.version}." + ".".join(str(t.version) for t in tasks),
             "profile": ctx.profile, **{o.name: resolved.get(o.name, ctx.options.get(o.name)) for o in suite.options
-                                        if o.changes_numbers}}
+                                        if o.changes_numbers}, **precision_config(ctx)}
 
 
 def run_cell(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task: Task, store=None) -> TaskOutcome:

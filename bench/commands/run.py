@@ -20,6 +20,9 @@ def add_arguments(parser):
     parser.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps (auto: cuda, mps, cpu)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--limit", type=int, help="use only the first N examples of each task")
+    from bench.commands import add_dtype_argument
+
+    add_dtype_argument(parser)
     parser.add_argument("--overwrite", choices=["never", "only-missing", "always"], default="only-missing",
                         help="never: keep any existing cell; only-missing (default): compute cells missing for "
                              "this configuration; always: recompute")
@@ -36,19 +39,20 @@ def suite_options(args) -> dict:
     return options_from_args(args, all_suites())
 
 
-def open_encoder(spec, paths, device: str, batch_size: int, seed: int = 0, log=print):
-    """The model's encoder, training it first if it is a registered method model with no checkpoint."""
+def open_encoder(spec, paths, device: str, batch_size: int, seed: int = 0, log=print, dtype: str = "auto"):
+    """The model's encoder, training it first if it is a registered method model with no checkpoint.
+    ``dtype`` (auto|fp32|bf16|fp16) is the precision of both."""
     from bench.encoder import CheckpointMissing, Encoder
 
     try:
-        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
+        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size, dtype=dtype)
     except CheckpointMissing:
         log(f"Model '{spec.name}' has no checkpoint yet: training it now "
             f"({spec.method} from {spec.base}, {spec.profile} profile).")
         from bench.train import train_registered
 
-        train_registered(spec, paths, device=device, seed=seed)
-        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
+        train_registered(spec, paths, device=device, seed=seed, dtype=dtype)
+        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size, dtype=dtype)
 
 
 def results_table(outcomes, title: str) -> Table:
@@ -92,14 +96,23 @@ def main(args) -> int:
     if args.limit is not None and args.limit <= 0:
         raise BenchError("--limit must be a positive number of examples")
     paths = Paths.from_env()
+    from bench.encoder import pick_device, resolve_dtype, slow_dtype_note, use_dtype
+
+    use_dtype(args.dtype)  # for code without a dtype argument (the masked-LM stand-in)
+    device = pick_device(args.device)
+    note = slow_dtype_note(device, resolve_dtype(device, args.dtype))  # fp16 off CUDA fails here (exit 2)
+    if note:
+        console.print(f"[yellow]{note}[/yellow]")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
-        encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print)
-        ctx = RunContext(paths=paths, seed=args.seed, device=encoder.device, batch_size=args.batch_size,
+        encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print,
+                               dtype=args.dtype)
+        ctx = RunContext(paths=paths, seed=args.seed, device=encoder.device, dtype=encoder.dtype,
+                         batch_size=args.batch_size,
                          limit=args.limit, profile=args.profile, overwrite=args.overwrite,
                          options=suite_options(args), progress=progress, log=console.print)
         outcomes = run_suite(suite, spec, ctx, encoder, args.tasks)
-    console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler})"))
+    console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler}, {encoder.dtype})"))
     cached = [o.task for o in outcomes if o.cached]
     fresh = [o for o in outcomes if not o.cached]
     if cached:

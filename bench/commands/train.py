@@ -29,6 +29,9 @@ def add_arguments(parser):
     parser.add_argument("--steps", type=int, help="stop after N optimiser steps")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="auto", help="auto|cpu|cuda|mps")
+    from bench.commands import add_dtype_argument
+
+    add_dtype_argument(parser)
     parser.add_argument("--batch-size", type=int)
     parser.add_argument("--lr", type=float)
     parser.add_argument("--eval-every", type=int, help="STS-B dev every N steps (0: never)")
@@ -85,6 +88,7 @@ def relaunch_with_accelerate(args, argv: list[str]) -> int:
 
 
 def main(args) -> int:
+    from bench.encoder import pick_device, resolve_dtype, use_dtype
     from bench.paths import Paths
     from bench.train import build_job, run_training
 
@@ -92,8 +96,10 @@ def main(args) -> int:
         return relaunch_with_accelerate(args, sys.argv[1:])
     start = time.perf_counter()
     paths = Paths.from_env()
+    resolve_dtype(pick_device(args.device), args.dtype)  # fp16 off CUDA fails here (exit 2), before any data loads
+    use_dtype(args.dtype)
     job = build_job(args.method, args.backbone, args.profile, paths, data=args.data,
-                    settings=settings_from_args(args), name=args.name, device=args.device)
+                    settings=settings_from_args(args), name=args.name, device=args.device, dtype=args.dtype)
     card = run_training(job, paths.home, restart=args.restart)
     if os.environ.get("RANK", "0") != "0":  # under accelerate launch, only the main process reports
         return 0
