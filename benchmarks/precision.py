@@ -10,6 +10,12 @@ between a sentence's two embeddings, and the encoding speed of each precision wi
 Issue 17's goal: every task within 0.1 points and a ratio of at least 1.8. A CPU without AMX or
 AVX-512-BF16 only emulates bf16 and the ratio falls below 1 (README, "Precision").
 ``--limit N`` scores the first N pairs of each task: a quick check, not the budget.
+
+It also measures how the encoder responds to an embedding-space perturbation in each precision
+(what RobustEmbed, V-advCSE and USCAL train against): for the first 32 STS-B dev sentences, the change
+of the pooled vector when a sign vector of L-inf size ε is added to the token-embedding output, in fp32
+and in bf16 (eval mode), and the cosine between the two changes, for ε = 1e-3, 5e-3, 1e-2 (RobustEmbed's
+σ, T·β and ε). ``--delta-only`` runs just that (seconds).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=1, help="encodings per task and precision; the best counts")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--delta-only", action="store_true", help="only the embedding-perturbation check")
     args = parser.parse_args()
 
     import torch
@@ -47,6 +54,9 @@ def main() -> int:
           f"{torch.get_num_threads()}, torch CPU capability {torch.backends.cpu.get_cpu_capability()}, native bf16 "
           f"{native_bf16(args.device)} (so --dtype auto = {dtype_name(resolve_dtype(args.device, 'auto'))})"
           f"{f', limit {args.limit} pairs per task' if args.limit else ''}")
+    delta_response(encoders, paths)
+    if args.delta_only:
+        return 0
     for encoder in encoders.values():  # warm-up (allocator, oneDNN kernels)
         encoder.encode(["a warm-up sentence", "and another one"])
 
@@ -85,6 +95,37 @@ def main() -> int:
           f"largest |difference| {worst:.3f} points (goal <= {GOAL_POINTS}: "
           f"{'met' if worst <= GOAL_POINTS else 'NOT met'})")
     return 0
+
+
+def delta_response(encoders: dict, paths, n: int = 32, epsilons=(1e-3, 5e-3, 1e-2)) -> None:
+    """Cosine between fp32's and bf16's change of the pooled vector under X + ε·s (s a fixed sign vector)."""
+    import torch
+
+    from bench.data import read_stsb, require
+    from bench.methods.perturb import replace_embedding_output
+
+    s1, _, _ = read_stsb(require(paths.data, "stsb"), "dev").all_pairs()
+    sentences = list(dict.fromkeys(s1))[:n]
+    print(f"embedding-perturbation response ({len(sentences)} STS-B dev sentences, eval mode):")
+    for eps in epsilons:
+        change = {}
+        for name, encoder in encoders.items():
+            model = encoder.model
+            batch = encoder.tokenizer(sentences, padding=True, truncation=True, max_length=encoder.max_len,
+                                      return_tensors="pt").to(encoder.device)
+            with torch.inference_mode():
+                x = model.embeddings(input_ids=batch["input_ids"], token_type_ids=batch.get("token_type_ids"))
+                sign = torch.randn(x.shape, generator=torch.Generator().manual_seed(0)).sign().to(x.device)
+                sign = sign * batch["attention_mask"].unsqueeze(-1)
+                pooled = []
+                for shifted in (x, x + eps * sign):  # embed_batch pads the same way and runs in the encoder's dtype
+                    with replace_embedding_output(model, shifted):
+                        pooled.append(encoder.embed_batch(sentences).float())
+            change[name] = pooled[1] - pooled[0]
+        cos = torch.nn.functional.cosine_similarity(change["fp32"], change["bf16"], dim=1)
+        size = change["bf16"].norm(dim=1) / change["fp32"].norm(dim=1)
+        print(f"  eps {eps:g}: cosine(fp32 change, bf16 change) mean {cos.mean():.3f}, min {cos.min():.3f}; "
+              f"|bf16 change| / |fp32 change| mean {size.mean():.2f}")
 
 
 if __name__ == "__main__":

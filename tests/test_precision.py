@@ -291,3 +291,41 @@ def test_robustembed_delta_directions_under_bf16_match_fp32(tiny_bert_dir, norm,
     assert (norm_of(delta, norm) <= epsilon * (1 + 1e-5)).all()
     assert norm_of(delta, norm).min() > 0
     assert got["loss"] == pytest.approx(ref["loss"], rel=0.05)
+
+
+# --- victims: fine-tuning and attack queries -------------------------------------------------
+
+def test_victims_train_and_answer_in_the_encoders_dtype_and_live_apart(tiny_bert_dir, tmp_path):
+    from attacks.wrapper import CachedModelWrapper
+    from bench.finetune import FinetuneConfig, Labelled, load_or_finetune, victim_dir
+    from bench.paths import Paths
+
+    paths = Paths(home=tmp_path / "home", data=tmp_path / "data", results=tmp_path / "results")
+    texts = [f"the {n} was {'good' if i % 2 else 'bad'}" for i, n in enumerate(["movie", "film", "plot", "story"] * 4)]
+    train = Labelled(texts, [i % 2 for i in range(len(texts))], "toy:train")
+    config = FinetuneConfig(seed=0, lr=1e-3, head_lr=1e-2, batch_size=8, epochs=1, max_len=16, warmup_ratio=0.0)
+    victims = {}
+    for dtype in ("fp32", "bf16"):
+        model, tok = load_hf(str(tiny_bert_dir))
+        encoder = Encoder(model, tok, pooler="avg", max_len=32, name="tiny", dtype=dtype)
+        victims[encoder.dtype] = load_or_finetune(encoder, paths, "toy", 2, [train], config, log=lambda m: None)
+    fp32_dir, bf16_dir = (victim_dir(paths.home, "tiny", "toy", 0, d) for d in ("float32", "bfloat16"))
+    assert fp32_dir.name == "seed0" and bf16_dir.name == "seed0-bfloat16"
+    fp32_card, bf16_card = (json.loads((d / "card.json").read_text()) for d in (fp32_dir, bf16_dir))
+    assert "dtype" not in fp32_card and fp32_card["training"]["amp"] is None  # fp32 cards keep their fields
+    assert bf16_card["dtype"] == "bfloat16" and bf16_card["training"]["amp"] == "bfloat16"
+    assert victims["bfloat16"].amp_dtype is torch.bfloat16 and victims["float32"].amp_dtype is None
+    assert {p.dtype for p in victims["bfloat16"].model.parameters()} == {torch.float32}
+    # queries: the classifier's own predict and the attack wrapper both run under the victim's autocast
+    victim = victims["bfloat16"]
+    seen = linear_output_dtypes(victim.model)
+    logits = victim.predict_logits(texts[:4])
+    assert set(seen) == {torch.bfloat16} and logits.dtype == np.float32
+    seen.clear()
+    wrapped = CachedModelWrapper(victim.model, victim.tokenizer, victim.max_len, amp_dtype=victim.amp_dtype)
+    np.testing.assert_allclose(wrapped(texts[:4]), logits, atol=1e-6)
+    assert set(seen) == {torch.bfloat16}
+    seen.clear()
+    full = CachedModelWrapper(victim.model, victim.tokenizer, victim.max_len)(texts[:4])  # fp32 queries
+    assert set(seen) == {torch.float32}
+    np.testing.assert_allclose(full, logits, atol=0.1)  # close, not equal
