@@ -118,8 +118,9 @@ RECIPES: dict[str, Callable] = {
 }
 
 # Options every attacking suite declares (bench/plugins.py): one flag, one meaning.
-RECIPES_OPTION = Option(name="recipes", flag="recipe", repeatable=True, choices=tuple(RECIPES),
-                        help="attack recipe(s), repeatable (default: the suite's)")
+# No argparse choices: the suite checks names through the registry, which suggests the nearest ones.
+RECIPES_OPTION = Option(name="recipes", flag="recipe", repeatable=True,
+                        help=f"attack recipe(s), repeatable: {', '.join(RECIPES)} (default: the suite's)")
 QUERY_BUDGET_OPTION = Option(name="query_budget", type=int, minimum=1, help="max victim queries per example")
 
 

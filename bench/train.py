@@ -381,10 +381,11 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         score = evaluate()
         if not main:
             return
-        state["dev_history"].append({"step": state["step"], "stsb_dev_spearman": score, **extra})
+        entry = {"step": state["step"], "stsb_dev_spearman": score, **extra}
+        state["dev_history"].append(entry)
         best = state["best"]
         if dev_pairs is None or best is None or score > best["stsb_dev_spearman"]:
-            state["best"] = {"step": state["step"], "stsb_dev_spearman": score}
+            state["best"] = dict(entry)
             save_best(score)
         best_score = state["best"]["stsb_dev_spearman"]
         log(f"  step {state['step']}/{total}: STS-B dev Spearman {'-' if score is None else f'{score:.2f}'} "
