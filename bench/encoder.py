@@ -51,6 +51,22 @@ def resolve_backbone(spec: ModelSpec, models_dir: Path | None = None) -> str:
     return spec.backbone
 
 
+def open_encoder(spec: ModelSpec, paths, device: str, batch_size: int, seed: int = 0, log=print,
+                 train_missing: Callable | None = None) -> "Encoder":
+    """The model's encoder. A trained model whose checkpoint is missing is first made by
+    ``train_missing(spec, paths, device=..., seed=...)`` when the caller passes one (the application
+    passes ``bench.train.train_registered``; the kernel does not import the trainer), else it is an error."""
+    try:
+        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
+    except CheckpointMissing:
+        if train_missing is None:
+            raise
+        log(f"Model '{spec.name}' has no checkpoint yet: training it now "
+            f"({spec.method} from {spec.base}, {spec.profile} profile).")
+        train_missing(spec, paths, device=device, seed=seed)
+        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
+
+
 def pick_device(device: str = "auto") -> str:
     import torch
 

@@ -3,8 +3,8 @@
 A cell is (model, suite, task, seed), the same unit the result store keys on. The grid:
 
 1. prepares each model once, as a Ray task (``prepare_model``): that loads the encoder through
-   ``bench.commands.run.open_encoder`` (which trains a registered method model whose checkpoint
-   is missing) and returns the weights sha256 that every cell key needs;
+   ``bench.encoder.open_encoder`` (given ``bench.train.train_registered``, which trains a registered
+   method model whose checkpoint is missing) and returns the weights sha256 that every cell key needs;
 2. keys each of the model's cells with ``suites.base.cell_key`` and skips those already in the
    store (the only-missing rule of ``bench run``);
 3. runs each missing cell as a Ray task through ``suites.base.run_cell``, the function
@@ -166,12 +166,14 @@ _ENCODER: dict = {}  # one loaded encoder per worker process: consecutive cells 
 
 
 def _encoder(spec: ModelSpec, paths: Paths, settings: CellSettings, seed: int):
-    from bench.commands.run import open_encoder
+    from bench.encoder import open_encoder
+    from bench.train import train_registered
 
     key = (repr(spec), str(paths.models), settings.device, settings.batch_size)
     if key not in _ENCODER:
         _ENCODER.clear()
-        _ENCODER[key] = open_encoder(spec, paths, settings.device, settings.batch_size, seed)
+        _ENCODER[key] = open_encoder(spec, paths, settings.device, settings.batch_size, seed,
+                                     train_missing=train_registered)
     return _ENCODER[key]
 
 

@@ -6,7 +6,7 @@
   want full batches); max length 32 (SimCSE);
 - one AdamW over the method's parameter groups, linear decay to 0 (SimCSE's HF Trainer defaults:
   no warm-up, gradient clipping at 1.0, weight decay 0);
-- STS-B dev Spearman (``suites.sts.score_pairs`` through ``bench.encoder.Encoder``) before
+- STS-B dev Spearman (``bench.metrics.score_pairs`` through ``bench.encoder.Encoder``) before
   training and every ``eval_every`` steps; the best trained checkpoint is kept (the step-0 score is
   recorded as the "before" number, never selected);
 - resume: the last state (weights of every module, method state, optimiser, schedule, RNG, step)
@@ -163,13 +163,10 @@ ST_POOLING = {"cls_before_pooler": "cls", "avg": "mean"}  # our pooler -> senten
 
 def dev_alignment_uniformity(pairs, encode) -> tuple[float, float]:
     """Alignment (gold >= 4 pairs) and uniformity (all sentences) on the dev pairs, as the suite scores them."""
-    from suites.alignment import POSITIVE_THRESHOLD, alignment, uniformity
+    from bench.metrics import alignment_uniformity
 
-    s1, s2, gold = pairs.all_pairs()
-    pos = [i for i, g in enumerate(gold) if g >= POSITIVE_THRESHOLD]
-    sentences = list(dict.fromkeys(s1 + s2))
-    align = alignment(encode([s1[i] for i in pos]), encode([s2[i] for i in pos]))
-    return round(align, 6), round(uniformity(encode(sentences)), 6)
+    align, uniform, _, _ = alignment_uniformity(pairs, encode)
+    return round(align, 6), round(uniform, 6)
 
 
 def write_sentence_transformers_files(directory: Path, pooler: str, hidden: int, max_len: int) -> bool:
@@ -336,7 +333,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     def evaluate() -> float | None:
         if dev_pairs is None or not main:
             return None
-        from suites.sts import score_pairs
+        from bench.metrics import score_pairs
 
         encoder = Encoder(method.export_model(), tokenizer, pooler=job.pooler, max_len=eval_max_len,
                           device=device, batch_size=128, name=job.name)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.data import PairSet, read_semeval_sts, read_sick, read_stsb, require
+from bench.metrics import score_pairs
 from suites.base import RunContext, Suite, Task, row
 
 
@@ -56,36 +57,6 @@ TASKS = (
 )
 
 AVG = Task("sts", "avg", "", "test", "spearman", "mean-of-tasks", "mean of the task headline scores", REF)
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a = a / np.clip(np.linalg.norm(a, axis=1, keepdims=True), 1e-12, None)
-    b = b / np.clip(np.linalg.norm(b, axis=1, keepdims=True), 1e-12, None)
-    return (a * b).sum(1)
-
-
-def correlations(pred, gold) -> dict[str, float]:
-    from scipy.stats import pearsonr, spearmanr
-
-    return {"spearman": 100.0 * float(spearmanr(pred, gold)[0]),
-            "pearson": 100.0 * float(pearsonr(pred, gold)[0])}
-
-
-def score_pairs(pairs: PairSet, encode) -> dict[tuple[str, str], float]:
-    """{(metric, aggregation): value} for one task, from an ``encode(list[str])`` function."""
-    per_subset, sizes, all_pred, all_gold = [], [], [], []
-    for s1, s2, gold in pairs.subsets.values():
-        pred = cosine(encode(s1), encode(s2))
-        per_subset.append(correlations(pred, gold))
-        sizes.append(len(gold))
-        all_pred.append(pred)
-        all_gold += gold
-    overall = correlations(np.concatenate(all_pred), all_gold)
-    out = {}
-    for metric in ("spearman", "pearson"):
-        out[(metric, "all")] = overall[metric]
-        out[(metric, "wmean")] = float(np.average([c[metric] for c in per_subset], weights=sizes))
-    return out
 
 
 class STSSuite(Suite):

@@ -36,21 +36,6 @@ def suite_options(args) -> dict:
     return options_from_args(args, all_suites())
 
 
-def open_encoder(spec, paths, device: str, batch_size: int, seed: int = 0, log=print):
-    """The model's encoder, training it first if it is a registered method model with no checkpoint."""
-    from bench.encoder import CheckpointMissing, Encoder
-
-    try:
-        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
-    except CheckpointMissing:
-        log(f"Model '{spec.name}' has no checkpoint yet: training it now "
-            f"({spec.method} from {spec.base}, {spec.profile} profile).")
-        from bench.train import train_registered
-
-        train_registered(spec, paths, device=device, seed=seed)
-        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
-
-
 def results_table(outcomes, title: str) -> Table:
     """One line per (task, attack, split, aggregation, seed), one column per metric; paper values beside ours."""
     metrics, lines = [], {}
@@ -78,8 +63,10 @@ def results_table(outcomes, title: str) -> Table:
 
 
 def main(args) -> int:
+    from bench.encoder import open_encoder
     from bench.paths import Paths
     from bench.registry import get_model
+    from bench.train import train_registered
     from suites import get_suite
     from suites.base import RunContext, run_suite
 
@@ -94,7 +81,8 @@ def main(args) -> int:
     paths = Paths.from_env()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
-        encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print)
+        encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print,
+                               train_missing=train_registered)
         ctx = RunContext(paths=paths, seed=args.seed, device=encoder.device, batch_size=args.batch_size,
                          limit=args.limit, profile=args.profile, overwrite=args.overwrite,
                          options=suite_options(args), progress=progress, log=console.print)
