@@ -32,7 +32,7 @@ class CheckpointMissing(BenchError):
 def resolve_backbone(spec: ModelSpec, models_dir: Path | None = None) -> str:
     """A local directory or Hugging Face id to load weights from."""
     if spec.is_trained:
-        if models_dir is None:
+        if models_dir is None and not spec.checkpoint:
             raise ValueError("trained models need the models directory")
         path = spec.checkpoint_dir(models_dir)
         if not (path / "config.json").exists():
@@ -90,13 +90,13 @@ def autocast_dtype(device: str):
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
-def load_hf(name_or_path: str, spec_name: str = ""):
-    """(model, tokenizer) from a directory or a Hub id, with an actionable error offline."""
+def load_hf(name_or_path: str, spec_name: str = "", revision: str | None = None):
+    """(model, tokenizer) from a directory or a Hub id (at ``revision``), with an actionable error offline."""
     from transformers import AutoModel, AutoTokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-        model = AutoModel.from_pretrained(name_or_path, use_safetensors=None)
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path, revision=revision or None)
+        model = AutoModel.from_pretrained(name_or_path, use_safetensors=None, revision=revision or None)
     except OSError as exc:
         owner = f" for model '{spec_name}'" if spec_name else ""
         raise BenchError(
@@ -155,7 +155,8 @@ class Encoder:
             from bench.senteval_adapter import load_encoder
 
             return load_encoder(spec, device=pick_device(device), batch_size=batch_size)
-        model, tokenizer = load_hf(resolve_backbone(spec, models_dir), spec.name)
+        backbone = resolve_backbone(spec, models_dir)
+        model, tokenizer = load_hf(backbone, spec.name, revision=spec.revision if backbone == spec.backbone else None)
         return cls(model, tokenizer, pooler=spec.pooler, max_len=spec.max_len,
                    device=pick_device(device), batch_size=batch_size, name=spec.name)
 

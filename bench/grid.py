@@ -28,7 +28,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.paths import Paths
 from bench.registry import ModelSpec
-from bench.store import ResultStore, config_hash
+from bench.store import ResultStore, config_hash, model_dir
 
 INSTALL_HINT = 'Ray is not installed. Install the grid extra: pip install -e ".[grid]"  (or: pip install "ray>=2.40")'
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024**2  # cells return a few paths and numbers: keep shared memory small
@@ -123,7 +123,8 @@ class Plan:
 
     def stored_any_weights(self, cell: Cell) -> list[str]:
         """Weights-sha prefixes of stored cells with this configuration (no model load: for --dry-run)."""
-        pattern = f"cells/{cell.model}/{cell.suite}/{cell.task}/seed{cell.seed}-*-{self.config_hash(cell)[:8]}.json"
+        pattern = (f"cells/{model_dir(cell.model)}/{cell.suite}/{cell.task}/"
+                   f"seed{cell.seed}-*-{self.config_hash(cell)[:8]}.json")
         return sorted(p.name.split("-")[1] for p in self.paths.results.glob(pattern))
 
 

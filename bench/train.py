@@ -450,7 +450,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     state["wall_s"] = wall_before + time.perf_counter() - started
     card = {
         "name": job.name, "method": job.method, "method_citation": method_cls.citation, "base": job.base,
-        "backbone": job.backbone, "pooler": job.pooler, "profile": job.profile,
+        "backbone": job.backbone, "pooler": job.pooler, "max_len": job.eval_max_len, "profile": job.profile,
         "method_config": method_cfg.to_dict(), "open_choices": method_cls.open_choices, "trainer_choices": TRAINER_CHOICES,
         "train_config": dataclasses.asdict(cfg), "overrides": job.overrides,
         "data": {"path": str(job.data_path), "sha256": data_sha, "sentences": len(sentences)},
@@ -490,14 +490,15 @@ def build_job(method: str, backbone: str, profile: str, paths, *, data: str | No
     from bench.data import available, require
     from bench.encoder import resolve_backbone
     from bench.methods import get_method
-    from bench.registry import MODELS
+    from bench.registry import known_models
 
     method_cls = get_method(method)
     settings = dict(settings or {})
     pooler_override = settings.pop("pooler", None)
-    registered = next((s for s in MODELS.values() if s.method == method and s.base == backbone
+    models = known_models(paths)  # built-in, then $BENCH_HOME/models.toml
+    registered = next((s for s in models.values() if s.method == method and s.base == backbone
                        and s.profile == profile), None)
-    base_spec = MODELS.get(backbone)
+    base_spec = models.get(backbone)
     if base_spec is not None and base_spec.is_trained:
         raise BenchError(f"--backbone {backbone} is itself a trained model; start from its base '{base_spec.base}'.")
     recipe = dict(registered.recipe) if registered else {}
@@ -528,6 +529,8 @@ def build_job(method: str, backbone: str, profile: str, paths, *, data: str | No
 
 def train_registered(spec, paths, device: str = "auto", seed: int = 0, log: Callable[[str], None] = print) -> dict:
     """Train a registered method model (``bench run`` calls this when its checkpoint is missing)."""
-    job = build_job(spec.method, spec.base, spec.profile or "smoke", paths, settings={"seed": seed},
+    # The model's own recipe (a models.toml entry written by `bench train --name`) and pooler come along.
+    settings = {**spec.recipe, "seed": spec.recipe.get("seed", seed), "pooler": spec.pooler}
+    job = build_job(spec.method, spec.base, spec.profile or "smoke", paths, settings=settings,
                     name=spec.name, device=device)
     return run_training(job, paths.home, log=log)

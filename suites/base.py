@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from bench.errors import BenchError, lookup
+from bench.papers import paper_values
 from bench.plugins import Option
 from bench.paths import Paths
 from bench.registry import ModelSpec
@@ -113,14 +114,18 @@ class Suite:
 def _stamp(row: Result, spec: ModelSpec, encoder, ctx: RunContext, task: Task | None, cfg: dict,
            cfg_hash: str, wall_s: float, seed: int) -> Result:
     main = task is not None and (row.metric, row.aggregation) == (task.main_metric, task.main_aggregation)
-    paper = spec.paper.get(f"{row.suite}/{row.task}") if main else None
+    paper, paper_source = (row.paper_value, row.paper_source) if row.paper_value is not None else (None, "")
+    if main and paper is None:  # the one source of paper values: reports/paper_values.csv
+        paper, paper_source = paper_values().for_row(spec.name, row.suite, row.task, row.metric, row.attack,
+                                                     row.split, prefer=spec.paper_ref)
     return replace(
         row, model=spec.name, seed=seed, pooler=spec.pooler, method=spec.method or "",
-        weights_sha256=encoder.weights_sha256, batch_size=ctx.batch_size, dtype=encoder.dtype,
+        weights_sha256=encoder.weights_sha256, model_source=spec.model_source, batch_size=ctx.batch_size,
+        dtype=encoder.dtype,
         device=encoder.device, profile=ctx.profile, config_hash=cfg_hash,
         # A row may add its own settings (e.g. the attack's repr) to the run configuration.
         config=json.dumps({**cfg, **(json.loads(row.config) if row.config else {})}, sort_keys=True, default=str),
-        paper_value=row.paper_value if row.paper_value is not None else paper,
+        paper_value=paper, paper_source=paper_source,
         package_versions=package_versions(), git_commit=git_commit(), created_at=now_iso(),
         wall_s=row.wall_s if row.wall_s is not None else wall_s,
     )
