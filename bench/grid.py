@@ -449,6 +449,11 @@ class GridRunner:
             st.attempts = attempts.get(st.cell.label, 0)
         if any(st.state == "done" for st in self.states.values()):
             ResultStore(self.plan.paths.results).write_leaderboard()  # once, after the concurrent writers
+            from bench.metadata import export as export_metadata
+            from suites import get_suite
+
+            export_metadata(self.plan.paths.results, suites=[get_suite(n) for n in self.plan.tasks],
+                            models=self.plan.models)
         return GridReport(list(self.states.values()), dict(self.models_failed), time.time() - self.started,
                           dict(self.models))
 

@@ -109,6 +109,26 @@ def trained_spec(name: str, method: str, base_spec: ModelSpec | None, base: str,
                      recipe=dict(recipe or {}), **fields)
 
 
+# Display names for backbones that are not Hugging Face ids.
+BACKBONE_LABELS = {MINILM_PROVIDER: "all-MiniLM-L6-v2"}
+# Pre-trained families a released checkpoint's id names (e.g. princeton-nlp/unsup-simcse-bert-base-uncased),
+# longest first so that a longer name wins over a name it contains.
+FAMILIES = ("bert-large-uncased", "bert-base-uncased", "bert-large-cased", "bert-base-cased", "roberta-large",
+            "roberta-base", "all-MiniLM-L6-v2")
+
+
+def backbone_family(spec: ModelSpec, known: dict | None = None) -> str:
+    """The pre-trained encoder a model starts from (reports group models by it): its base model's family,
+    else the family its backbone id names, else the backbone itself."""
+    known = MODELS if known is None else known
+    seen = {spec.name}
+    while spec.base and spec.base in known and spec.base not in seen:
+        spec = known[spec.base]
+        seen.add(spec.name)
+    label = BACKBONE_LABELS.get(spec.backbone, spec.backbone)
+    return next((family for family in FAMILIES if family.lower() in label.lower()), label)
+
+
 # --- resolving --model ---------------------------------------------------------------------------
 
 def known_models(paths=None, models_file: str | Path | None = None) -> dict[str, ModelSpec]:

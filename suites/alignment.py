@@ -18,8 +18,9 @@ from suites.base import RunContext, Suite, Task, row
 class AlignmentSuite(Suite):
     name = "alignment"
     description = "Alignment / uniformity on STS-B (Wang & Isola 2020, as in SimCSE; lower is better)"
-    tasks = (Task("alignment", "stsb", "stsb", "test", "align", "mean",
-                  f"STS-B test: positives gold >= {POSITIVE_THRESHOLD}", "RobustEmbed Figure 3"),)
+    tasks = (Task(suite="alignment", name="stsb", label="STS-B", dataset="stsb", split="test", main_metric="align",
+                  main_aggregation="mean", description=f"STS-B test: positives gold >= {POSITIVE_THRESHOLD}",
+                  paper_ref="RobustEmbed Figure 3"),)
 
     def run_task(self, task, encoder, ctx: RunContext):
         pairs = read_stsb(require(ctx.paths.data, task.dataset), task.split).limit(ctx.limit)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from bench.errors import BenchError, lookup
+from bench.metadata import export as export_metadata
 from bench.papers import paper_values
 from bench.plugins import Option
 from bench.paths import Paths
@@ -22,17 +23,25 @@ from bench.store import CellKey, Result, ResultStore, config_hash, git_commit, n
 OVERWRITE_MODES = ("never", "only-missing", "always")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Task:
+    """A task record, by keyword. ``label`` is how tables print it (the papers' spelling, e.g. "STS-B")."""
+
     suite: str
     name: str
     dataset: str
     split: str
     main_metric: str
     main_aggregation: str = "all"
+    label: str = ""
     description: str = ""
     paper_ref: str = ""
     version: int = 1  # the task's scorer version: bump it with any change that moves its numbers
+
+    def describe(self) -> dict:
+        return {"name": self.name, "label": self.label or self.name, "dataset": self.dataset, "split": self.split,
+                "main_metric": self.main_metric, "main_aggregation": self.main_aggregation,
+                "description": self.description, "paper_ref": self.paper_ref, "version": self.version}
 
 
 @dataclass
@@ -90,8 +99,21 @@ class Suite:
     needs_encoder: bool = True
     summary_task: Task | None = None  # the Task that summary rows (averages) belong to
 
+    label: str = ""  # how reports name the suite
+
     def task(self, name: str) -> Task:
         return lookup("task", {t.name: t for t in self.tasks}, name)
+
+    def describe(self) -> dict:
+        """The suite's self-description, exported beside the results (``bench.metadata``) for reports."""
+        tasks = list(self.tasks) + ([self.summary_task] if self.summary_task is not None else [])
+        return {"name": self.name, "label": self.label or self.name, "description": self.description,
+                "version": self.version, "options": [o.describe() for o in self.options],
+                "tasks": {t.name: t.describe() for t in tasks}, "labels": self.labels()}
+
+    def labels(self) -> dict:
+        """Extra display labels a suite's rows need (e.g. attack recipes: {"attack": {name: label}})."""
+        return {}
 
     def config(self, task: Task, ctx: RunContext) -> dict:
         # The scorer version is part of the configuration, so a fix that moves numbers never reuses old cells.
@@ -193,6 +215,7 @@ def run_suite(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task_name
         if summary is not None:
             outcomes.append(summary)
     store.write_leaderboard()
+    export_metadata(ctx.paths.results, suites=[suite], models=[spec])  # labels and model facts for reports
     return outcomes
 
 

@@ -41,8 +41,9 @@ class SICKTask(Task):
 
 
 def _sts(name, subsets, ref):
-    return SemEvalTask("sts", name, name, "test", "spearman", "all", f"SemEval {name.upper()} test",
-                       ref, subsets=subsets)
+    return SemEvalTask(suite="sts", name=name, label=name.upper(), dataset=name, split="test",
+                       main_metric="spearman", main_aggregation="all", description=f"SemEval {name.upper()} test",
+                       paper_ref=ref, subsets=subsets)
 
 
 REF = "RobustEmbed Table 1 / SimCSE Table 5"
@@ -52,15 +53,19 @@ TASKS = (
     _sts("sts14", ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"), REF),
     _sts("sts15", ("answers-forums", "answers-students", "belief", "headlines", "images"), REF),
     _sts("sts16", ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"), REF),
-    STSBTask("sts", "stsb", "stsb", "test", "spearman", "all", "STS Benchmark test", REF),
-    SICKTask("sts", "sickr", "sick", "test", "spearman", "all", "SICK relatedness test", REF),
+    STSBTask(suite="sts", name="stsb", label="STS-B", dataset="stsb", split="test", main_metric="spearman",
+             description="STS Benchmark test", paper_ref=REF),
+    SICKTask(suite="sts", name="sickr", label="SICK-R", dataset="sick", split="test", main_metric="spearman",
+             description="SICK relatedness test", paper_ref=REF),
 )
 
-AVG = Task("sts", "avg", "", "test", "spearman", "mean-of-tasks", "mean of the task headline scores", REF)
+AVG = Task(suite="sts", name="avg", label="Avg.", dataset="", split="test", main_metric="spearman",
+           main_aggregation="mean-of-tasks", description="mean of the task headline scores", paper_ref=REF)
 
 
 class STSSuite(Suite):
     name = "sts"
+    label = "STS"
     description = "Semantic textual similarity: STS12-16, STS-B, SICK-R (cosine, Spearman x100)"
     tasks = TASKS
     summary_task = AVG
