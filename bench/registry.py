@@ -377,7 +377,7 @@ register(ModelSpec(
     name="simcse-bert", backbone="princeton-nlp/unsup-simcse-bert-base-uncased",
     pooler="cls_before_pooler", max_len=512, citation=SIMCSE_CITE,
     description="Released unsupervised SimCSE BERT-base checkpoint",
-    paper_ref="SimCSE Table 5",  # its own paper (76.25); RobustEmbed's reproduction (76.06) is also in the CSV
+    paper_ref="SimCSE Table 5",  # its own paper; RobustEmbed's reproduction (Table 1) is in the CSV too
 ))
 register(ModelSpec(
     name="sup-simcse-bert", backbone="princeton-nlp/sup-simcse-bert-base-uncased",
