@@ -23,6 +23,7 @@ COMMANDS = Registry("command", helps={
     "resources": "build or check the attacks' offline resources (WordNet, counter-fitted vectors, MLM)",
     "report": "regenerate paper tables, figures and leaderboards from result files",
     "train": "train a sentence encoder with a method (simcse, robustembed, ...)",
+    "publish": "copy chosen result cells into the published leaderboard (the checkout's results/)",
 })
 for _name in COMMANDS.helps:
     COMMANDS.register(_name, f"bench.commands.{_name}")
