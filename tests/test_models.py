@@ -218,3 +218,14 @@ def test_hub_id_cells_get_one_directory(tmp_path):
 
     key = CellKey("org/enc", "a" * 64, "sts", "stsb", 0, "b" * 16)
     assert key.relpath().parts[:3] == ("cells", "org--enc", "sts")
+
+
+def test_grid_takes_the_same_model_references(bench_env, tiny_bert_dir, tmp_path, capsys):
+    st = st_dir(tiny_bert_dir, tmp_path / "grid-enc")
+    args = ["grid", "--suites", "sts", "--tasks", "stsb", "--dry-run"]
+    assert cli([*args, "--models", f"{st},minilm"]) == 0
+    out = capsys.readouterr().out
+    assert "grid-enc" in out and "minilm" in out
+    assert cli([*args, "--models", str(tiny_bert_dir)]) == 2  # a Hugging Face directory needs --pooler
+    assert "--pooler" in capsys.readouterr().err
+    assert cli([*args, "--models", str(tiny_bert_dir), "--pooler", "avg"]) == 0
