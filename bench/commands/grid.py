@@ -4,6 +4,7 @@ on Ray (local by default, --address for a cluster), skipping cells already in th
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from rich.console import Console, Group
 from rich.table import Table
@@ -16,7 +17,9 @@ STATE_STYLE = {"pending": "dim", "running": "cyan", "done": "green", "stored": "
 
 
 def add_arguments(parser):
-    parser.add_argument("--models", required=True, help="comma-separated model names (see `bench ls models`)")
+    parser.add_argument("--models", required=True,
+                        help="comma-separated: names (`bench ls models`, $BENCH_HOME/models.toml), hf:ORG/NAME, "
+                             "or model directories")
     parser.add_argument("--suites", required=True, help="comma-separated suite names (see `bench ls suites`)")
     parser.add_argument("--tasks", help="comma-separated: task (in every chosen suite that has it) or suite/task; "
                                         "default: all tasks of each suite")
@@ -35,18 +38,27 @@ def add_arguments(parser):
                         help="device inside each cell; auto: cuda when --gpus-per-cell > 0, else cpu")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--limit", type=int, help="use only the first N examples of each task")
+    parser.add_argument("--results-dir", type=Path,
+                        help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
+                             "`--results-dir results` writes the checkout's published leaderboard")
     from bench.plugins import add_option_flags
+    from bench.registry import add_model_flags
     from suites import all_suites
 
+    add_model_flags(parser)
     add_option_flags(parser, all_suites())
 
 
 def build_plan(args):
     from bench.grid import CellSettings, Plan, select_tasks, split_list
     from bench.paths import Paths
-    from bench.registry import get_model
+    from bench.registry import resolve_model
 
-    models = [get_model(name) for name in dict.fromkeys(split_list(args.models))]
+    paths = Paths.from_env().with_results(getattr(args, "results_dir", None))
+    models = [resolve_model(name, paths, pooler=args.pooler, models_file=args.models_file)
+              for name in dict.fromkeys(split_list(args.models))]
+    if len({m.name for m in models}) < len(models):
+        raise BenchError("--models names one model twice (two references resolve to the same name).")
     suites = split_list(args.suites)
     if not models or not suites:
         raise BenchError("--models and --suites each need at least one name (comma-separated).")
@@ -67,7 +79,7 @@ def build_plan(args):
     settings = CellSettings(profile=args.profile, limit=args.limit, batch_size=args.batch_size, device=device,
                             options=options)
     return Plan(models=models, tasks=select_tasks(suites, split_list(args.tasks)), seeds=list(range(args.seeds)),
-                settings=settings, paths=Paths.from_env())
+                settings=settings, paths=paths)
 
 
 def fmt_s(seconds) -> str:
