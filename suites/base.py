@@ -46,6 +46,7 @@ class RunContext:
     options: dict = field(default_factory=dict)  # suite options by name (each suite declares its own)
     progress: object | None = None  # a rich Progress, or None when quiet
     log: Callable[[str], None] = print
+    allow_unverified_data: bool = False  # use data files whose sha256 differs from bench/data_files.tsv
 
     def __post_init__(self):
         if self.overwrite not in OVERWRITE_MODES:
@@ -97,7 +98,14 @@ class Suite:
         cfg = {"suite": self.name, "task": task.name, "split": task.split, "limit": ctx.limit,
                "profile": ctx.profile, "scorer_version": f"{self.name}-{self.version}.{task.version}"}
         cfg.update({opt.name: ctx.options.get(opt.name) for opt in self.options if opt.changes_numbers})
+        cfg.update(data_config(self.datasets(task), ctx))
         return cfg
+
+    def datasets(self, task: Task) -> tuple[str, ...]:
+        """The datasets whose content decides the task's numbers; their fingerprints enter the cell
+        configuration. Default: the task's own dataset. A suite that also reads others (e.g. training
+        data that is always present) adds them here."""
+        return (task.dataset,) if task.dataset else ()
 
     def seeds(self, ctx: RunContext) -> list[int]:
         return [ctx.seed]
@@ -108,6 +116,23 @@ class Suite:
     def summarize(self, rows: list[dict], ctx: RunContext) -> list[Result]:
         """Rows derived from the finished tasks (e.g. averages). Default: none."""
         return []
+
+
+def data_config(datasets, ctx: RunContext) -> dict:
+    """``{"data": {dataset: fingerprint}}`` after checking every file's sha256 against
+    bench/data_files.tsv (cached by file identity, so a re-run re-reads nothing). A mismatch is a
+    BenchError naming the file, unless ``ctx.allow_unverified_data``: then the differing files are
+    listed under ``data_unverified`` (so in every row's config) and the fingerprint keeps those cells
+    apart from cells on the reference data."""
+    from bench.data import check_content
+
+    checks = [check_content(ctx.paths.data, name, ctx.paths.cache, ctx.allow_unverified_data)
+              for name in dict.fromkeys(datasets)]
+    out: dict = {"data": {c.dataset: c.fingerprint for c in checks}} if checks else {}
+    unverified = [f"{c.dataset}/{u}" for c in checks for u in c.unverified]
+    if unverified:
+        out["data_unverified"] = unverified
+    return out
 
 
 def _stamp(row: Result, spec: ModelSpec, encoder, ctx: RunContext, task: Task | None, cfg: dict,
@@ -138,7 +163,9 @@ def summary_config(suite: Suite, tasks: list[Task], ctx: RunContext) -> dict:
     return {"suite": suite.name, "summary_of": sorted(t.name for t in tasks), "limit": ctx.limit,
             "scorer_version": f"{suite.name}-{suite.version}." + ".".join(str(t.version) for t in tasks),
             "profile": ctx.profile, **{o.name: resolved.get(o.name, ctx.options.get(o.name)) for o in suite.options
-                                        if o.changes_numbers}}
+                                        if o.changes_numbers},
+            # the summary averages cells computed on this data: another data set is another summary cell
+            **data_config([d for t in tasks for d in suite.datasets(t)], ctx)}
 
 
 def run_cell(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task: Task, store=None) -> TaskOutcome:

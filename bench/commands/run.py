@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 
-from rich.console import Console
+from dataclasses import replace
+
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bench.errors import BenchError
+from bench.commands import add_unverified_data_flag, nonnegative_int, output_console, positive_int
 
 
 def add_arguments(parser):
@@ -16,13 +17,14 @@ def add_arguments(parser):
     parser.add_argument("--model", required=True, help="see `bench ls models`")
     parser.add_argument("--task", action="append", dest="tasks", metavar="T", help="repeatable; default: all")
     parser.add_argument("--profile", choices=["smoke", "paper"], default="smoke")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps (auto: cuda, mps, cpu)")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--limit", type=int, help="use only the first N examples of each task")
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--limit", type=positive_int, help="use only the first N examples of each task")
     parser.add_argument("--overwrite", choices=["never", "only-missing", "always"], default="only-missing",
                         help="never: keep any existing cell; only-missing (default): compute cells missing for "
                              "this configuration; always: recompute")
+    add_unverified_data_flag(parser)
     from bench.plugins import add_option_flags
     from suites import all_suites
 
@@ -80,24 +82,29 @@ def results_table(outcomes, title: str) -> Table:
 def main(args) -> int:
     from bench.paths import Paths
     from bench.registry import get_model
+    from bench.store import ResultStore
     from suites import get_suite
-    from suites.base import RunContext, run_suite
+    from suites.base import RunContext, data_config, run_suite
 
-    console = Console()
+    console = output_console()
     start = time.perf_counter()
     spec = get_model(args.model)
     suite = get_suite(args.suite)
-    for name in args.tasks or []:
-        suite.task(name)  # unknown task names fail before any model loads
-    if args.limit is not None and args.limit <= 0:
-        raise BenchError("--limit must be a positive number of examples")
+    tasks = [suite.task(name) for name in args.tasks or []] or list(suite.tasks)  # unknown names fail here
     paths = Paths.from_env()
+    # Everything that can be refused is refused before the model loads or any work starts.
+    ResultStore(paths.results).check_writable()
+    ctx = RunContext(paths=paths, seed=args.seed, device=args.device, batch_size=args.batch_size,
+                     limit=args.limit, profile=args.profile, overwrite=args.overwrite,
+                     options=suite_options(args), log=console.print,
+                     allow_unverified_data=args.allow_unverified_data)
+    checked = data_config([d for t in tasks for d in suite.datasets(t)], ctx)
+    for item in checked.get("data_unverified", []):
+        console.print(f"[yellow]Unverified data (--allow-unverified-data; recorded in each row):[/yellow] {item}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print)
-        ctx = RunContext(paths=paths, seed=args.seed, device=encoder.device, batch_size=args.batch_size,
-                         limit=args.limit, profile=args.profile, overwrite=args.overwrite,
-                         options=suite_options(args), progress=progress, log=console.print)
+        ctx = replace(ctx, device=encoder.device, progress=progress)
         outcomes = run_suite(suite, spec, ctx, encoder, args.tasks)
     console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler})"))
     cached = [o.task for o in outcomes if o.cached]
