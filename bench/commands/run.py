@@ -38,7 +38,8 @@ def suite_options(args) -> dict:
     return options_from_args(args, all_suites())
 
 
-def open_encoder(spec, paths, device: str, batch_size: int, seed: int = 0, log=print):
+def open_encoder(spec, paths, device: str, batch_size: int, seed: int = 0, log=print,
+                 allow_unverified_data: bool = False):
     """The model's encoder, training it first if it is a registered method model with no checkpoint."""
     from bench.encoder import CheckpointMissing, Encoder
 
@@ -49,7 +50,7 @@ def open_encoder(spec, paths, device: str, batch_size: int, seed: int = 0, log=p
             f"({spec.method} from {spec.base}, {spec.profile} profile).")
         from bench.train import train_registered
 
-        train_registered(spec, paths, device=device, seed=seed)
+        train_registered(spec, paths, device=device, seed=seed, allow_unverified_data=allow_unverified_data)
         return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
 
 
@@ -103,7 +104,8 @@ def main(args) -> int:
         console.print(f"[yellow]Unverified data (--allow-unverified-data; recorded in each row):[/yellow] {item}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
-        encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print)
+        encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print,
+                               allow_unverified_data=args.allow_unverified_data)
         ctx = replace(ctx, device=encoder.device, progress=progress)
         outcomes = run_suite(suite, spec, ctx, encoder, args.tasks)
     console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler})"))
