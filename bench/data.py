@@ -191,7 +191,7 @@ def require(data_root: Path, name: str) -> Path:
 # --- content check (sha256 against bench/data_files.tsv, cached by file identity) ----------
 
 HASH_CACHE = "data-sha256.json"  # under $BENCH_HOME/cache: path -> [size, mtime_ns, ctime_ns, sha256]
-_HASH_MEMO: dict[str, list] = {}  # the same, for this process
+_HASH_CACHES: dict[str, dict[str, list]] = {}  # the same per cache file, in this process
 
 
 @dataclass(frozen=True)
@@ -220,26 +220,28 @@ def _sha256_file(path: Path) -> str:
 
 def sha256_files(paths: list[Path], cache_dir: Path | None = None) -> dict[Path, str]:
     """sha256 of each file, reusing an earlier hash while the file's (size, mtime, ctime) is unchanged:
-    a re-run re-reads no data. The cache is ``cache_dir/data-sha256.json`` (and a per-process memo)."""
+    a re-run re-reads no data. The cache is ``cache_dir/data-sha256.json`` (kept in memory too)."""
     cache_file = Path(cache_dir) / HASH_CACHE if cache_dir else None
-    if cache_file is not None and not _HASH_MEMO:
+    memo = _HASH_CACHES.get(str(cache_file))
+    if memo is None:
+        memo = _HASH_CACHES[str(cache_file)] = {}
         try:
-            loaded = json.loads(cache_file.read_text(encoding="utf-8"))
-            _HASH_MEMO.update({k: v for k, v in loaded.items() if isinstance(v, list) and len(v) == 4})
+            loaded = json.loads(cache_file.read_text(encoding="utf-8")) if cache_file else {}
+            memo.update({k: v for k, v in loaded.items() if isinstance(v, list) and len(v) == 4})
         except (OSError, ValueError, AttributeError):
             pass  # no cache yet, or an unreadable one: hash again
     out, changed = {}, False
     for path in paths:
         key = str(Path(path).resolve())
         ident = _identity(path)
-        hit = _HASH_MEMO.get(key)
+        hit = memo.get(key)
         if hit is None or hit[:3] != ident:
-            _HASH_MEMO[key] = [*ident, _sha256_file(path)]
+            memo[key] = [*ident, _sha256_file(path)]
             changed = True
-        out[path] = _HASH_MEMO[key][3]
+        out[path] = memo[key][3]
     if changed and cache_file is not None:
         try:
-            atomic_write_text(cache_file, json.dumps(_HASH_MEMO, sort_keys=True))
+            atomic_write_text(cache_file, json.dumps(memo, sort_keys=True))
         except OSError:
             pass  # a read-only home only costs re-hashing next time
     return out

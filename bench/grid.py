@@ -45,6 +45,7 @@ class CellSettings:
     batch_size: int = 64
     device: str = "cpu"
     options: tuple = ()  # suite options as sorted (key, value) pairs
+    allow_unverified_data: bool = False
 
     def context(self, paths: Paths, seed: int):
         from suites.base import RunContext
@@ -52,7 +53,7 @@ class CellSettings:
         return RunContext(paths=paths, seed=seed, device=self.device, batch_size=self.batch_size,
                           limit=self.limit, profile=self.profile, overwrite="only-missing",
                           options={k: list(v) if isinstance(v, tuple) else v for k, v in self.options},
-                          progress=None, log=print)  # lists again, as `bench run` passes them; logs go to Ray's worker logs
+                          progress=None, log=print, allow_unverified_data=self.allow_unverified_data)  # lists again, as `bench run` passes them; logs go to Ray's worker logs
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,7 @@ LIMITS: dict[str, tuple] = {
     "pgd_steps": (0, None, False), "fgsm_steps": (0, None, False), "steps": (0, None, False),
     "iterations": (0, None, False), "layers": (0, None, False),
     "pgd_step_size": (0.0, None, False), "fgsm_step_size": (0.0, None, False), "step_size": (0.0, None, False),
-    "epsilon": (0.0, None, False), "init_std": (0.0, None, False), "threshold": (0.0, None, False),
+    "epsilon": (0.0, None, False), "init_std": (0.0, None, False), "threshold": PROBABILITY,
     "reg_weight": (0.0, None, False), "adv_weight": (0.0, None, False), "vadv_weight": (0.0, None, False),
     "mlm_weight": (0.0, None, False),
 }
@@ -530,7 +530,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
             with accelerator.autocast():
                 loss, logs = module(batch, step)
             if not torch.isfinite(loss):
-                raise non_finite(f"The loss ({float(loss)})", step + 1)
+                raise non_finite(f"The loss ({float(loss.detach())})", step + 1)
             commit_pending()  # the state saved after the previous step gave a finite loss: keep it
             accelerator.backward(loss)
             if cfg.max_grad_norm > 0:
