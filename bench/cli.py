@@ -50,7 +50,10 @@ def _warning_printer(previous):
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a bad flag value (2, message printed): one exit path
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     if not getattr(args, "module", None):
         parser.print_help()
         return 2

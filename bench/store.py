@@ -25,7 +25,7 @@ import tempfile
 import time
 import warnings
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import metadata
@@ -141,6 +141,31 @@ def clean_number(value):
     return value if math.isfinite(value) else None
 
 
+def check_writable(directory: Path, what: str, env_var: str, min_free_bytes: int = MIN_FREE_BYTES) -> None:
+    """Create ``directory`` if needed, write and delete a 4 KiB probe, and check the free space; a BenchError
+    naming the directory, ``env_var`` and the fix otherwise, so a read-only or full disk never wastes a
+    long run at its last write."""
+    directory = Path(directory)
+    fix = f"or point {env_var} at another directory. Nothing was computed."
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=directory, prefix=".write-check-")
+        try:
+            os.write(fd, b"\0" * 4096)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        raise BenchError(f"The {what} {directory} cannot be written ({exc.strerror or exc}). "
+                         f"Fix: make it writable or free space there, {fix}") from None
+    free = shutil.disk_usage(directory).free
+    if free < min_free_bytes:
+        raise BenchError(f"The {what} {directory} has {free / 2**20:.1f} MiB free, less than the "
+                         f"{min_free_bytes / 2**20:.0f} MiB a run needs to write safely. "
+                         f"Fix: free space there, {fix}")
+
+
 class CorruptCell(BenchError):
     """A cell file that does not parse (truncated, empty, not a cell)."""
 
@@ -227,26 +252,8 @@ class ResultStore:
         return out
 
     def check_writable(self, min_free_bytes: int = MIN_FREE_BYTES) -> None:
-        """Before any work: the results directory can take a file and has room, else a BenchError (exit 2),
-        so a read-only or full directory never wastes a long run at its last write."""
-        fix = "or point BENCH_RESULTS_DIR at another directory. Nothing was computed."
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            fd, probe = tempfile.mkstemp(dir=self.root, prefix=".write-check-")
-            try:
-                os.write(fd, b"\0" * 4096)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-                os.unlink(probe)
-        except OSError as exc:
-            raise BenchError(f"The results directory {self.root} cannot be written ({exc.strerror or exc}). "
-                             f"Fix: make it writable or free space there, {fix}") from None
-        free = shutil.disk_usage(self.root).free
-        if free < min_free_bytes:
-            raise BenchError(f"The results directory {self.root} has {free / 2**20:.1f} MiB free, less than the "
-                             f"{min_free_bytes / 2**20:.0f} MiB a run needs to write its results safely. "
-                             f"Fix: free space there, {fix}")
+        """Before any work: the results directory takes a file and has room, else a BenchError (exit 2)."""
+        check_writable(self.root, "results directory", "BENCH_RESULTS_DIR", min_free_bytes)
 
     @contextmanager
     def _leaderboard_lock(self):

@@ -35,6 +35,11 @@ def main(args) -> int:
     console = Console(soft_wrap=True)  # file paths stay whole, one per line
     paths = Paths.from_env()
     out = (args.out or paths.results.parent / "reports").expanduser().resolve()
+    if not args.check:  # it writes the reports and the leaderboards: refuse a read-only or full disk first
+        from bench.store import check_writable
+
+        check_writable(paths.results, "results directory", "BENCH_RESULTS_DIR")
+        check_writable(out, "reports directory", "--out")
     with warnings.catch_warnings(record=True) as caught:  # unreadable cells: skipped, listed below
         warnings.simplefilter("always", BenchWarning)
         artifacts = reports.generate(paths.results, suites=args.suites, formats=args.formats)

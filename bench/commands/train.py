@@ -94,6 +94,9 @@ def main(args) -> int:
         return relaunch_with_accelerate(args, sys.argv[1:])
     start = time.perf_counter()
     paths = Paths.from_env()
+    from bench.store import check_writable
+
+    check_writable(paths.home, "BENCH_HOME directory (checkpoints, resume state)", "BENCH_HOME")
     job = build_job(args.method, args.backbone, args.profile, paths, data=args.data,
                     settings=settings_from_args(args), name=args.name, device=args.device,
                     allow_unverified_data=args.allow_unverified_data)
@@ -104,7 +107,7 @@ def main(args) -> int:
     print(f"Model '{job.name}': {paths.models / job.name} · steps {card.get('steps')} · STS-B dev before "
           f"{card.get('stsb_dev_before')} · best {best.get('stsb_dev_spearman')} at step {best.get('step')}")
     print(f"Evaluate it with: bench run --suite sts --model {job.name}" if job.name in _registered() else
-          f"Register it with bench.registry.trained(...) to evaluate it with `bench run`.")
+          "Register it with bench.registry.trained(...) to evaluate it with `bench run`.")
     print(f"Wall time: {time.perf_counter() - start:.1f}s")
     return 0
 
