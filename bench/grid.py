@@ -509,7 +509,7 @@ class GridRunner:
             from suites import get_suite
 
             export_metadata(self.plan.paths.results, suites=[get_suite(n) for n in self.plan.tasks],
-                            models=self.plan.models)
+                            models=self.plan.models, models_dir=self.plan.paths.models)
         return GridReport(list(self.states.values()), dict(self.models_failed), time.time() - self.started,
                           dict(self.models))
 

@@ -215,7 +215,8 @@ def run_suite(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task_name
         if summary is not None:
             outcomes.append(summary)
     store.write_leaderboard()
-    export_metadata(ctx.paths.results, suites=[suite], models=[spec])  # labels and model facts for reports
+    export_metadata(ctx.paths.results, suites=[suite], models=[spec],  # labels, model facts, dev curves for reports
+                    models_dir=ctx.paths.models)
     return outcomes
 
 
