@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.data import PairSet, read_semeval_sts, read_sick, read_stsb, require
+from bench.metrics import score_pairs
 from suites.base import RunContext, Suite, Task, row
 
 
@@ -40,8 +41,9 @@ class SICKTask(Task):
 
 
 def _sts(name, subsets, ref):
-    return SemEvalTask("sts", name, name, "test", "spearman", "all", f"SemEval {name.upper()} test",
-                       ref, subsets=subsets)
+    return SemEvalTask(suite="sts", name=name, label=name.upper(), dataset=name, split="test",
+                       main_metric="spearman", main_aggregation="all", description=f"SemEval {name.upper()} test",
+                       paper_ref=ref, subsets=subsets)
 
 
 REF = "RobustEmbed Table 1 / SimCSE Table 5"
@@ -51,45 +53,19 @@ TASKS = (
     _sts("sts14", ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"), REF),
     _sts("sts15", ("answers-forums", "answers-students", "belief", "headlines", "images"), REF),
     _sts("sts16", ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"), REF),
-    STSBTask("sts", "stsb", "stsb", "test", "spearman", "all", "STS Benchmark test", REF),
-    SICKTask("sts", "sickr", "sick", "test", "spearman", "all", "SICK relatedness test", REF),
+    STSBTask(suite="sts", name="stsb", label="STS-B", dataset="stsb", split="test", main_metric="spearman",
+             description="STS Benchmark test", paper_ref=REF),
+    SICKTask(suite="sts", name="sickr", label="SICK-R", dataset="sick", split="test", main_metric="spearman",
+             description="SICK relatedness test", paper_ref=REF),
 )
 
-AVG = Task("sts", "avg", "", "test", "spearman", "mean-of-tasks", "mean of the task headline scores", REF)
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a = a / np.clip(np.linalg.norm(a, axis=1, keepdims=True), 1e-12, None)
-    b = b / np.clip(np.linalg.norm(b, axis=1, keepdims=True), 1e-12, None)
-    return (a * b).sum(1)
-
-
-def correlations(pred, gold) -> dict[str, float]:
-    from scipy.stats import pearsonr, spearmanr
-
-    return {"spearman": 100.0 * float(spearmanr(pred, gold)[0]),
-            "pearson": 100.0 * float(pearsonr(pred, gold)[0])}
-
-
-def score_pairs(pairs: PairSet, encode) -> dict[tuple[str, str], float]:
-    """{(metric, aggregation): value} for one task, from an ``encode(list[str])`` function."""
-    per_subset, sizes, all_pred, all_gold = [], [], [], []
-    for s1, s2, gold in pairs.subsets.values():
-        pred = cosine(encode(s1), encode(s2))
-        per_subset.append(correlations(pred, gold))
-        sizes.append(len(gold))
-        all_pred.append(pred)
-        all_gold += gold
-    overall = correlations(np.concatenate(all_pred), all_gold)
-    out = {}
-    for metric in ("spearman", "pearson"):
-        out[(metric, "all")] = overall[metric]
-        out[(metric, "wmean")] = float(np.average([c[metric] for c in per_subset], weights=sizes))
-    return out
+AVG = Task(suite="sts", name="avg", label="Avg.", dataset="", split="test", main_metric="spearman",
+           main_aggregation="mean-of-tasks", description="mean of the task headline scores", paper_ref=REF)
 
 
 class STSSuite(Suite):
     name = "sts"
+    label = "STS"
     description = "Semantic textual similarity: STS12-16, STS-B, SICK-R (cosine, Spearman x100)"
     tasks = TASKS
     summary_task = AVG

@@ -1,13 +1,11 @@
 """bench ls models|suites|tasks|methods|recipes|datasets [--json]
 
 On a terminal: a table. Piped (not a terminal): tab-separated lines with a header and whole values,
-for scripts and logs; ``--json``: a JSON list of records. models/suites/tasks/datasets/recipes import
-no torch; methods imports the method modules (torch) to read their configurations.
+for scripts and logs; ``--json``: a JSON list of records. Nothing here imports torch.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 
@@ -17,22 +15,51 @@ KINDS = ("models", "suites", "tasks", "methods", "recipes", "datasets")
 def add_arguments(parser):
     parser.add_argument("what", choices=KINDS)
     parser.add_argument("--suite", help="with 'tasks': only this suite")
+    parser.add_argument("--models-file", metavar="TOML", help="with 'models': also the models this file declares")
     parser.add_argument("--json", action="store_true", help="print a JSON list of records (whole values)")
 
 
+TITLES = {
+    "models": "Models (built-in, then $BENCH_HOME/models.toml and --models-file; --model also takes hf:ORG/NAME and "
+              "model directories)",
+    "methods": "Training methods (bench train --method)",
+    "recipes": "Attack recipes (--recipe)",
+}
+
+
 def _models(args) -> list[dict]:
-    from bench.registry import MODELS
+    from bench.paths import Paths
+    from bench.registry import MODELS, known_models
 
     out = []
-    for spec in MODELS.values():
+    for spec in known_models(Paths.from_env(), args.models_file).values():
         recipe = ""
         if spec.is_trained:
             extra = ", ".join(f"{k}={v}" for k, v in spec.recipe.items())
             recipe = f"{spec.method} from {spec.base} ({spec.profile}){': ' + extra if extra else ''}"
-        out.append({"name": spec.name,
-                    "backbone": spec.backbone if not spec.is_trained else "$BENCH_HOME/models/" + spec.name,
-                    "pooler": spec.pooler, "training recipe": recipe, "description": spec.description})
+        where = spec.checkpoint or "$BENCH_HOME/models/" + spec.name
+        out.append({"name": spec.name + ("" if spec.name in MODELS else " (user)"),
+                    "backbone": spec.backbone if not spec.is_trained else where, "pooler": spec.pooler,
+                    "training recipe": recipe, "description": spec.description})
     return out
+
+
+def _names(registry) -> list[dict]:
+    return [{"name": name, "label": registry.label(name),
+             "module": entry if isinstance(entry, str) else f"{entry.__module__}:{getattr(entry, '__qualname__', '')}"}
+            for name, entry in registry.items()]
+
+
+def _methods(args) -> list[dict]:
+    from bench.methods import METHODS
+
+    return _names(METHODS)
+
+
+def _recipes(args) -> list[dict]:
+    from attacks.recipes import RECIPES
+
+    return _names(RECIPES)
 
 
 def _suites(args) -> list[dict]:
@@ -48,25 +75,6 @@ def _tasks(args) -> list[dict]:
     return [{"suite": suite.name, "task": t.name, "dataset": t.dataset, "split": t.split,
              "main score": f"{t.main_metric} ({t.main_aggregation})", "description": t.description}
             for suite in ([get_suite(args.suite)] if args.suite else all_suites()) for t in suite.tasks]
-
-
-def _methods(args) -> list[dict]:
-    from bench.methods import METHOD_MODULES, get_method
-
-    out = []
-    for name in METHOD_MODULES:
-        cls = get_method(name)
-        defaults = cls.Config()
-        settings = ", ".join(f"{f.name}={getattr(defaults, f.name)}" for f in dataclasses.fields(cls.Config))
-        out.append({"method": name, "citation": cls.citation, "hyper-parameters (--set KEY=VALUE)": settings})
-    return out
-
-
-def _recipes(args) -> list[dict]:
-    from attacks.recipes import RECIPES
-
-    return [{"recipe": name, "description": (builder.__doc__ or "").strip().splitlines()[0] if builder.__doc__ else ""}
-            for name, builder in RECIPES.items()]
 
 
 def _datasets(args) -> list[dict]:
@@ -98,7 +106,7 @@ def main(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=args.what.capitalize())
+    table = Table(title=TITLES.get(args.what, args.what.capitalize()))
     for col in columns:
         table.add_column(col)
     for r in records:

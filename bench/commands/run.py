@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-
 from dataclasses import replace
+from functools import partial
+from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -14,7 +15,9 @@ from bench.commands import add_unverified_data_flag, nonnegative_int, output_con
 
 def add_arguments(parser):
     parser.add_argument("--suite", required=True, help="see `bench ls suites`")
-    parser.add_argument("--model", required=True, help="see `bench ls models`")
+    parser.add_argument("--model", required=True,
+                        help="a name (`bench ls models`, $BENCH_HOME/models.toml), hf:ORG/NAME[@REVISION], or a "
+                             "local model directory (bench checkpoint, sentence-transformers or Hugging Face)")
     parser.add_argument("--task", action="append", dest="tasks", metavar="T", help="repeatable; default: all")
     parser.add_argument("--profile", choices=["smoke", "paper"], default="smoke")
     parser.add_argument("--seed", type=nonnegative_int, default=0)
@@ -25,9 +28,14 @@ def add_arguments(parser):
                         help="never: keep any existing cell; only-missing (default): compute cells missing for "
                              "this configuration; always: recompute")
     add_unverified_data_flag(parser)
+    parser.add_argument("--results-dir", type=Path,
+                        help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
+                             "`--results-dir results` writes the checkout's published leaderboard")
     from bench.plugins import add_option_flags
+    from bench.registry import add_model_flags
     from suites import all_suites
 
+    add_model_flags(parser)
     add_option_flags(parser, all_suites())
 
 
@@ -36,22 +44,6 @@ def suite_options(args) -> dict:
     from suites import all_suites
 
     return options_from_args(args, all_suites())
-
-
-def open_encoder(spec, paths, device: str, batch_size: int, seed: int = 0, log=print,
-                 allow_unverified_data: bool = False):
-    """The model's encoder, training it first if it is a registered method model with no checkpoint."""
-    from bench.encoder import CheckpointMissing, Encoder
-
-    try:
-        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
-    except CheckpointMissing:
-        log(f"Model '{spec.name}' has no checkpoint yet: training it now "
-            f"({spec.method} from {spec.base}, {spec.profile} profile).")
-        from bench.train import train_registered
-
-        train_registered(spec, paths, device=device, seed=seed, allow_unverified_data=allow_unverified_data)
-        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
 
 
 def results_table(outcomes, title: str) -> Table:
@@ -81,18 +73,20 @@ def results_table(outcomes, title: str) -> Table:
 
 
 def main(args) -> int:
+    from bench.encoder import open_encoder
     from bench.paths import Paths
-    from bench.registry import get_model
-    from bench.store import ResultStore
+    from bench.registry import resolve_model
+    from bench.store import ResultStore, model_dir
+    from bench.train import train_registered
     from suites import get_suite
     from suites.base import RunContext, data_config, run_suite
 
     console = output_console()
     start = time.perf_counter()
-    spec = get_model(args.model)
+    paths = Paths.from_env().with_results(args.results_dir)
+    spec = resolve_model(args.model, paths, pooler=args.pooler, models_file=args.models_file)
     suite = get_suite(args.suite)
     tasks = [suite.task(name) for name in args.tasks or []] or list(suite.tasks)  # unknown names fail here
-    paths = Paths.from_env()
     # Everything that can be refused is refused before the model loads or any work starts.
     ResultStore(paths.results).check_writable()
     ctx = RunContext(paths=paths, seed=args.seed, device=args.device, batch_size=args.batch_size,
@@ -105,7 +99,8 @@ def main(args) -> int:
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print,
-                               allow_unverified_data=args.allow_unverified_data)
+                               train_missing=partial(train_registered,
+                                                     allow_unverified_data=args.allow_unverified_data))
         ctx = replace(ctx, device=encoder.device, progress=progress)
         outcomes = run_suite(suite, spec, ctx, encoder, args.tasks)
     console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler})"))
@@ -116,7 +111,7 @@ def main(args) -> int:
                       f"({', '.join(cached)}). Use --overwrite always to recompute.")
     for o in fresh:
         console.print(f"  {o.task}: {o.wall_s:.1f}s")
-    console.print(f"Results: {paths.results} (cells under cells/{spec.name}/{suite.name}/, "
+    console.print(f"Results: {paths.results} (cells under cells/{model_dir(spec.name)}/{suite.name}/, "
                   f"leaderboard {paths.results / 'leaderboard.csv'})")
     console.print(f"Wall time: {time.perf_counter() - start:.1f}s")
     return 0
