@@ -8,11 +8,14 @@ sit side by side, each row carrying its configuration.
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import io
 import json
 import math
+import os
 import subprocess
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
@@ -44,6 +47,9 @@ class Result:
     seed: int | None = None
     paper_value: float | None = None
     std: float | None = None  # over seeds or runs, where the row is a mean
+    ci_low: float | None = None  # 95% interval, same scale as value (bench/stats.py)
+    ci_high: float | None = None
+    ci_method: str = ""  # how the interval was made, e.g. "bootstrap(B=1000,seed=0)", "wilson", "t-over-3-runs"
     pooler: str = ""
     weights_sha256: str = ""
     batch_size: int | None = None
@@ -59,9 +65,19 @@ class Result:
     git_commit: str = ""
     created_at: str = ""
     wall_s: float | None = None
+    # Per-example data behind the interval (bench.stats.Evidence), handed from the suite to the base
+    # suite; stored in the cell's evidence sidecar, never in the row itself.
+    evidence: object = field(default=None, repr=False, compare=False, metadata={"stored": False})
 
 
-COLUMNS = [f.name for f in fields(Result)]
+COLUMNS = [f.name for f in fields(Result) if f.metadata.get("stored", True)]
+NUMBER_FIELDS = ("value", "paper_value", "std", "ci_low", "ci_high", "wall_s")
+EVIDENCE_SUFFIX = ".evidence.json.gz"
+
+
+def row_dict(row: Result) -> dict:
+    """The stored fields of a row (the evidence goes to the sidecar)."""
+    return {name: getattr(row, name) for name in COLUMNS}
 
 
 @dataclass(frozen=True)
@@ -125,6 +141,21 @@ def clean_number(value):
     return value if math.isfinite(value) else None
 
 
+def _atomic_write_bytes(path: Path, blob: bytes) -> None:
+    """Temporary file in the same directory, fsync, rename (as bench.data.atomic_write_text)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(blob)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 class ResultStore:
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -139,15 +170,43 @@ class ResultStore:
         path = self.path(key)
         return path if path.exists() else None
 
-    def write(self, key: CellKey, rows: list[Result], config: dict, extra: dict | None = None) -> Path:
+    def write(self, key: CellKey, rows: list[Result], config: dict, extra: dict | None = None,
+              evidence: dict | None = None) -> Path:
         for row in rows:
-            for f in ("value", "paper_value", "std", "wall_s"):
+            for f in NUMBER_FIELDS:
                 setattr(row, f, None if getattr(row, f) is None else clean_number(getattr(row, f)))
         payload = {"cell": asdict(key), "config": config, "written_at": now_iso(),
-                   "results": [asdict(r) for r in rows], **(extra or {})}
+                   "results": [row_dict(r) for r in rows], **(extra or {})}
         path = self.path(key)
+        # The sidecar first: a cell on disk never points at evidence from an older computation.
+        self.write_evidence(path, evidence)
         atomic_write_text(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
         return path
+
+    # ---- evidence sidecars: what a paired test needs, beside the cell (gzip'd JSON) ----
+    @staticmethod
+    def evidence_path(cell_path: Path) -> Path:
+        cell_path = Path(cell_path)
+        return cell_path.with_name(cell_path.stem + EVIDENCE_SUFFIX)
+
+    def write_evidence(self, cell_path: Path, evidence: dict | None) -> None:
+        """Atomically write (or, for ``None``, remove) the cell's evidence sidecar."""
+        side = self.evidence_path(cell_path)
+        if evidence is None:
+            side.unlink(missing_ok=True)
+            return
+        blob = gzip.compress(json.dumps(evidence, separators=(",", ":"), sort_keys=True).encode("utf-8"), mtime=0)
+        _atomic_write_bytes(side, blob)
+
+    def read_evidence(self, cell_path: Path) -> dict | None:
+        """The cell's evidence sidecar, or None when there is none (or it is unreadable)."""
+        side = self.evidence_path(cell_path)
+        if not side.exists():
+            return None
+        try:
+            return json.loads(gzip.decompress(side.read_bytes()).decode("utf-8"))
+        except (OSError, EOFError, ValueError):
+            return None
 
     @staticmethod
     def read(path: Path) -> dict:
