@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.data import read_stsb, require
+from bench.stats import Evidence, Sample
 from suites.base import RunContext, Suite, Task, row
 
 POSITIVE_THRESHOLD = 4.0
@@ -46,8 +47,13 @@ class AlignmentSuite(Suite):
         pos = [i for i, g in enumerate(gold) if g >= POSITIVE_THRESHOLD]
         sentences = list(dict.fromkeys(s1 + s2))
         encoder.encode(sentences)
-        align = alignment(encoder.encode([s1[i] for i in pos]), encoder.encode([s2[i] for i in pos]))
-        return [row(task, "align", align, len(pos), aggregation="mean"),
+        x, y = normalise(encoder.encode([s1[i] for i in pos])), normalise(encoder.encode([s2[i] for i in pos]))
+        align = alignment(x, y)
+        # Per positive pair, for the CI (bootstrap of the mean) and paired tests; uniformity has none
+        # (a bootstrap would need the whole pair matrix per resample).
+        pairs = Sample(pos, {"sq_dist": np.linalg.norm(x - y, axis=1) ** 2})
+        return [row(task, "align", align, len(pos), aggregation="mean",
+                    evidence=Evidence("mean", pairs, ("sq_dist",), scale=1.0)),
                 row(task, "uniform", uniformity(encoder.encode(sentences)), len(sentences), aggregation="mean")]
 
 
