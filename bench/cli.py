@@ -20,6 +20,7 @@ COMMANDS = {
     "data": ("bench.commands.data", "check, verify or fetch benchmark data"),
     "grid": ("bench.commands.grid", "run models x suites x tasks x seeds on Ray (local or a cluster), skipping finished cells"),
     "resources": ("bench.commands.resources", "build or check the attacks' offline resources (WordNet, counter-fitted vectors, MLM)"),
+    "compare": ("bench.commands.compare", "paired differences B - A (95% CI, p-value) over the result cells two models share"),
     "report": ("bench.commands.report", "regenerate paper tables, figures and leaderboards from result files"),
     "train": ("bench.commands.train", "train a sentence encoder with a method (simcse, robustembed, ...)"),
 }
