@@ -72,28 +72,68 @@ def resample_indices(n: int, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_S
     return out
 
 
-def _rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    x = x - x.mean(axis=-1, keepdims=True)
-    y = y - y.mean(axis=-1, keepdims=True)
-    den = np.sqrt((x * x).sum(-1) * (y * y).sum(-1))
+def _counts(idx: np.ndarray | None, n: int) -> np.ndarray:
+    """(B, n) multiplicity of each example in each resample ((1, n) ones for the data itself)."""
+    if idx is None:
+        return np.ones((1, n))
+    b = idx.shape[0]
+    flat = (idx + n * np.arange(b)[:, None]).ravel()
+    return np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64)
+
+
+def _weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Pearson r of (x, y) with per-example weights w (B, n): a resample's r, its copies as weights."""
+    total = w.sum(-1, keepdims=True)
+    mx = (w * x).sum(-1, keepdims=True) / total
+    my = (w * y).sum(-1, keepdims=True) / total
+    dx, dy = x - mx, y - my
+    den = np.sqrt((w * dx * dx).sum(-1) * (w * dy * dy).sum(-1))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, (x * y).sum(-1) / np.where(den > 0, den, 1.0), np.nan)
+        return np.where(den > 1e-300, (w * dx * dy).sum(-1) / np.where(den > 1e-300, den, 1.0), np.nan)
 
 
-def _rank(x: np.ndarray) -> np.ndarray:
-    from scipy.stats import rankdata
+def _weighted_ranks(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Average ranks (ties averaged, as scipy's rankdata) of every example within each resample whose
+    multiplicities are w (B, n): the rank of x_i among the resampled values, for all B at once."""
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])  # first sorted position of each tie group
+    group = np.cumsum(np.r_[True, xs[1:] != xs[:-1]]) - 1
+    ends = np.r_[starts[1:], len(xs)]
+    cum = np.cumsum(w[:, order], axis=-1)
+    below = np.where(starts > 0, cum[:, np.maximum(starts - 1, 0)], 0.0)
+    within = cum[:, ends - 1] - below
+    ranks_sorted = (below + (within + 1.0) / 2.0)[:, group]
+    ranks = np.empty_like(ranks_sorted)
+    ranks[:, order] = ranks_sorted
+    return ranks
 
-    return rankdata(x, axis=-1)  # average ranks for ties, as scipy.stats.spearmanr
+
+def pearson(x, y, idx: np.ndarray | None = None) -> np.ndarray:
+    """Pearson r of the data (idx None) or of each resample (idx (B, n))."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    return _squeeze(_weighted_pearson(x[None, :], y[None, :], _counts(idx, len(x))), idx)
 
 
-def pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson r over the last axis (NaN where an input is constant)."""
-    return _rowwise_pearson(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+def spearman(x, y, idx: np.ndarray | None = None) -> np.ndarray:
+    """Spearman rho (Pearson r of average ranks) of the data or of each resample; computed from each
+    resample's multiplicities, so equal to ranking every resample and far cheaper."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    w = _counts(idx, len(x))
+    return _squeeze(_weighted_pearson(_weighted_ranks(x, w), _weighted_ranks(y, w), w), idx)
 
 
-def spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman rho over the last axis: Pearson r of average ranks."""
-    return _rowwise_pearson(_rank(np.asarray(x, dtype=np.float64)), _rank(np.asarray(y, dtype=np.float64)))
+def _squeeze(values: np.ndarray, idx) -> np.ndarray:
+    return values[0] if idx is None else values
+
+
+def _gathered(fn):
+    """A statistic of the gathered resample values (fn over the last axis)."""
+    def apply(*cols_and_idx):
+        *cols, idx = cols_and_idx
+        cols = [np.asarray(c, dtype=np.float64) for c in cols]
+        return fn(*(c if idx is None else c[idx] for c in cols))
+    return apply
 
 
 def nan_mean(v: np.ndarray) -> np.ndarray:
@@ -116,21 +156,25 @@ def f1_binary(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Statistic:
-    """A statistic of per-example columns, evaluated on index matrices (one resample per row)."""
+    """A statistic of per-example columns: ``fn(*columns, idx)`` gives the data's value (idx None) or
+    one value per resample (idx: (B, n) indices)."""
 
     name: str
     columns: int  # how many columns it reads
-    fn: Callable[..., np.ndarray]  # (*columns of shape (B, n)) -> (B,)
+    fn: Callable[..., np.ndarray]
     interval: str = "bootstrap"  # "bootstrap" or "wilson"
 
 
 def _stratified(fn):
-    """Weighted mean (weights = stratum sizes) of ``fn`` within strata: SentEval's 'wmean'."""
-    def within(strata, *cols):
+    """Weighted mean (weights = stratum sizes) of ``fn`` within strata: SentEval's 'wmean'. Stratified
+    resamples keep each position in its stratum, so a stratum's resamples are its own positions."""
+    def within(strata, *cols_and_idx):
+        *cols, idx = cols_and_idx
         total, weight = 0.0, 0
         for s in np.unique(strata):
             members = np.flatnonzero(strata == s)
-            total = total + len(members) * fn(*(c[..., members] for c in cols))
+            local = None if idx is None else np.searchsorted(members, idx[:, members])
+            total = total + len(members) * fn(*(np.asarray(c)[members] for c in cols), local)
             weight += len(members)
         return total / weight
     return within
@@ -141,9 +185,9 @@ STATISTICS: dict[str, Statistic] = {s.name: s for s in (
     Statistic("pearson", 2, pearson),
     Statistic("spearman_wmean", 2, _stratified(spearman)),
     Statistic("pearson_wmean", 2, _stratified(pearson)),
-    Statistic("mean", 1, nan_mean),
-    Statistic("proportion", 1, nan_mean, interval="wilson"),  # 0/1 outcomes, NaN = not counted
-    Statistic("f1", 2, f1_binary),
+    Statistic("mean", 1, _gathered(nan_mean)),
+    Statistic("proportion", 1, _gathered(nan_mean), interval="wilson"),  # 0/1 outcomes, NaN = not counted
+    Statistic("f1", 2, _gathered(f1_binary)),
 )}
 
 
@@ -194,6 +238,7 @@ class Evidence:
     parts: list["Evidence"] = field(default_factory=list)
     combine: str = ""  # "" | "average" | "runs"
     label: str = ""  # names a part (its task or run), so two rows' parts pair up by name
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)  # (resamples, seed) -> bootstrap
 
     def __post_init__(self):
         if self.parts or self.combine:
@@ -211,10 +256,10 @@ class Evidence:
     # -- point and bootstrap values --
     def _apply(self, sample: Sample, idx: np.ndarray | None) -> np.ndarray:
         stat = STATISTICS[self.statistic]
-        cols = [sample.columns[c] if idx is None else sample.columns[c][idx] for c in self.columns]
+        cols = [sample.columns[c] for c in self.columns]
         if self.statistic.endswith("_wmean"):
-            return self.scale * stat.fn(sample.strata, *cols)
-        return self.scale * stat.fn(*cols)
+            return self.scale * stat.fn(sample.strata, *cols, idx)
+        return self.scale * stat.fn(*cols, idx)
 
     def point(self) -> float | None:
         if self.combine:
@@ -224,10 +269,14 @@ class Evidence:
 
     def bootstrap(self, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> np.ndarray:
         """(resamples,) bootstrap values of the statistic (NaN where a resample leaves it undefined)."""
-        if self.combine:
-            return np.mean([p.bootstrap(resamples, seed) for p in self.parts], axis=0)
-        idx = resample_indices(len(self.sample), resamples, seed, self.sample.strata)
-        return np.asarray(self._apply(self.sample, idx), dtype=np.float64)
+        if (resamples, seed) not in self._memo:
+            if self.combine:
+                values = np.mean([p.bootstrap(resamples, seed) for p in self.parts], axis=0)
+            else:
+                idx = resample_indices(len(self.sample), resamples, seed, self.sample.strata)
+                values = np.asarray(self._apply(self.sample, idx), dtype=np.float64)
+            self._memo[(resamples, seed)] = values
+        return self._memo[(resamples, seed)]
 
     # -- the row's interval --
     def interval(self, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED, level: float = LEVEL) -> Interval:

@@ -20,7 +20,7 @@ from bench.errors import UnknownName
 from bench.store import ResultStore
 from reports import figures as fig
 from reports.paper import PAPER_VALUES, PaperValues
-from reports.results import load_rows
+from reports.results import EvidenceIndex, load_rows
 from reports.specs import FIGURES, TABLES
 from reports.tables import FORMATS, build
 
@@ -49,7 +49,8 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
     wanted = set(suites or known)
     formats = formats or list(FORMATS)
     out = Artifacts()
-    plain = [{k: v for k, v in r.items() if k != "_config"} for r in rows]
+    plain = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+    evidence = EvidenceIndex(results_dir)
     out.results["leaderboard.csv"] = _leaderboard_text(plain, "leaderboard.csv")
     for suite in sorted({r["suite"] for r in rows} & wanted):
         out.results[f"leaderboard-{suite}.csv"] = _leaderboard_text([r for r in plain if r["suite"] == suite],
@@ -58,7 +59,7 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
     for spec in TABLES:
         if spec.suites and not set(spec.suites) & wanted:
             continue
-        table = build(spec, rows, paper, built)
+        table = build(spec, rows, paper, built, evidence)
         built[spec.name] = table
         if table.empty:
             skipped.append((spec.title, f"no {spec.suite or 'source-table'} results for it"))

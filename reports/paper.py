@@ -48,6 +48,24 @@ class PaperValues:
             raise BenchError(f"{path}: line {bad[0]} lacks a field or a value; columns are {', '.join(FIELDS)}.")
         return cls(rows)
 
+    def reference_rows(self, ref: PaperRef | None) -> list[str]:
+        """The paper's row labels in this table (e.g. "SimCSE-BERT_base"), in the paper's order."""
+        if ref is None:
+            return []
+        return list(dict.fromkeys(r["row_model"] for r in self.rows if (r["paper"], r["table"]) == (ref.paper, ref.table)))
+
+    def by_label(self, ref: PaperRef | None, row_model: str, suite: str, task: str, metric: str, attack: str = "",
+                 split: str | None = None) -> float | None:
+        """A paper value by the paper's own row label (for reference rows, whatever our registry holds)."""
+        if ref is None:
+            return None
+        for r in self.rows:
+            if ((r["paper"], r["table"], r["row_model"], r["suite"], r["task"], r["metric"], r["attack"])
+                    == (ref.paper, ref.table, row_model, suite, task, metric, attack or "")
+                    and (split is None or r["split"] in ("", split))):
+                return float(r["value"])
+        return None
+
     def get(self, ref: PaperRef | None, model: str, suite: str, task: str, metric: str, attack: str = "",
             split: str | None = None) -> float | None:
         """The paper's value for this model and cell; ``split=None`` matches any split."""
