@@ -12,10 +12,9 @@ A builder takes (resources, goal_function) and returns a ``textattack.Attack``.
 
 from __future__ import annotations
 
-from typing import Callable
 
 from attacks.stopwords import TEXTFOOLER_STOPWORDS
-from bench.plugins import Option
+from bench.plugins import Option, Registry
 
 # NLI inputs: only the hypothesis is perturbed (TextFooler's InputColumnModification).
 NLI_COLUMNS = (["premise", "hypothesis"], {"premise"})
@@ -109,17 +108,20 @@ def bert_attack(res, goal):
                   GreedyWordSwapWIR(wir_method="unk"))
 
 
-RECIPES: dict[str, Callable] = {
+# name -> recipe builder, with the label the papers' tables print.
+RECIPES = Registry("recipe", {
     "textfooler": textfooler,
     "textbugger": textbugger,
     "pwws": pwws,
     "bae": bae,
     "bert-attack": bert_attack,
-}
+}, labels={"textfooler": "TextFooler", "textbugger": "TextBugger", "pwws": "PWWS", "bae": "BAE",
+           "bert-attack": "BERTAttack"})
 
 # Options every attacking suite declares (bench/plugins.py): one flag, one meaning.
-RECIPES_OPTION = Option(name="recipes", flag="recipe", repeatable=True, choices=tuple(RECIPES),
-                        help="attack recipe(s), repeatable (default: the suite's)")
+# No argparse choices: the suite checks names through the registry, which suggests the nearest ones.
+RECIPES_OPTION = Option(name="recipes", flag="recipe", repeatable=True,
+                        help=f"attack recipe(s), repeatable: {', '.join(RECIPES)} (default: the suite's)")
 QUERY_BUDGET_OPTION = Option(name="query_budget", type=int, minimum=1, help="max victim queries per example")
 
 
@@ -128,9 +130,7 @@ def build_attack(name: str, res, model_wrapper, query_budget: int | None = None,
     res.textattack()  # prepares NLTK data and the cache dir, then imports textattack
     from textattack.goal_functions import UntargetedClassification
 
-    from bench.errors import lookup
-
-    recipe = lookup("recipe", RECIPES, name)
+    recipe = RECIPES.load(name)
     goal = UntargetedClassification(model_wrapper, model_batch_size=batch_size,
                                     query_budget=float("inf") if query_budget is None else query_budget)
     return recipe(res, goal)

@@ -12,29 +12,34 @@ import sys
 import traceback
 
 from bench.errors import BenchError
+from bench.plugins import Registry
 
-# name -> (module, one-line help). Adding a command is one module plus one line here.
-COMMANDS = {
-    "ls": ("bench.commands.ls", "list models, suites or tasks"),
-    "run": ("bench.commands.run", "evaluate a model on a suite"),
-    "data": ("bench.commands.data", "check, verify or fetch benchmark data"),
-    "grid": ("bench.commands.grid", "run models x suites x tasks x seeds on Ray (local or a cluster), skipping finished cells"),
-    "resources": ("bench.commands.resources", "build or check the attacks' offline resources (WordNet, counter-fitted vectors, MLM)"),
-    "compare": ("bench.commands.compare", "paired differences B - A (95% CI, p-value) over the result cells two models share"),
-    "report": ("bench.commands.report", "regenerate paper tables, figures and leaderboards from result files"),
-    "train": ("bench.commands.train", "train a sentence encoder with a method (simcse, robustembed, ...)"),
-}
+# name -> module, with a one-line help. Adding a command is one module plus one line here.
+COMMANDS = Registry("command", helps={
+    "ls": "list models, suites, tasks, methods or recipes",
+    "run": "evaluate a model on a suite",
+    "data": "check, verify or fetch benchmark data",
+    "grid": "run models x suites x tasks x seeds on Ray (local or a cluster), skipping finished cells",
+    "resources": "build or check the attacks' offline resources (WordNet, counter-fitted vectors, MLM)",
+    "compare": "paired differences B - A (95% CI, p-value) over the result cells two models share",
+    "report": "regenerate paper tables, figures and leaderboards from result files",
+    "train": "train a sentence encoder with a method (simcse, robustembed, ...)",
+    "publish": "copy chosen result cells into the published leaderboard (the checkout's results/)",
+})
+for _name in COMMANDS.helps:
+    COMMANDS.register(_name, f"bench.commands.{_name}")
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench", description="Robustness benchmarking for sentence encoders.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     wanted = next((a for a in argv if not a.startswith("-")), None)
-    for name, (module, help_text) in COMMANDS.items():
+    for name in COMMANDS:
+        help_text = COMMANDS.helps.get(name, "")
         cmd = sub.add_parser(name, help=help_text, description=help_text)
         if name == wanted:  # import only the command being run
-            importlib.import_module(module).add_arguments(cmd)
-            cmd.set_defaults(module=module)
+            COMMANDS.load(name).add_arguments(cmd)
+            cmd.set_defaults(module=COMMANDS[name])
     return parser
 
 

@@ -32,7 +32,7 @@ class CheckpointMissing(BenchError):
 def resolve_backbone(spec: ModelSpec, models_dir: Path | None = None) -> str:
     """A local directory or Hugging Face id to load weights from."""
     if spec.is_trained:
-        if models_dir is None:
+        if models_dir is None and not spec.checkpoint:
             raise ValueError("trained models need the models directory")
         path = spec.checkpoint_dir(models_dir)
         if not (path / "config.json").exists():
@@ -49,6 +49,22 @@ def resolve_backbone(spec: ModelSpec, models_dir: Path | None = None) -> str:
             ) from exc
         return str(provider())
     return spec.backbone
+
+
+def open_encoder(spec: ModelSpec, paths, device: str, batch_size: int, seed: int = 0, log=print,
+                 train_missing: Callable | None = None) -> "Encoder":
+    """The model's encoder. A trained model whose checkpoint is missing is first made by
+    ``train_missing(spec, paths, device=..., seed=...)`` when the caller passes one (the application
+    passes ``bench.train.train_registered``; the kernel does not import the trainer), else it is an error."""
+    try:
+        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
+    except CheckpointMissing:
+        if train_missing is None:
+            raise
+        log(f"Model '{spec.name}' has no checkpoint yet: training it now "
+            f"({spec.method} from {spec.base}, {spec.profile} profile).")
+        train_missing(spec, paths, device=device, seed=seed)
+        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
 
 
 def pick_device(device: str = "auto") -> str:
@@ -74,13 +90,13 @@ def autocast_dtype(device: str):
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
-def load_hf(name_or_path: str, spec_name: str = ""):
-    """(model, tokenizer) from a directory or a Hub id, with an actionable error offline."""
+def load_hf(name_or_path: str, spec_name: str = "", revision: str | None = None):
+    """(model, tokenizer) from a directory or a Hub id (at ``revision``), with an actionable error offline."""
     from transformers import AutoModel, AutoTokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-        model = AutoModel.from_pretrained(name_or_path, use_safetensors=None)
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path, revision=revision or None)
+        model = AutoModel.from_pretrained(name_or_path, use_safetensors=None, revision=revision or None)
     except OSError as exc:
         owner = f" for model '{spec_name}'" if spec_name else ""
         raise BenchError(
@@ -139,7 +155,8 @@ class Encoder:
             from bench.senteval_adapter import load_encoder
 
             return load_encoder(spec, device=pick_device(device), batch_size=batch_size)
-        model, tokenizer = load_hf(resolve_backbone(spec, models_dir), spec.name)
+        backbone = resolve_backbone(spec, models_dir)
+        model, tokenizer = load_hf(backbone, spec.name, revision=spec.revision if backbone == spec.backbone else None)
         return cls(model, tokenizer, pooler=spec.pooler, max_len=spec.max_len,
                    device=pick_device(device), batch_size=batch_size, name=spec.name)
 

@@ -46,12 +46,14 @@ class Result:
     n: int | None = None
     seed: int | None = None
     paper_value: float | None = None
+    paper_source: str = ""  # which paper and table paper_value is from (reports/paper_values.csv)
     std: float | None = None  # over seeds or runs, where the row is a mean
     ci_low: float | None = None  # 95% interval, same scale as value (bench/stats.py)
     ci_high: float | None = None
     ci_method: str = ""  # how the interval was made, e.g. "bootstrap(B=1000,seed=0)", "wilson", "t-over-3-runs"
     pooler: str = ""
     weights_sha256: str = ""
+    model_source: str = ""  # where the weights came from: backbone id@revision, directory, models file entry
     batch_size: int | None = None
     dtype: str = ""
     device: str = ""
@@ -90,12 +92,17 @@ class CellKey:
     config_hash: str
 
     def relpath(self) -> Path:
-        return (Path("cells") / self.model / self.suite / self.task /
+        return (Path("cells") / model_dir(self.model) / self.suite / self.task /
                 f"seed{self.seed}-{self.weights_sha256[:12]}-{self.config_hash[:8]}.json")
 
     def glob_any_config(self) -> str:
-        return str(Path("cells") / self.model / self.suite / self.task /
+        return str(Path("cells") / model_dir(self.model) / self.suite / self.task /
                    f"seed{self.seed}-{self.weights_sha256[:12]}-*.json")
+
+
+def model_dir(model: str) -> str:
+    """A model name as one directory name: a Hub id's slash becomes "--" (``org/name`` -> ``org--name``)."""
+    return model.replace("/", "--").replace("\\", "--")
 
 
 def config_hash(config: dict) -> str:

@@ -6,7 +6,7 @@
   want full batches); max length 32 (SimCSE);
 - one AdamW over the method's parameter groups, linear decay to 0 (SimCSE's HF Trainer defaults:
   no warm-up, gradient clipping at 1.0, weight decay 0);
-- STS-B dev Spearman (``suites.sts.score_pairs`` through ``bench.encoder.Encoder``) before
+- STS-B dev Spearman (``bench.metrics.score_pairs`` through ``bench.encoder.Encoder``) before
   training and every ``eval_every`` steps; the best trained checkpoint is kept (the step-0 score is
   recorded as the "before" number, never selected);
 - resume: the last state (weights of every module, method state, optimiser, schedule, RNG, step)
@@ -163,13 +163,10 @@ ST_POOLING = {"cls_before_pooler": "cls", "avg": "mean"}  # our pooler -> senten
 
 def dev_alignment_uniformity(pairs, encode) -> tuple[float, float]:
     """Alignment (gold >= 4 pairs) and uniformity (all sentences) on the dev pairs, as the suite scores them."""
-    from suites.alignment import POSITIVE_THRESHOLD, alignment, uniformity
+    from bench.metrics import alignment_uniformity
 
-    s1, s2, gold = pairs.all_pairs()
-    pos = [i for i, g in enumerate(gold) if g >= POSITIVE_THRESHOLD]
-    sentences = list(dict.fromkeys(s1 + s2))
-    align = alignment(encode([s1[i] for i in pos]), encode([s2[i] for i in pos]))
-    return round(align, 6), round(uniformity(encode(sentences)), 6)
+    align, uniform, _, _ = alignment_uniformity(pairs, encode)
+    return round(align, 6), round(uniform, 6)
 
 
 def write_sentence_transformers_files(directory: Path, pooler: str, hidden: int, max_len: int) -> bool:
@@ -336,7 +333,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     def evaluate() -> float | None:
         if dev_pairs is None or not main:
             return None
-        from suites.sts import score_pairs
+        from bench.metrics import score_pairs
 
         encoder = Encoder(method.export_model(), tokenizer, pooler=job.pooler, max_len=eval_max_len,
                           device=device, batch_size=128, name=job.name)
@@ -381,10 +378,11 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         score = evaluate()
         if not main:
             return
-        state["dev_history"].append({"step": state["step"], "stsb_dev_spearman": score, **extra})
+        entry = {"step": state["step"], "stsb_dev_spearman": score, **extra}
+        state["dev_history"].append(entry)
         best = state["best"]
         if dev_pairs is None or best is None or score > best["stsb_dev_spearman"]:
-            state["best"] = {"step": state["step"], "stsb_dev_spearman": score}
+            state["best"] = dict(entry)
             save_best(score)
         best_score = state["best"]["stsb_dev_spearman"]
         log(f"  step {state['step']}/{total}: STS-B dev Spearman {'-' if score is None else f'{score:.2f}'} "
@@ -453,7 +451,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     state["wall_s"] = wall_before + time.perf_counter() - started
     card = {
         "name": job.name, "method": job.method, "method_citation": method_cls.citation, "base": job.base,
-        "backbone": job.backbone, "pooler": job.pooler, "profile": job.profile,
+        "backbone": job.backbone, "pooler": job.pooler, "max_len": job.eval_max_len, "profile": job.profile,
         "method_config": method_cfg.to_dict(), "open_choices": method_cls.open_choices, "trainer_choices": TRAINER_CHOICES,
         "train_config": dataclasses.asdict(cfg), "overrides": job.overrides,
         "data": {"path": str(job.data_path), "sha256": data_sha, "sentences": len(sentences)},
@@ -493,14 +491,15 @@ def build_job(method: str, backbone: str, profile: str, paths, *, data: str | No
     from bench.data import available, require
     from bench.encoder import resolve_backbone
     from bench.methods import get_method
-    from bench.registry import MODELS
+    from bench.registry import known_models
 
     method_cls = get_method(method)
     settings = dict(settings or {})
     pooler_override = settings.pop("pooler", None)
-    registered = next((s for s in MODELS.values() if s.method == method and s.base == backbone
+    models = known_models(paths)  # built-in, then $BENCH_HOME/models.toml
+    registered = next((s for s in models.values() if s.method == method and s.base == backbone
                        and s.profile == profile), None)
-    base_spec = MODELS.get(backbone)
+    base_spec = models.get(backbone)
     if base_spec is not None and base_spec.is_trained:
         raise BenchError(f"--backbone {backbone} is itself a trained model; start from its base '{base_spec.base}'.")
     recipe = dict(registered.recipe) if registered else {}
@@ -531,6 +530,8 @@ def build_job(method: str, backbone: str, profile: str, paths, *, data: str | No
 
 def train_registered(spec, paths, device: str = "auto", seed: int = 0, log: Callable[[str], None] = print) -> dict:
     """Train a registered method model (``bench run`` calls this when its checkpoint is missing)."""
-    job = build_job(spec.method, spec.base, spec.profile or "smoke", paths, settings={"seed": seed},
+    # The model's own recipe (a models.toml entry written by `bench train --name`) and pooler come along.
+    settings = {**spec.recipe, "seed": spec.recipe.get("seed", seed), "pooler": spec.pooler}
+    job = build_job(spec.method, spec.base, spec.profile or "smoke", paths, settings=settings,
                     name=spec.name, device=device)
     return run_training(job, paths.home, log=log)

@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.errors import BenchError
-from bench.registry import MODELS
 from bench.store import ResultStore
 from bench.uncertainty import compare_models, model_cells, row_key
-from reports.results import resource_pairs
+from reports.results import Catalog, resource_pairs
 from reports.specs import CARD_HEADLINES, CARD_SETTINGS
 
 PER_RUN = re.compile(r"^run\d+$")
@@ -31,18 +30,20 @@ class Section:
     rows: list[list[str]] = field(default_factory=list)
 
 
-def baselines(model: str) -> dict[str, str]:
+def baselines(model: str, catalog: Catalog) -> dict[str, str]:
     """role -> model: the base model the method started from, and SimCSE trained from the same base
-    at the same profile (neither for a model that is not trained, nor SimCSE for SimCSE itself)."""
-    spec = MODELS.get(model)
+    at the same profile (model facts from the results' plugins.json; neither for a model that is not
+    trained, nor SimCSE for SimCSE itself)."""
+    entry = catalog.models.get(model) or {}
     out = {}
-    if spec is None or not spec.method:
+    if not entry.get("method"):
         return out
-    if spec.base:
-        out["base"] = spec.base
-    if spec.method != "simcse":
-        simcse = [m.name for m in MODELS.values()
-                  if m.method == "simcse" and m.base == spec.base and m.profile == spec.profile]
+    if entry.get("base"):
+        out["base"] = entry["base"]
+    if entry["method"] != "simcse":
+        simcse = sorted(name for name, m in catalog.models.items()
+                        if m.get("method") == "simcse" and m.get("base") == entry.get("base")
+                        and m.get("profile") == entry.get("profile"))
         if simcse:
             out["SimCSE"] = simcse[0]
     return out
@@ -90,12 +91,13 @@ def card(results_dir: Path, model: str) -> dict[str, str]:
         known = sorted(p.name for p in (Path(results_dir) / "cells").glob("*") if p.is_dir())
         raise BenchError(f"No stored results for model '{model}' under {Path(results_dir) / 'cells'}. Models with "
                          f"results: {', '.join(known) or 'none'}. Run `bench run --model {model} ...` first.")
-    others = baselines(model)
+    catalog = Catalog.load(results_dir)
+    others = baselines(model, catalog)
     diffs = {}
     for role, other in others.items():
         found, _ = compare_models(store, other, model)
         diffs[role] = {(d.suite, d.task, d.seed, d.config_hash, tuple(d.key.values())): d for d in found}
-    sections = [_identity(model, others)]
+    sections = [_identity(model, catalog.models.get(model), others)]
     suites = sorted({k[0] for k in cells}, key=lambda s: (SUITE_ORDER.index(s) if s in SUITE_ORDER else 99, s))
     all_rows = []
     for suite in suites:
@@ -126,17 +128,20 @@ def card(results_dir: Path, model: str) -> dict[str, str]:
     return {f"{name}.md": to_markdown(model, sections), f"{name}.html": to_html(model, sections)}
 
 
-def _identity(model: str, others: dict[str, str]) -> Section:
-    spec = MODELS.get(model)
+def _identity(model: str, entry: dict | None, others: dict[str, str]) -> Section:
     sec = Section("Model")
-    if spec is None:
-        sec.paragraphs.append(f"'{model}' is not in the registry (results only).")
+    if not entry:
+        sec.paragraphs.append(f"No facts about '{model}' in the results' plugins.json (results only).")
     else:
-        facts = [("backbone", spec.backbone), ("pooler", spec.pooler), ("method", spec.method or "none (pretrained)"),
-                 ("base", spec.base or "–"), ("training profile", spec.profile or "–"),
-                 ("recipe", ", ".join(f"{k}={v}" for k, v in sorted(spec.recipe.items())) or "method defaults"),
-                 ("description", spec.description), ("citation", spec.citation)]
-        sec.headers, sec.rows = ["", ""], [[k, str(v)] for k, v in facts if v]
+        training = entry.get("training") or {}
+        facts = [("backbone", entry.get("backbone")), ("family", entry.get("family")), ("pooler", entry.get("pooler")),
+                 ("method", entry.get("method") or "none (pretrained)"), ("base", entry.get("base") or "–"),
+                 ("training profile", entry.get("profile") or "–"),
+                 ("recipe", ", ".join(f"{k}={v}" for k, v in sorted((entry.get("recipe") or {}).items()))
+                  or "method defaults"),
+                 ("training steps", training.get("steps")), ("training wall time (s)", training.get("wall_s")),
+                 ("description", entry.get("description"))]
+        sec.headers, sec.rows = ["", ""], [[k, str(v)] for k, v in facts if v not in (None, "")]
     if others:
         sec.paragraphs.append("Differences are this model − " + " and this model − ".join(
             f"{role} ({other})" for role, other in others.items())

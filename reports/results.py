@@ -1,6 +1,6 @@
 """Result rows -> statistics for one table cell: select the rows, pick one setting, average over seeds.
 
-Reads only result files (through bench.store.ResultStore) and the torch-free registry.
+Reads only result files (through bench.store.ResultStore) and the plug-in metadata exported beside them.
 """
 
 from __future__ import annotations
@@ -10,21 +10,60 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import metadata
 from bench.errors import BenchError
-from bench.registry import MINILM_PROVIDER, MODELS
 from bench.stats import NO_INTERVAL, Evidence, Interval, t_interval
 from bench.store import ResultStore
 from bench.uncertainty import row_key, stored_evidence
 
 # Config keys that differ between the cells of one setting (one row per task, split or seed).
 PER_CELL_KEYS = ("suite", "task", "split", "seed", "summary_of")
-# Display names for backbones that are not Hugging Face ids.
-BACKBONE_LABELS = {MINILM_PROVIDER: "all-MiniLM-L6-v2"}
-# Pre-trained families a released checkpoint's id names (e.g. princeton-nlp/unsup-simcse-bert-base-uncased),
-# longest first so that a longer name wins over a name it contains.
-FAMILIES = ("bert-large-uncased", "bert-base-uncased", "bert-large-cased", "bert-base-cased", "roberta-large",
-            "roberta-base", "all-MiniLM-L6-v2")
 UNREGISTERED = "not in the registry"
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """What the runs exported beside the results (bench/metadata.py, ``plugins.json``): model facts
+    (family, method, recipe, display order) and the suites' labels. Reports know models and labels
+    from here only, never from the registry or the plug-ins themselves."""
+
+    models: dict
+    suites: dict
+
+    @classmethod
+    def load(cls, results_dir: Path) -> "Catalog":
+        data = metadata.read(results_dir)
+        return cls(dict(data.get("models") or {}), dict(data.get("suites") or {}))
+
+    def order(self, names) -> list[str]:
+        """Registry order (as exported), then the others alphabetically."""
+        def key(name):
+            entry = self.models.get(name)
+            return (0, entry.get("order", 0), name) if entry and entry.get("builtin") else (1, 0, name)
+        return sorted(set(names), key=key)
+
+    def group(self, model: str) -> str:
+        """The pre-trained encoder a model starts from (its family), for grouping and bold."""
+        entry = self.models.get(model)
+        return (entry.get("family") or entry.get("backbone") or UNREGISTERED) if entry else UNREGISTERED
+
+    def recipe(self, model: str) -> str:
+        recipe = (self.models.get(model) or {}).get("recipe") or {}
+        return ", ".join(f"{k}={v}" for k, v in sorted(recipe.items()))
+
+    def method(self, model: str) -> str:
+        return (self.models.get(model) or {}).get("method") or ""
+
+    def task_label(self, suite: str, task: str) -> str:
+        entry = ((self.suites.get(suite) or {}).get("tasks") or {}).get(task) or {}
+        return entry.get("label") or task
+
+    def label(self, suite: str, kind: str, key: str) -> str:
+        """A suite's extra label, e.g. ("adversarial", "attack", "textfooler") -> "TextFooler"."""
+        return (((self.suites.get(suite) or {}).get("labels") or {}).get(kind) or {}).get(key) or key
+
+
+EMPTY_CATALOG = Catalog({}, {})
 
 
 @dataclass(frozen=True)
@@ -178,35 +217,6 @@ def mean_of(stats: list[Stat]) -> Stat:
     rows = tuple(r for s in present for r in s.rows)
     ci = t_interval([v for _, v in by_seed], what="seeds") if len(by_seed) > 1 and std else NO_INTERVAL
     return Stat(mean, std, by_seed, rows, ci=ci, parts=tuple(stats) if len(present) == len(stats) else ())
-
-
-def model_order(names) -> list[str]:
-    """Registry order, then unregistered names alphabetically."""
-    registered = [m for m in MODELS if m in names]
-    return registered + sorted(set(names) - set(registered))
-
-
-def backbone_group(model: str) -> str:
-    """The pre-trained encoder a model starts from: its base model's, else the family its backbone id names."""
-    spec = MODELS.get(model)
-    if spec is None:
-        return UNREGISTERED
-    if spec.base and spec.base in MODELS and spec.base != model:
-        return backbone_group(spec.base)
-    label = BACKBONE_LABELS.get(spec.backbone, spec.backbone)
-    return next((family for family in FAMILIES if family.lower() in label.lower()), label)
-
-
-def recipe_text(model: str) -> str:
-    spec = MODELS.get(model)
-    if spec is None or not spec.recipe:
-        return ""
-    return ", ".join(f"{k}={v}" for k, v in sorted(spec.recipe.items()))
-
-
-def method_of(model: str) -> str:
-    spec = MODELS.get(model)
-    return (spec.method or "") if spec else ""
 
 
 def resource_pairs(rows: list[dict], key: str | None) -> set[str]:

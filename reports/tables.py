@@ -24,9 +24,9 @@ import json
 from dataclasses import dataclass, field, replace
 
 from bench.stats import paired_bootstrap
-from reports.paper import PaperRef, PaperValues
-from reports.results import (EMPTY, EvidenceIndex, Stat, backbone_group, mean_of, method_of, model_order,
-                             recipe_text, resource_pairs, stat)
+from reports.paper import PaperRef, PaperValues, reference_rows
+from reports.paper import by_label as paper_by_label
+from reports.results import EMPTY, EMPTY_CATALOG, Catalog, EvidenceIndex, Stat, mean_of, resource_pairs, stat
 
 MISSING = "–"
 PARTIAL = "†"
@@ -36,35 +36,38 @@ PAPER_GROUP = "paper"  # group of the paper's reference rows
 
 @dataclass(frozen=True)
 class Column:
-    label: str
+    """``label`` may hold "{task}", filled with the task's label from the exported metadata (the default)."""
+
     where: dict  # row fields this column selects, e.g. {"task": "stsb"} or {"task": "r1", "split": "dev"}
+    label: str = "{task}"
     paper_task: str | None = None  # the paper's task key, when it differs from where["task"]
 
 
 @dataclass(frozen=True)
 class Average:
     label: str
-    of: tuple[str, ...]  # labels of the columns averaged
+    of: tuple[str, ...]  # tasks of the columns averaged (where["task"])
     paper_task: str | None = None  # the paper's row key for this average ("avg"), if the paper prints it
 
 
 @dataclass(frozen=True)
 class Block:
-    """A horizontal band of the table, e.g. one attack recipe in RobustEmbed Table 3."""
+    """A horizontal band of the table, e.g. one attack recipe in RobustEmbed Table 3. An empty label is
+    the exported label of the attack it selects."""
 
-    label: str
     where: dict
+    label: str = ""
 
 
 @dataclass(frozen=True)
 class Summary:
     """A column taken from another table's cell: that table's ``column`` for the same model."""
 
-    label: str
+    label: str  # may hold "{block}": the block's label
     table: str
     column: str
     better: str
-    block: str = ""  # the other table's block label
+    block: str = ""  # the other table's block, by its attack name
     paper_key: tuple = ()  # (suite, task, metric, attack) of the paper's number
 
 
@@ -151,20 +154,37 @@ def _cell_stat(spec: TableSpec, rows: list[dict], runs: list[dict], where: dict)
     return s if s.mean is not None else stat(rows, where, spec.prefer)
 
 
+def labelled(spec: TableSpec, catalog: Catalog) -> TableSpec:
+    """The spec with its labels filled from the exported metadata: column and block labels, averages
+    and summaries pointing at those labels."""
+    from dataclasses import replace
+
+    def attack(suite, name):
+        return catalog.label(suite, "attack", name)
+
+    columns = tuple(replace(c, label=c.label.format(task=catalog.task_label(spec.suite, c.where.get("task", ""))))
+                    for c in spec.columns)
+    by_task = {c.where["task"]: c.label for c in columns if set(c.where) == {"task"}}
+    averages = tuple(replace(a, of=tuple(by_task.get(t, t) for t in a.of)) for a in spec.averages)
+    blocks = tuple(replace(b, label=b.label or attack(spec.suite, b.where.get("attack", ""))) for b in spec.blocks)
+    return replace(spec, columns=columns, averages=averages, blocks=blocks)  # summaries: from the built tables
+
+
 def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str, Table] | None = None,
-          evidence: EvidenceIndex | None = None) -> Table:
-    """The filled table. ``built`` holds already-built tables that Summary columns read from;
-    ``evidence`` reads the cells' stored per-example evidence (intervals of averages, significance)."""
+          catalog: Catalog = EMPTY_CATALOG, evidence: EvidenceIndex | None = None) -> Table:
+    """The filled table (``spec`` labelled, see ``labelled``). ``built`` holds already-built tables that
+    Summary columns read from; ``catalog`` the exported model facts (groups, methods, recipes, order);
+    ``evidence`` the cells' stored per-example evidence (intervals of averages, significance)."""
     if spec.summaries:
-        return _build_summary(spec, paper, built or {}, evidence)
+        return _build_summary(spec, paper, built or {}, catalog, evidence)
     ours = [r for r in rows if (r["suite"], r["metric"]) == (spec.suite, spec.metric)]
     mine = [r for r in ours if spec.aggregation is None or r["aggregation"] == spec.aggregation]
     runs = [r for r in ours if spec.runs and (r["aggregation"] or "").startswith(spec.runs)]
     mine_of, runs_of = _by_model(mine), _by_model(runs)
-    models = model_order({r["model"] for r in mine if spec.method is None or method_of(r["model"]) == spec.method})
+    models = catalog.order({r["model"] for r in mine if spec.method is None or catalog.method(r["model"]) == spec.method})
     headers = [c.label for c in spec.columns] + [a.label for a in spec.averages]
     lines = []
-    for block in spec.blocks or (Block("", {}),):
+    for block in spec.blocks or (Block({}),):
         for model in models:
             cells = []
             for col in spec.columns:
@@ -179,7 +199,7 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
                                    block.where.get("attack", "")) if avg.paper_task else None)
                 cells.append(Cell(_with_interval(mean_of(parts), evidence), value,
                                   partial=0 < sum(p.mean is not None for p in parts) < len(parts)))
-            lines.append(Line(block.label, backbone_group(model), model, recipe_text(model), cells))
+            lines.append(Line(block.label, catalog.group(model), model, catalog.recipe(model), cells))
     # A block (e.g. an attack) nobody ran is left out whole, and named in the settings sentence.
     ran = {ln.block for ln in lines if any(c.stat.mean is not None for c in ln.cells)}
     absent = [b.label for b in spec.blocks if b.label not in ran]
@@ -206,11 +226,11 @@ def _paper_lines(spec: TableSpec, paper: PaperValues, blocks: list[Block]) -> li
     out = []
     for block in blocks:
         attack = block.where.get("attack", "")
-        for label in paper.reference_rows(spec.paper):
-            cells = [Cell(EMPTY, paper.by_label(spec.paper, label, spec.suite, col.paper_task or col.where.get("task", ""),
+        for label in reference_rows(paper, spec.paper):
+            cells = [Cell(EMPTY, paper_by_label(paper, spec.paper, label, spec.suite, col.paper_task or col.where.get("task", ""),
                                                 spec.metric, attack, col.where.get("split")), reference=True)
                      for col in spec.columns]
-            cells += [Cell(EMPTY, paper.by_label(spec.paper, label, spec.suite, avg.paper_task, spec.metric, attack)
+            cells += [Cell(EMPTY, paper_by_label(paper, spec.paper, label, spec.suite, avg.paper_task, spec.metric, attack)
                            if avg.paper_task else None, reference=True) for avg in spec.averages]
             if any(c.paper is not None for c in cells):
                 out.append(Line(block.label, f"{PAPER_GROUP} ({spec.paper}, its backbones)", f"paper · {label}", "",
@@ -218,15 +238,20 @@ def _paper_lines(spec: TableSpec, paper: PaperValues, blocks: list[Block]) -> li
     return out
 
 
-def _build_summary(spec: TableSpec, paper: PaperValues, built: dict[str, Table],
+def _build_summary(spec: TableSpec, paper: PaperValues, built: dict[str, Table], catalog: Catalog,
                    evidence: EvidenceIndex | None = None) -> Table:
     models: list[str] = []
     for s in spec.summaries:
         table = built.get(s.table)
         if table is not None:
             models += [ln.model for ln in table.lines if not ln.reference
-                       and (spec.method is None or method_of(ln.model) == spec.method)]
-    models = model_order(set(models))
+                       and (spec.method is None or catalog.method(ln.model) == spec.method)]
+    models = catalog.order(set(models))
+    def block_label(s: Summary) -> str:  # the referenced table's label for the block's attack
+        table = built.get(s.table)
+        blocks = table.spec.blocks if table is not None else ()
+        return next((b.label for b in blocks if b.where.get("attack") == s.block), s.block) if s.block else ""
+
     lines = []
     for model in models:
         cells = []
@@ -236,17 +261,17 @@ def _build_summary(spec: TableSpec, paper: PaperValues, built: dict[str, Table],
             if table is not None:
                 idx = table.headers.index(s.column)
                 for ln in table.lines:
-                    if ln.model == model and ln.block == s.block and not ln.reference:
+                    if ln.model == model and ln.block == block_label(s) and not ln.reference:
                         cell = Cell(ln.cells[idx].stat, partial=ln.cells[idx].partial)
             if s.paper_key:
                 suite, task, metric, attack = s.paper_key
                 cell.paper = paper.get(spec.paper, model, suite, task, metric, attack)
             cells.append(cell)
-        lines.append(Line("", backbone_group(model), model, recipe_text(model), cells))
+        lines.append(Line("", catalog.group(model), model, catalog.recipe(model), cells))
     lines = _grouped(lines)
     better = [s.better for s in spec.summaries]
     _mark_best(lines, better, spec.decimals, evidence)
-    headers = [s.label for s in spec.summaries]
+    headers = [s.label.format(block=block_label(s)) for s in spec.summaries]
     return Table(spec, headers, better, lines, settings_sentence(spec, lines, headers))
 
 

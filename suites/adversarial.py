@@ -63,29 +63,31 @@ class AdvTask(Task):
 
 REF = "RobustEmbed Table 3"
 SENT, NLI = ("text",), ("premise", "hypothesis")
+ADV = dict(suite="adversarial", split="attack", main_metric="attack_success_rate", main_aggregation="mean-of-runs",
+           paper_ref=REF)
 TASKS = (
-    AdvTask("adversarial", "mr", "textfooler", "attack", "attack_success_rate", "mean-of-runs",
-            "MR: TextFooler's 1000 examples; victim on SentEval MR minus them", REF,
+    AdvTask(**ADV, name="mr", label="MR", dataset="textfooler",
+            description="MR: TextFooler's 1000 examples; victim on SentEval MR minus them",
             attack_set=ds.textfooler_classification("mr"), train_set=ds.mr_train),
-    AdvTask("adversarial", "sst2", "sst2", "attack", "attack_success_rate", "mean-of-runs",
-            "SST-2: GLUE validation (872); victim on GLUE train", REF,
+    AdvTask(**ADV, name="sst2", label="SST2", dataset="sst2",
+            description="SST-2: GLUE validation (872); victim on GLUE train",
             attack_set=ds.sst2_dev, train_set=ds.sst2_train),
-    AdvTask("adversarial", "imdb", "imdb", "attack", "attack_success_rate", "mean-of-runs",
-            f"IMDB: TextFooler's 1000 examples; victim on aclImdb train cut at {ds.IMDB_MAX_WORDS} words", REF,
+    AdvTask(**ADV, name="imdb", label="IMDB", dataset="imdb",
+            description=f"IMDB: TextFooler's 1000 examples; victim on aclImdb train cut at {ds.IMDB_MAX_WORDS} words",
             attack_set=ds.textfooler_classification("imdb"), train_set=ds.imdb_train),
-    AdvTask("adversarial", "yelp", "textfooler", "attack", "attack_success_rate", "mean-of-runs",
-            f"Yelp: TextFooler's 1000 examples; needs {ds.YELP_TRAIN} to train a victim", REF,
+    AdvTask(**ADV, name="yelp", label="YELP", dataset="textfooler",
+            description=f"Yelp: TextFooler's 1000 examples; needs {ds.YELP_TRAIN} to train a victim",
             attack_set=ds.textfooler_classification("yelp"), train_set=ds.yelp_train,
             train_available=ds.yelp_train_present),
-    AdvTask("adversarial", "mrpc", "glue-mrpc", "attack", "attack_success_rate", "mean-of-runs",
-            "MRPC: GLUE dev (408); victim on GLUE train", REF, columns=("sentence1", "sentence2"),
+    AdvTask(**ADV, name="mrpc", label="MRPC", dataset="glue-mrpc",
+            description="MRPC: GLUE dev (408); victim on GLUE train", columns=("sentence1", "sentence2"),
             labels=("not_equivalent", "equivalent"), attack_set=ds.mrpc_dev, train_set=ds.mrpc_train),
-    AdvTask("adversarial", "snli", "textfooler", "attack", "attack_success_rate", "mean-of-runs",
-            "SNLI: TextFooler's 1000 examples; victim on SNLI dev (train absent offline)", REF,
+    AdvTask(**ADV, name="snli", label="SNLI", dataset="textfooler",
+            description="SNLI: TextFooler's 1000 examples; victim on SNLI dev (train absent offline)",
             columns=NLI, labels=ds.NLI_LABELS, attack_set=ds.textfooler_nli("snli"),
             train_set=ds.snli_dev_train),
-    AdvTask("adversarial", "mnli_mm", "textfooler", "attack", "attack_success_rate", "mean-of-runs",
-            "MNLI mismatched: TextFooler's 1000 examples, attacked with the SNLI victim", REF,
+    AdvTask(**ADV, name="mnli_mm", label="MNLI-mm", dataset="textfooler",
+            description="MNLI mismatched: TextFooler's 1000 examples, attacked with the SNLI victim",
             columns=NLI, labels=ds.NLI_LABELS, attack_set=ds.textfooler_nli("mnli_mismatched"),
             train_set=ds.snli_dev_train, victim_task="snli"),
 )
@@ -127,6 +129,9 @@ def record_of(result, index: int, example, wall_s: float) -> dict:
 
 class AdversarialSuite(Suite):
     name = "adversarial"
+
+    def labels(self) -> dict:
+        return {"attack": {name: RECIPES.label(name) for name in RECIPES}}
     description = "TextAttack recipes (TextFooler, TextBugger, PWWS, BAE, BERT-Attack) vs fine-tuned victims"
     tasks = TASKS
     options = (RECIPES_OPTION, QUERY_BUDGET_OPTION,

@@ -80,10 +80,12 @@ class AdvSTSTask(Task):
 
 REF = "RobustEmbed Table 4 (AdvSTS)"
 TASKS = (
-    AdvSTSTask("advsts", "stsb", "stsb", "test", "attack_success_rate", "all", "AdvSTS-B: attacked STS-B test",
-               REF, out_name="AdvSTS-B", read=read_stsb, write=write_stsb),
-    AdvSTSTask("advsts", "sickr", "sick", "test", "attack_success_rate", "all", "AdvSICK-R: attacked SICK-R test",
-               REF, out_name="AdvSICK-R", read=read_sick, write=write_sick, extra=sick_entailment),
+    AdvSTSTask(suite="advsts", name="stsb", label="AdvSTS-B", dataset="stsb", split="test",
+               main_metric="attack_success_rate", description="AdvSTS-B: attacked STS-B test", paper_ref=REF,
+               out_name="AdvSTS-B", read=read_stsb, write=write_stsb),
+    AdvSTSTask(suite="advsts", name="sickr", label="AdvSICK-R", dataset="sick", split="test",
+               main_metric="attack_success_rate", description="AdvSICK-R: attacked SICK-R test", paper_ref=REF,
+               out_name="AdvSICK-R", read=read_sick, write=write_sick, extra=sick_entailment),
 )
 
 
@@ -132,6 +134,9 @@ ROW_METRICS = ("attack_success_rate", "pearson_clean", "pearson_adversarial", "s
 
 class AdvSTSSuite(Suite):
     name = "advsts"
+
+    def labels(self) -> dict:
+        return {"attack": {name: RECIPES.label(name) for name in RECIPES}}
     description = "AdvSTS: TextAttack recipes on STS-B / SICK-R pairs vs cosine similarity (ASR, Pearson)"
     tasks = TASKS
     options = (RECIPES_OPTION, QUERY_BUDGET_OPTION)

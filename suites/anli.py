@@ -178,9 +178,10 @@ class ANLITask(Task):
 
 
 REF = "V-advCSE Table 3 (ANLI R1-R3 dev/test)"
-TASKS = tuple(ANLITask("anli", r.lower(), "anli", "test", "accuracy", "all", f"ANLI {r}", REF, rounds=(r,))
-              for r in ROUNDS) + (ANLITask("anli", "all", "anli", "test", "accuracy", "all",
-                                           "ANLI R1+R2+R3 pooled", REF, rounds=ROUNDS),)
+TASKS = tuple(ANLITask(suite="anli", name=r.lower(), label=r, dataset="anli", split="test", main_metric="accuracy",
+                       description=f"ANLI {r}", paper_ref=REF, rounds=(r,)) for r in ROUNDS) + (
+    ANLITask(suite="anli", name="all", label="ALL", dataset="anli", split="test", main_metric="accuracy",
+             description="ANLI R1+R2+R3 pooled", paper_ref=REF, rounds=ROUNDS),)
 
 
 def mix_for(profile: str, data_root: Path) -> tuple[list[MixPart], list[str]]:

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 from bench.errors import BenchError, lookup
+from bench.metadata import export as export_metadata
+from bench.papers import paper_values
 from bench.plugins import Option
 from bench.paths import Paths
 from bench.registry import ModelSpec
@@ -22,17 +24,25 @@ from bench.uncertainty import AverageOf, apply_uncertainty, summary_uncertainty 
 OVERWRITE_MODES = ("never", "only-missing", "always")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Task:
+    """A task record, by keyword. ``label`` is how tables print it (the papers' spelling, e.g. "STS-B")."""
+
     suite: str
     name: str
     dataset: str
     split: str
     main_metric: str
     main_aggregation: str = "all"
+    label: str = ""
     description: str = ""
     paper_ref: str = ""
     version: int = 1  # the task's scorer version: bump it with any change that moves its numbers
+
+    def describe(self) -> dict:
+        return {"name": self.name, "label": self.label or self.name, "dataset": self.dataset, "split": self.split,
+                "main_metric": self.main_metric, "main_aggregation": self.main_aggregation,
+                "description": self.description, "paper_ref": self.paper_ref, "version": self.version}
 
 
 @dataclass
@@ -90,8 +100,21 @@ class Suite:
     needs_encoder: bool = True
     summary_task: Task | None = None  # the Task that summary rows (averages) belong to
 
+    label: str = ""  # how reports name the suite
+
     def task(self, name: str) -> Task:
         return lookup("task", {t.name: t for t in self.tasks}, name)
+
+    def describe(self) -> dict:
+        """The suite's self-description, exported beside the results (``bench.metadata``) for reports."""
+        tasks = list(self.tasks) + ([self.summary_task] if self.summary_task is not None else [])
+        return {"name": self.name, "label": self.label or self.name, "description": self.description,
+                "version": self.version, "options": [o.describe() for o in self.options],
+                "tasks": {t.name: t.describe() for t in tasks}, "labels": self.labels()}
+
+    def labels(self) -> dict:
+        """Extra display labels a suite's rows need (e.g. attack recipes: {"attack": {name: label}})."""
+        return {}
 
     def config(self, task: Task, ctx: RunContext) -> dict:
         # The scorer version is part of the configuration, so a fix that moves numbers never reuses old cells.
@@ -114,14 +137,18 @@ class Suite:
 def _stamp(row: Result, spec: ModelSpec, encoder, ctx: RunContext, task: Task | None, cfg: dict,
            cfg_hash: str, wall_s: float, seed: int) -> Result:
     main = task is not None and (row.metric, row.aggregation) == (task.main_metric, task.main_aggregation)
-    paper = spec.paper.get(f"{row.suite}/{row.task}") if main else None
+    paper, paper_source = (row.paper_value, row.paper_source) if row.paper_value is not None else (None, "")
+    if main and paper is None:  # the one source of paper values: reports/paper_values.csv
+        paper, paper_source = paper_values().for_row(spec.name, row.suite, row.task, row.metric, row.attack,
+                                                     row.split, prefer=spec.paper_ref)
     return replace(
         row, model=spec.name, seed=seed, pooler=spec.pooler, method=spec.method or "",
-        weights_sha256=encoder.weights_sha256, batch_size=ctx.batch_size, dtype=encoder.dtype,
+        weights_sha256=encoder.weights_sha256, model_source=spec.model_source, batch_size=ctx.batch_size,
+        dtype=encoder.dtype,
         device=encoder.device, profile=ctx.profile, config_hash=cfg_hash,
         # A row may add its own settings (e.g. the attack's repr) to the run configuration.
         config=json.dumps({**cfg, **(json.loads(row.config) if row.config else {})}, sort_keys=True, default=str),
-        paper_value=row.paper_value if row.paper_value is not None else paper,
+        paper_value=paper, paper_source=paper_source,
         package_versions=package_versions(), git_commit=git_commit(), created_at=now_iso(),
         wall_s=row.wall_s if row.wall_s is not None else wall_s,
     )
@@ -191,6 +218,8 @@ def run_suite(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task_name
         if summary is not None:
             outcomes.append(summary)
     store.write_leaderboard()
+    export_metadata(ctx.paths.results, suites=[suite], models=[spec],  # labels, model facts, dev curves for reports
+                    models_dir=ctx.paths.models)
     return outcomes
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.data import PairSet, read_semeval_sts, read_sick, read_stsb, require
+from bench.metrics import correlations, cosine
 from bench.stats import Evidence, Sample
 from bench.uncertainty import AverageOf
 from suites.base import RunContext, Suite, Task, row
@@ -46,8 +47,9 @@ class SICKTask(Task):
 
 
 def _sts(name, subsets, ref):
-    return SemEvalTask("sts", name, name, "test", "spearman", "all", f"SemEval {name.upper()} test",
-                       ref, subsets=subsets)
+    return SemEvalTask(suite="sts", name=name, label=name.upper(), dataset=name, split="test",
+                       main_metric="spearman", main_aggregation="all", description=f"SemEval {name.upper()} test",
+                       paper_ref=ref, subsets=subsets)
 
 
 REF = "RobustEmbed Table 1 / SimCSE Table 5"
@@ -57,24 +59,14 @@ TASKS = (
     _sts("sts14", ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"), REF),
     _sts("sts15", ("answers-forums", "answers-students", "belief", "headlines", "images"), REF),
     _sts("sts16", ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"), REF),
-    STSBTask("sts", "stsb", "stsb", "test", "spearman", "all", "STS Benchmark test", REF),
-    SICKTask("sts", "sickr", "sick", "test", "spearman", "all", "SICK relatedness test", REF),
+    STSBTask(suite="sts", name="stsb", label="STS-B", dataset="stsb", split="test", main_metric="spearman",
+             description="STS Benchmark test", paper_ref=REF),
+    SICKTask(suite="sts", name="sickr", label="SICK-R", dataset="sick", split="test", main_metric="spearman",
+             description="SICK relatedness test", paper_ref=REF),
 )
 
-AVG = Task("sts", "avg", "", "test", "spearman", "mean-of-tasks", "mean of the task headline scores", REF)
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a = a / np.clip(np.linalg.norm(a, axis=1, keepdims=True), 1e-12, None)
-    b = b / np.clip(np.linalg.norm(b, axis=1, keepdims=True), 1e-12, None)
-    return (a * b).sum(1)
-
-
-def correlations(pred, gold) -> dict[str, float]:
-    from scipy.stats import pearsonr, spearmanr
-
-    return {"spearman": 100.0 * float(spearmanr(pred, gold)[0]),
-            "pearson": 100.0 * float(pearsonr(pred, gold)[0])}
+AVG = Task(suite="sts", name="avg", label="Avg.", dataset="", split="test", main_metric="spearman",
+           main_aggregation="mean-of-tasks", description="mean of the task headline scores", paper_ref=REF)
 
 
 def pair_sample(pairs: PairSet, encode) -> Sample:
@@ -90,6 +82,7 @@ def pair_sample(pairs: PairSet, encode) -> Sample:
 
 
 def score_sample(sample: Sample) -> dict[tuple[str, str], float]:
+    """As ``bench.metrics.score_pairs``, from a pair sample: ``all`` over every pair, ``wmean`` by subset."""
     per_subset, sizes = [], []
     for name in dict.fromkeys(sample.strata.tolist()):
         members = np.flatnonzero(sample.strata == name)
@@ -103,11 +96,6 @@ def score_sample(sample: Sample) -> dict[tuple[str, str], float]:
     return out
 
 
-def score_pairs(pairs: PairSet, encode) -> dict[tuple[str, str], float]:
-    """{(metric, aggregation): value} for one task, from an ``encode(list[str])`` function."""
-    return score_sample(pair_sample(pairs, encode))
-
-
 def evidence(sample: Sample, metric: str, aggregation: str) -> Evidence:
     """A row's CI: bootstrap over pairs ('all'), or within subsets ('wmean': SentEval's weighted mean)."""
     return Evidence(metric if aggregation == "all" else f"{metric}_wmean", sample, ("pred", "gold"))
@@ -115,6 +103,7 @@ def evidence(sample: Sample, metric: str, aggregation: str) -> Evidence:
 
 class STSSuite(Suite):
     name = "sts"
+    label = "STS"
     description = "Semantic textual similarity: STS12-16, STS-B, SICK-R (cosine, Spearman x100)"
     tasks = TASKS
     summary_task = AVG

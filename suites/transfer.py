@@ -231,26 +231,32 @@ class MRPCTask(TransferTask):
 
 SENTEVAL_DIR = "senteval/downstream"
 TASKS = (
-    BinaryTask("transfer", "mr", "mr", "test", "acc", "kfold-mean", "Movie review polarity (10,662)", REF,
+    BinaryTask(suite="transfer", name="mr", label="MR", dataset="mr", split="test", main_metric="acc",
+               main_aggregation="kfold-mean", description="Movie review polarity (10,662)", paper_ref=REF,
                label1_file="rt-polarity.pos", label0_file="rt-polarity.neg"),
-    BinaryTask("transfer", "cr", "cr", "test", "acc", "kfold-mean", "Customer review polarity (3,775)", REF,
+    BinaryTask(suite="transfer", name="cr", label="CR", dataset="cr", split="test", main_metric="acc",
+               main_aggregation="kfold-mean", description="Customer review polarity (3,775)", paper_ref=REF,
                label1_file="custrev.pos", label0_file="custrev.neg"),
-    BinaryTask("transfer", "subj", "subj", "test", "acc", "kfold-mean", "Subjectivity (10,000)", REF,
+    BinaryTask(suite="transfer", name="subj", label="SUBJ", dataset="subj", split="test", main_metric="acc",
+               main_aggregation="kfold-mean", description="Subjectivity (10,000)", paper_ref=REF,
                label1_file="subj.objective", label0_file="subj.subjective"),
-    BinaryTask("transfer", "mpqa", "mpqa", "test", "acc", "kfold-mean", "MPQA opinion polarity (10,606)", REF,
+    BinaryTask(suite="transfer", name="mpqa", label="MPQA", dataset="mpqa", split="test", main_metric="acc",
+               main_aggregation="kfold-mean", description="MPQA opinion polarity (10,606)", paper_ref=REF,
                label1_file="mpqa.pos", label0_file="mpqa.neg"),
-    SSTTask("transfer", "sst2", "sst2", "test", "acc", "all", "SST-2 binary (train 67,349 phrases / dev 872 / "
-            "test 1,821)", REF, dev_aggregation="all", notes=(("train", "GLUE SST-2 phrase train, 67,349 (SentEval/SimCSE file)"),)),
-    TRECTask("transfer", "trec", "trec", "test", "acc", "all", "TREC question type, 6 classes (5,452 / 500)",
-             REF, nclasses=6),
-    MRPCTask("transfer", "mrpc", "mrpc", "test", "acc", "all", "MRPC paraphrase (4,076 / 1,725 pairs)", REF,
-             notes=(("pair_features", MRPC_FEATURES),)),
+    SSTTask(suite="transfer", name="sst2", label="SST2", dataset="sst2", split="test", main_metric="acc",
+            description="SST-2 binary (train 67,349 phrases / dev 872 / test 1,821)", paper_ref=REF,
+            dev_aggregation="all", notes=(("train", "GLUE SST-2 phrase train, 67,349 (SentEval/SimCSE file)"),)),
+    TRECTask(suite="transfer", name="trec", label="TREC", dataset="trec", split="test", main_metric="acc",
+             description="TREC question type, 6 classes (5,452 / 500)", paper_ref=REF, nclasses=6),
+    MRPCTask(suite="transfer", name="mrpc", label="MRPC", dataset="mrpc", split="test", main_metric="acc",
+             description="MRPC paraphrase (4,076 / 1,725 pairs)", paper_ref=REF, notes=(("pair_features", MRPC_FEATURES),)),
 )
 AVERAGES = {
     "mean-of-6-tasks": ("mr", "cr", "subj", "mpqa", "sst2", "mrpc"),  # RobustEmbed Table 2 (no TREC)
     "mean-of-7-tasks": ("mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc"),
 }
-AVG = Task("transfer", "avg", "", "test", "acc", "mean-of-7-tasks", "mean of the task test accuracies", REF)
+AVG = Task(suite="transfer", name="avg", label="Avg.", dataset="", split="test", main_metric="acc",
+           main_aggregation="mean-of-7-tasks", description="mean of the task test accuracies", paper_ref=REF)
 
 
 def embedding_dir(encoder, ctx: RunContext) -> Path:

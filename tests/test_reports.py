@@ -27,6 +27,7 @@ from bench.uncertainty import apply_uncertainty
 STS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 TRANSFER = ("mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc")
 MODELS = {"simcse-bert": 0.0, "robustembed-bert": 2.0, "minilm": -5.0}  # model -> offset added to every score
+MODELS_USED = tuple(MODELS)
 
 
 def _cell(store: ResultStore, model: str, suite: str, task: str, seed: int, rows: list[tuple], evidence=None,
@@ -113,7 +114,17 @@ def write_fixture(root: Path) -> Path:
         _cell(store, "simcse-bert", "anli", task, 0, [("accuracy", 40.0 + i, "all", "test"),
                                                        ("accuracy", 41.0 + i, "all", "dev")])
     store.write_leaderboard()
+    export_metadata(root)
     return root
+
+
+def export_metadata(root: Path) -> None:
+    """What `bench run` exports beside its results: the suites' labels and the models' facts."""
+    from bench import metadata
+    from bench.registry import MODELS
+    from suites import all_suites
+
+    metadata.export(root, suites=all_suites(), models=[MODELS[m] for m in MODELS_USED])
 
 
 @pytest.fixture
@@ -209,15 +220,14 @@ def test_paper_reference_rows_and_one_header_per_group(generated):
     assert "paper · SimCSE-BERT_base" not in generated["robustembed-table7.md"]  # summaries list our models only
 
 
-def test_report_card(results, tmp_path, monkeypatch):
-    from bench import registry
+def test_report_card(results, tmp_path):
+    from bench import metadata, registry
     from reports.card import card
 
-    monkeypatch.setitem(registry.MODELS, "simcse-x", registry.ModelSpec(name="simcse-x", backbone="b", method="simcse",
-                                                                        base="simcse-bert", profile="smoke"))
-    monkeypatch.setitem(registry.MODELS, "robust-x", registry.ModelSpec(name="robust-x", backbone="b",
-                                                                        method="robustembed", base="simcse-bert",
-                                                                        profile="smoke"))
+    # Two trained models from simcse-bert at one profile; the card knows them from plugins.json, as reports do.
+    metadata.export(results, models=[
+        registry.ModelSpec(name="simcse-x", backbone="b", method="simcse", base="simcse-bert", profile="smoke"),
+        registry.ModelSpec(name="robust-x", backbone="b", method="robustembed", base="simcse-bert", profile="smoke")])
     store = ResultStore(results)
     for model, task_evidence in (("simcse-x", _sts_evidence("simcse-bert", "sts12")),
                                  ("robust-x", _sts_evidence("robustembed-bert", "sts12"))):
@@ -295,7 +305,11 @@ def test_settings_that_differ_name_their_columns(tmp_path):
     store = ResultStore(tmp_path)
     _cell(store, "minilm", "transfer", "mr", 0, [("acc", 70.0)], mode="fasttest")
     _cell(store, "minilm", "transfer", "cr", 0, [("acc", 75.0)], mode="test")
+    bare = generate(tmp_path, formats=["md"]).reports["robustembed-table2.md"]
+    assert "| mr ↑ | cr ↑ |" in bare and "not in the registry" in bare  # no metadata: names, no groups
+    export_metadata(tmp_path)
     md = generate(tmp_path, formats=["md"]).reports["robustembed-table2.md"]
+    assert "| MR ↑ | CR ↑ |" in md  # the labels the transfer suite exported
     assert "mode: fasttest (minilm: MR), test (minilm: CR)" in md
     _cell(store, "simcse-bert", "transfer", "mr", 0, [("acc", 70.0)], mode="test")
     md = generate(tmp_path, formats=["md"]).reports["robustembed-table2.md"]
@@ -393,11 +407,24 @@ def test_paper_values_are_read_from_the_papers():
     tab-separated; and each table has as many values as the paper prints."""
     from reports.paper import PaperValues
 
-    texts = {"RobustEmbed": (_papers_dir() / "robustembed.txt").read_text(encoding="utf-8"),
-             "V-advCSE": (_papers_dir() / "v-advcse.txt").read_text(encoding="utf-8")}
+    def text(name):
+        return (_papers_dir() / name).read_text(encoding="utf-8")
+
+    # SimCSE's own paper is not in shared/papers: its Table 5 row is checked against AdCSE's reprint.
+    texts = {"RobustEmbed": text("robustembed.txt"), "V-advCSE": text("v-advcse.txt"), "AdCSE": text("adcse.txt"),
+             "L2P-CSR": text("l2p-csr.txt"), "SimCSE": text("adcse.txt")}
     rows = PaperValues.load().rows
     for r in rows:
+        if r["note"].startswith("not checkable here"):
+            continue
         assert r["value"] in texts[r["paper"]], r
+    # Rows of the other papers' STS tables sit on one line of the paper, in task order.
+    for paper, table in (("AdCSE", "Table 1"), ("L2P-CSR", "Table 1"), ("V-advCSE", "Table 1"), ("SimCSE", "Table 5")):
+        block = [r for r in rows if (r["paper"], r["table"]) == (paper, table) and r["suite"] == "sts"]
+        for label in dict.fromkeys(r["row_model"] for r in block):
+            values = [r["value"] for r in block if r["row_model"] == label]
+            if len(values) == 8:
+                assert any(re.sub(r"<[^>]+>", "", ln).split()[-8:] == values for ln in texts[paper].splitlines()), label
     counts = {}
     for r in rows:
         counts[(r["paper"], r["table"])] = counts.get((r["paper"], r["table"]), 0) + 1
@@ -415,14 +442,23 @@ def test_paper_values_are_read_from_the_papers():
 
 
 REPO = Path(__file__).resolve().parents[1]
+from bench.paths import PUBLISHED_REPORTS, PUBLISHED_RESULTS, Paths  # noqa: E402
 
 
-@pytest.mark.skipif(not (REPO / "reports" / "index.md").exists() or not (REPO / "results" / "cells").is_dir(),
-                    reason="no committed reports/ and results/ to compare")
+@pytest.mark.skipif(not (PUBLISHED_REPORTS / "index.md").exists() or not (PUBLISHED_RESULTS / "cells").is_dir(),
+                    reason="no committed reports/generated/ and results/ to compare")
 def test_committed_reports_match_committed_results():
-    """The committed reports/ is what the committed code makes from the committed results/."""
+    """The committed reports/generated/ is what the committed code makes from the committed results/."""
     from reports import compare, generate
 
-    artifacts = generate(REPO / "results")
-    problems = compare(artifacts.reports, REPO / "reports") + compare(artifacts.results, REPO / "results", prune=False)
-    assert not problems, "stale reports; run `BENCH_RESULTS_DIR=results bench report` and commit:\n" + "\n".join(problems)
+    artifacts = generate(PUBLISHED_RESULTS)
+    problems = compare(artifacts.reports, PUBLISHED_REPORTS) + compare(artifacts.results, PUBLISHED_RESULTS, prune=False)
+    assert not problems, ("stale reports; run `bench report --results-dir results` and commit:\n"
+                          + "\n".join(problems))
+
+
+def test_generated_reports_sit_apart_from_the_report_code():
+    assert PUBLISHED_REPORTS == REPO / "reports" / "generated"
+    assert not list(PUBLISHED_REPORTS.glob("*.py")) and not list((REPO / "reports").glob("*.md"))
+    assert Paths(home=REPO, data=REPO, results=PUBLISHED_RESULTS.resolve()).reports == PUBLISHED_REPORTS.resolve()
+    assert Paths(home=REPO, data=REPO, results=Path("/x/results")).reports == Path("/x/reports")

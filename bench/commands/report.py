@@ -1,4 +1,4 @@
-"""bench report [--suite S]... [--format md|tex|csv|html]... [--out DIR] [--check] [--card MODEL]...
+"""bench report [--suite S]... [--format md|tex|csv|html]... [--out DIR] [--results-dir DIR] [--check] [--card MODEL]...
 
 Regenerates the paper tables and figures, results/leaderboard.csv and the per-suite leaderboards from
 the result files. ``--check`` writes nothing and exits 1 when the reports or leaderboards on disk
@@ -17,7 +17,11 @@ def add_arguments(parser):
                         help="repeatable; only tables and figures of these suites (default: all)")
     parser.add_argument("--format", action="append", dest="formats", choices=FORMAT_NAMES,
                         help="repeatable; table formats (default: all four). Figures are always PNG + PDF")
-    parser.add_argument("--out", type=Path, help="reports directory (default: reports/ beside the results directory)")
+    parser.add_argument("--out", type=Path, help="reports directory (default: reports/ beside the results directory; "
+                                                 "reports/generated/ for the checkout's results/)")
+    parser.add_argument("--results-dir", type=Path,
+                        help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
+                             "`--results-dir results` reports the checkout's published leaderboard")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if the reports on disk differ from a regeneration")
     parser.add_argument("--card", action="append", dest="cards", metavar="MODEL",
@@ -32,8 +36,8 @@ def main(args) -> int:
     from bench.paths import Paths
 
     console = Console(soft_wrap=True)  # file paths stay whole, one per line
-    paths = Paths.from_env()
-    out = (args.out or paths.results.parent / "reports").expanduser().resolve()
+    paths = Paths.from_env().with_results(args.results_dir)
+    out = (args.out or paths.reports).expanduser().resolve()
     if args.cards:
         from reports.card import card
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -13,7 +14,9 @@ from bench.errors import BenchError
 
 def add_arguments(parser):
     parser.add_argument("--suite", required=True, help="see `bench ls suites`")
-    parser.add_argument("--model", required=True, help="see `bench ls models`")
+    parser.add_argument("--model", required=True,
+                        help="a name (`bench ls models`, $BENCH_HOME/models.toml), hf:ORG/NAME[@REVISION], or a "
+                             "local model directory (bench checkpoint, sentence-transformers or Hugging Face)")
     parser.add_argument("--task", action="append", dest="tasks", metavar="T", help="repeatable; default: all")
     parser.add_argument("--profile", choices=["smoke", "paper"], default="smoke")
     parser.add_argument("--seed", type=int, default=0)
@@ -23,9 +26,14 @@ def add_arguments(parser):
     parser.add_argument("--overwrite", choices=["never", "only-missing", "always"], default="only-missing",
                         help="never: keep any existing cell; only-missing (default): compute cells missing for "
                              "this configuration; always: recompute")
+    parser.add_argument("--results-dir", type=Path,
+                        help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
+                             "`--results-dir results` writes the checkout's published leaderboard")
     from bench.plugins import add_option_flags
+    from bench.registry import add_model_flags
     from suites import all_suites
 
+    add_model_flags(parser)
     add_option_flags(parser, all_suites())
 
 
@@ -34,21 +42,6 @@ def suite_options(args) -> dict:
     from suites import all_suites
 
     return options_from_args(args, all_suites())
-
-
-def open_encoder(spec, paths, device: str, batch_size: int, seed: int = 0, log=print):
-    """The model's encoder, training it first if it is a registered method model with no checkpoint."""
-    from bench.encoder import CheckpointMissing, Encoder
-
-    try:
-        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
-    except CheckpointMissing:
-        log(f"Model '{spec.name}' has no checkpoint yet: training it now "
-            f"({spec.method} from {spec.base}, {spec.profile} profile).")
-        from bench.train import train_registered
-
-        train_registered(spec, paths, device=device, seed=seed)
-        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
 
 
 def results_table(outcomes, title: str) -> Table:
@@ -80,23 +73,27 @@ def results_table(outcomes, title: str) -> Table:
 
 
 def main(args) -> int:
+    from bench.encoder import open_encoder
     from bench.paths import Paths
-    from bench.registry import get_model
+    from bench.store import model_dir
+    from bench.registry import resolve_model
+    from bench.train import train_registered
     from suites import get_suite
     from suites.base import RunContext, run_suite
 
     console = Console()
     start = time.perf_counter()
-    spec = get_model(args.model)
+    paths = Paths.from_env().with_results(args.results_dir)
+    spec = resolve_model(args.model, paths, pooler=args.pooler, models_file=args.models_file)
     suite = get_suite(args.suite)
     for name in args.tasks or []:
         suite.task(name)  # unknown task names fail before any model loads
     if args.limit is not None and args.limit <= 0:
         raise BenchError("--limit must be a positive number of examples")
-    paths = Paths.from_env()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
-        encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print)
+        encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print,
+                               train_missing=train_registered)
         ctx = RunContext(paths=paths, seed=args.seed, device=encoder.device, batch_size=args.batch_size,
                          limit=args.limit, profile=args.profile, overwrite=args.overwrite,
                          options=suite_options(args), progress=progress, log=console.print)
@@ -109,7 +106,7 @@ def main(args) -> int:
                       f"({', '.join(cached)}). Use --overwrite always to recompute.")
     for o in fresh:
         console.print(f"  {o.task}: {o.wall_s:.1f}s")
-    console.print(f"Results: {paths.results} (cells under cells/{spec.name}/{suite.name}/, "
+    console.print(f"Results: {paths.results} (cells under cells/{model_dir(spec.name)}/{suite.name}/, "
                   f"leaderboard {paths.results / 'leaderboard.csv'})")
     console.print(f"Wall time: {time.perf_counter() - start:.1f}s")
     return 0

@@ -1,8 +1,9 @@
 """bench train --method M --backbone B [--profile smoke|paper]: train a sentence encoder (bench/train.py).
 
 The checkpoint lands in $BENCH_HOME/models/<name>; <name> is the registered model with the same
-(method, base, profile) when there is one (so `bench run --model <name>` finds it), else
-<method>-<backbone>-<profile>, or --name. Re-running the same command resumes an interrupted run.
+(method, base, profile) when there is one, else <method>-<backbone>-<profile>, or --name. A name that
+is not built in is declared in $BENCH_HOME/models.toml, so `bench run --model <name>` finds it at once.
+Re-running the same command resumes an interrupted run.
 """
 
 from __future__ import annotations
@@ -92,6 +93,14 @@ def main(args) -> int:
         return relaunch_with_accelerate(args, sys.argv[1:])
     start = time.perf_counter()
     paths = Paths.from_env()
+    from bench.registry import MODELS, NAME_PATTERN
+
+    if args.name is not None and not NAME_PATTERN.match(args.name):
+        raise BenchError(f"--name {args.name!r}: use letters, digits and . _ + - (it names a directory and a "
+                         f"models.toml entry).")
+    if args.name in MODELS and (MODELS[args.name].method, MODELS[args.name].base) != (args.method, args.backbone):
+        raise BenchError(f"--name {args.name} is a built-in model ({MODELS[args.name].method} from "
+                         f"{MODELS[args.name].base}); choose another name for this run.")
     job = build_job(args.method, args.backbone, args.profile, paths, data=args.data,
                     settings=settings_from_args(args), name=args.name, device=args.device)
     card = run_training(job, paths.home, restart=args.restart)
@@ -100,13 +109,24 @@ def main(args) -> int:
     best = card.get("best") or {}
     print(f"Model '{job.name}': {paths.models / job.name} · steps {card.get('steps')} · STS-B dev before "
           f"{card.get('stsb_dev_before')} · best {best.get('stsb_dev_spearman')} at step {best.get('step')}")
-    print(f"Evaluate it with: bench run --suite sts --model {job.name}" if job.name in _registered() else
-          f"Register it with bench.registry.trained(...) to evaluate it with `bench run`.")
+    where = register_trained(job, paths)
+    if where is not None:
+        print(f"Registered '{job.name}' in {where}.")
+    print(f"Evaluate it with: bench run --suite sts --model {job.name}")
     print(f"Wall time: {time.perf_counter() - start:.1f}s")
     return 0
 
 
-def _registered() -> set[str]:
+def register_trained(job, paths):
+    """Declare the trained model in $BENCH_HOME/models.toml (method, base, profile, the --set recipe and
+    its pooler), so `bench run --model NAME` finds it at once and can re-train it with the same recipe.
+    Built-in models are declared already; returns the file written, or None."""
+    from bench.models_file import write_entry
     from bench.registry import MODELS
 
-    return set(MODELS)
+    if job.name in MODELS:
+        return None
+    recipe = {k: v for k, v in job.overrides.items()}
+    fields = {"method": job.method, "base": job.base, "profile": job.profile, "pooler": job.pooler,
+              "max_len": job.eval_max_len, "recipe": recipe}
+    return write_entry(paths.home / "models.toml", job.name, fields, comment="written by bench train")
