@@ -205,7 +205,7 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
     absent = [b.label for b in spec.blocks if b.label not in ran]
     lines = [ln for ln in lines if ln.block in ran]
     if spec.paper_rows and lines:
-        lines += _paper_lines(spec, paper, [b for b in spec.blocks if b.label in ran] or [Block("", {})])
+        lines += _paper_lines(spec, paper, [b for b in spec.blocks if b.label in ran] or [Block({})])
     lines = _grouped(lines)
     better = [spec.better] * len(headers)
     _mark_best(lines, better, spec.decimals, evidence)
