@@ -200,6 +200,20 @@ def load_hf(name_or_path: str, spec_name: str = "", revision: str | None = None)
         model = AutoModel.from_pretrained(name_or_path, use_safetensors=None, revision=revision or None)
     except OSError as exc:
         owner = f" for model '{spec_name}'" if spec_name else ""
+        refused = _refused_pickle(exc)
+        if refused is not None:
+            raise BenchError(
+                f"Backbone '{name_or_path}'{owner}: its weights are a pickle (pytorch_model.bin) that the safe "
+                f"loader (torch.load weights_only=True) refused, because it references code ({refused}). bench never "
+                f"unpickles code from a weights file. Fix: use a copy with model.safetensors, or, only if you trust "
+                f"the file, convert it once yourself (load it, then save_pretrained(..., safe_serialization=True))."
+            ) from exc
+        if Path(name_or_path).is_dir():
+            raise BenchError(
+                f"Backbone directory '{name_or_path}'{owner} could not be loaded ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0]}). Fix: it needs config.json, tokenizer files and model.safetensors "
+                f"(as save_pretrained writes them)."
+            ) from exc
         raise BenchError(
             f"Backbone '{name_or_path}'{owner} could not be loaded: it is neither a local directory nor "
             f"reachable on the Hugging Face Hub (offline?). Fix: run once with internet access so it is "
@@ -207,6 +221,22 @@ def load_hf(name_or_path: str, spec_name: str = "", revision: str | None = None)
             f"Offline, use the default model 'minilm'. ({type(exc).__name__}: {str(exc).splitlines()[0]})"
         ) from exc
     return model, tokenizer
+
+
+def _refused_pickle(exc: BaseException) -> str | None:
+    """The refusal text if ``exc`` was caused by torch's weights-only unpickler rejecting a global."""
+    import pickle
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, pickle.UnpicklingError):
+            import re
+
+            found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+            return f"global {found.group(1)}" if found else str(exc).splitlines()[0][:120]
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def state_dict_sha256(model) -> str:

@@ -46,6 +46,7 @@ class CellSettings:
     device: str = "cpu"
     options: tuple = ()  # suite options as sorted (key, value) pairs
     dtype: str = "auto"  # requested precision (bench.encoder.resolve_dtype), resolved where the cell runs
+    allow_unverified_data: bool = False
 
     def context(self, paths: Paths, seed: int):
         from bench.encoder import dtype_name, resolve_dtype
@@ -55,7 +56,7 @@ class CellSettings:
                           dtype=dtype_name(resolve_dtype(self.device, self.dtype)),
                           limit=self.limit, profile=self.profile, overwrite="only-missing",
                           options={k: list(v) if isinstance(v, tuple) else v for k, v in self.options},
-                          progress=None, log=print)  # lists again, as `bench run` passes them; logs go to Ray's worker logs
+                          progress=None, log=print, allow_unverified_data=self.allow_unverified_data)  # lists again, as `bench run` passes them; logs go to Ray's worker logs
 
 
 @dataclass(frozen=True)
@@ -515,7 +516,7 @@ class GridRunner:
             from suites import get_suite
 
             export_metadata(self.plan.paths.results, suites=[get_suite(n) for n in self.plan.tasks],
-                            models=self.plan.models)
+                            models=self.plan.models, models_dir=self.plan.paths.models)
         return GridReport(list(self.states.values()), dict(self.models_failed), time.time() - self.started,
                           dict(self.models))
 

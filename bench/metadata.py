@@ -39,8 +39,29 @@ def model_entry(spec, known: dict | None = None) -> dict:
             "order": order, "description": spec.description}
 
 
-def export(results_dir: Path, *, suites=(), models=(), known: dict | None = None) -> Path:
-    """Merge ``suites`` (objects with ``describe()``) and ``models`` (ModelSpecs) into ``plugins.json``."""
+# What a trained model's card lends to the results: its training budget and the dev curve (reports draw it).
+TRAINING_FIELDS = ("method", "profile", "steps", "epochs_seen", "wall_s", "amp", "device", "stsb_dev_before", "best",
+                   "dev_history", "final_loss", "git_commit")
+
+
+def training_entry(spec, models_dir: Path | None) -> dict:
+    """The card facts of a trained model's checkpoint, or {} (not trained here, or no card)."""
+    if models_dir is None or not spec.method:
+        return {}
+    path = Path(models_dir) / spec.name / "bench_card.json"
+    try:
+        card = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    entry = {k: card[k] for k in TRAINING_FIELDS if k in card}
+    entry["batch_size"] = (card.get("train_config") or {}).get("batch_size")
+    return entry
+
+
+def export(results_dir: Path, *, suites=(), models=(), known: dict | None = None,
+           models_dir: Path | None = None) -> Path:
+    """Merge ``suites`` (objects with ``describe()``) and ``models`` (ModelSpecs; with ``models_dir``, the
+    training facts of their cards) into ``plugins.json``."""
     from bench import __version__
     from bench.store import package_versions
 
@@ -50,7 +71,11 @@ def export(results_dir: Path, *, suites=(), models=(), known: dict | None = None
     for suite in suites:
         data.setdefault("suites", {})[suite.name] = suite.describe()
     for spec in models:
-        data.setdefault("models", {})[spec.name] = model_entry(spec, known)
+        entry = model_entry(spec, known)
+        training = training_entry(spec, models_dir)
+        if training:
+            entry["training"] = training
+        data.setdefault("models", {})[spec.name] = entry
     data["suites"] = dict(sorted(data.get("suites", {}).items()))
     data["models"] = dict(sorted(data.get("models", {}).items()))
     path = Path(results_dir) / FILE

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
-from rich.console import Console
 from rich.table import Table
+
+from bench.commands import output_console
 
 # part -> (builder "module:function", what it builds). Each builder takes (paths, force, log, options).
 PARTS = {
@@ -51,7 +52,7 @@ def main(args) -> int:
     from attacks.resources import OFFLINE_ENV, Resources
     from bench.paths import Paths
 
-    console = Console()
+    console = output_console()  # piped: whole values, no '…'
     paths = Paths.from_env()
     if args.offline:
         os.environ[OFFLINE_ENV] = "1"
