@@ -4,7 +4,7 @@
 
 For each task both precisions encode the same sentences through ``bench.encoder.Encoder`` (cache
 cleared before each timing, the two precisions alternating so load changes on a shared machine hit
-both alike) and score them as the STS suite does (``suites.sts.score_pairs``: Spearman x100 over all
+both alike) and score them as the STS suite does (``bench.metrics.score_pairs``: Spearman x100 over all
 pairs, SimCSE's headline). It prints, per task, fp32, bf16 and their difference, the smallest cosine
 between a sentence's two embeddings, and the encoding speed of each precision with their ratio.
 Issue 17's goal: every task within 0.1 points and a ratio of at least 1.8. A CPU without AMX or
@@ -44,7 +44,8 @@ def main() -> int:
     from bench.encoder import Encoder, dtype_name, native_bf16, resolve_dtype
     from bench.paths import Paths
     from bench.registry import get_model
-    from suites.sts import TASKS, score_pairs
+    from bench.metrics import score_pairs
+    from suites.sts import TASKS
 
     paths = Paths.from_env()
     spec = get_model(args.model)
