@@ -14,8 +14,12 @@
   from it and the next step's loss is exactly what an uninterrupted run computes;
 - devices: the loop always runs through ``accelerate`` (one CPU process here), so
   ``accelerate launch -m bench.cli train ...`` (or ``bench train --launcher accelerate``) runs it
-  with DDP on several GPUs (per-process batch = ``batch_size``, in-batch negatives per process) and
-  mixed precision on CUDA (bf16 where supported, else fp16).
+  with DDP on several GPUs (per-process batch = ``batch_size``, in-batch negatives per process);
+- precision: ``TrainJob.dtype`` (auto|fp32|bf16|fp16) through ``bench.encoder.resolve_dtype``, set as
+  accelerate's ``mixed_precision``, so the loss and every extra pass of a method (RobustEmbed's
+  gradient passes included) run under its autocast; weights and optimiser state stay float32.
+  A float32 run's fingerprint is what it was before --dtype existed (checkpoints resume); any other
+  precision enters the fingerprint, so runs in two precisions never resume each other.
 
 Output: ``$BENCH_HOME/models/<name>/`` holds the best checkpoint as safetensors + tokenizer +
 ``bench_card.json`` (method, every hyper-parameter, open choices, data sha256, steps, dev scores,
@@ -104,10 +108,14 @@ class TrainJob:
     eval_max_len: int = 512
     device: str = "auto"
     overrides: dict = field(default_factory=dict)  # what the command line / recipe changed
+    dtype: str = "auto"  # requested precision (bench.encoder.resolve_dtype)
 
-    def fingerprint(self, data_sha: str) -> str:
+    def fingerprint(self, data_sha: str, dtype: str = "float32") -> str:
+        """``dtype``: what runs (``dtype_name``). float32 adds nothing, so fp32 fingerprints never changed."""
         blob = {"method": self.method, "backbone": self.backbone, "pooler": self.pooler,
                 "train": dataclasses.asdict(self.train), "method_config": self.method_config, "data": data_sha}
+        if dtype != "float32":
+            blob["dtype"] = dtype
         return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -309,6 +317,17 @@ class _StopFlag:
 
 # --- the loop --------------------------------------------------------------------------------
 
+def _reset_accelerate_precision(mixed_precision: str) -> None:
+    """accelerate keeps one process-wide AcceleratorState and refuses a second Accelerator with another
+    ``mixed_precision``; one process may train in two precisions (tests, a grid worker), so drop the
+    precision part of that state (the process group, in PartialState, is kept)."""
+    from accelerate.state import AcceleratorState
+
+    shared = AcceleratorState._shared_state
+    if shared and shared.get("_mixed_precision", mixed_precision) != mixed_precision:
+        AcceleratorState._reset_state(reset_partial_state=False)
+
+
 def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, restart: bool = False,
                  stop_after: int | None = None) -> dict:
     """Train (or resume) ``job``; returns the model card. ``stop_after`` simulates an interruption
@@ -319,7 +338,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     from safetensors.torch import load_file, load_model, save_file, save_model
     from transformers import get_linear_schedule_with_warmup
 
-    from bench.encoder import Encoder, autocast_dtype, load_hf, pick_device
+    from bench.encoder import Encoder, dtype_name, load_hf, pick_device, resolve_dtype, slow_dtype_note
     from bench.methods import get_method
     from bench.store import git_commit, now_iso, package_versions
 
@@ -330,7 +349,9 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     check_values(dataclasses.asdict(cfg))
     check_values(method_cfg.to_dict(), getattr(method_cls.Config, "limits", None))
     sentences, data_sha = read_sentences(job.data_path)
-    fingerprint = job.fingerprint(data_sha)
+    device = pick_device(job.device)
+    amp = resolve_dtype(device, job.dtype)  # None: float32
+    fingerprint = job.fingerprint(data_sha, dtype_name(amp))
     work = Path(home) / "train" / job.name
     out_dir = Path(home) / "models" / job.name
     last_dir, best_dir = work / "last", work / "best"
@@ -347,10 +368,10 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         log(f"Note: {out_dir} holds '{job.name}' trained with another configuration; it is replaced when this "
             f"run completes.")
 
-    device = pick_device(job.device)
-    amp = autocast_dtype(device)
+    mixed_precision = {None: "no", torch.bfloat16: "bf16", torch.float16: "fp16"}[amp]
+    _reset_accelerate_precision(mixed_precision)
     accelerator = Accelerator(
-        cpu=device == "cpu", mixed_precision={None: "no", torch.bfloat16: "bf16", torch.float16: "fp16"}[amp],
+        cpu=device == "cpu", mixed_precision=mixed_precision,
         kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
     main = accelerator.is_main_process
     if not main:  # one voice: the main process logs
@@ -429,7 +450,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         from bench.metrics import score_pairs
 
         encoder = Encoder(method.export_model(), tokenizer, pooler=job.pooler, max_len=eval_max_len,
-                          device=device, batch_size=128, name=job.name)
+                          device=device, batch_size=128, name=job.name, dtype=dtype_name(amp))
         score = score_pairs(dev_pairs, encoder.encode)[("spearman", "all")]
         extra["align"], extra["uniform"] = dev_alignment_uniformity(dev_pairs, encoder.encode)
         module.train()
@@ -509,6 +530,9 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         state["dev_history"].append({"step": 0, "stsb_dev_spearman": before, **extra})
         log(f"  step 0: STS-B dev Spearman {before:.2f} (before training; not a candidate for 'best')")
 
+    note = slow_dtype_note(device, amp)
+    if note:
+        log(note)
     log(f"Training '{job.name}': {job.method} from {job.base} ({job.profile} profile), {total} steps of "
         f"{cfg.batch_size} x {world} sentences from {job.data_path.name} ({len(sentences)} sentences), "
         f"device {device}{', AMP ' + str(amp).replace('torch.', '') if amp else ''}.")
@@ -574,7 +598,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         "steps": state["step"], "epochs_seen": state["step"] / per_epoch, "world_size": world,
         "best": state["best"], "stsb_dev_before": state.get("dev_before"), "dev_history": state["dev_history"],
         "final_loss": state["losses"][-1][1] if state["losses"] else None,
-        "device": device, "amp": str(amp).replace("torch.", "") if amp else None,
+        "device": device, "amp": str(amp).replace("torch.", "") if amp else None, "dtype": dtype_name(amp),
         "git_commit": git_commit(), "package_versions": json.loads(package_versions()),
         "wall_s": state["wall_s"], "sessions": state["sessions"], "fingerprint": fingerprint,
         "created_at": now_iso(),
@@ -601,7 +625,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
 
 def build_job(method: str, backbone: str, profile: str, paths, *, data: str | None = None,
               settings: dict | None = None, name: str | None = None, device: str = "auto",
-              allow_unverified_data: bool = False) -> TrainJob:
+              allow_unverified_data: bool = False, dtype: str = "auto") -> TrainJob:
     """A TrainJob from command-line terms. ``backbone`` is a registry model name, a directory or a
     HF id; a registered trained model with the same (method, base, profile) lends its name,
     pooler and recipe."""
@@ -650,7 +674,7 @@ def build_job(method: str, backbone: str, profile: str, paths, *, data: str | No
     return TrainJob(name=name, method=method, backbone=backbone_path, base=backbone, pooler=pooler,
                     profile=profile, train=train_cfg, method_config=method_values,
                     data_path=data_path, dev_dir=dev_dir, eval_max_len=eval_max_len,
-                    device=device, overrides=settings)
+                    device=device, overrides=settings, dtype=dtype)
 
 
 def _benchmark_training_data(data_root: Path, data_path: Path) -> list[str]:
@@ -661,10 +685,11 @@ def _benchmark_training_data(data_root: Path, data_path: Path) -> list[str]:
 
 
 def train_registered(spec, paths, device: str = "auto", seed: int = 0, log: Callable[[str], None] = print,
-                     allow_unverified_data: bool = False) -> dict:
+                     allow_unverified_data: bool = False, dtype: str = "auto") -> dict:
     """Train a registered method model (``bench run`` calls this when its checkpoint is missing)."""
     # The model's own recipe (a models.toml entry written by `bench train --name`) and pooler come along.
     settings = {**spec.recipe, "seed": spec.recipe.get("seed", seed), "pooler": spec.pooler}
     job = build_job(spec.method, spec.base, spec.profile or "smoke", paths, settings=settings,
-                    name=spec.name, device=device, allow_unverified_data=allow_unverified_data)
+                    name=spec.name, device=device, allow_unverified_data=allow_unverified_data,
+                    dtype=dtype)
     return run_training(job, paths.home, log=log)
