@@ -15,7 +15,9 @@ def add_arguments(parser):
     parser.add_argument("--suite", required=True, help="see `bench ls suites`")
     parser.add_argument("--model", required=True, help="see `bench ls models`")
     parser.add_argument("--task", action="append", dest="tasks", metavar="T", help="repeatable; default: all")
-    parser.add_argument("--profile", choices=["smoke", "paper"], default="smoke")
+    from bench.plugins import PROFILE_HELP, PROFILES
+
+    parser.add_argument("--profile", choices=PROFILES, default="smoke", help=PROFILE_HELP)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps (auto: cuda, mps, cpu)")
     parser.add_argument("--batch-size", type=int, default=64)
