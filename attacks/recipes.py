@@ -121,8 +121,10 @@ RECIPES: dict[str, Callable] = {
 }
 
 # Options every attacking suite declares (bench/plugins.py): one flag, one meaning.
-RECIPES_OPTION = Option(name="recipes", flag="recipe", repeatable=True, choices=tuple(RECIPES),
-                        help="attack recipe(s), repeatable (default: the suite's)")
+# No argparse choices: the suites look names up in RECIPES (did-you-mean, exit 2), so a recipe registered
+# after import (a plug-in, a test) is accepted too.
+RECIPES_OPTION = Option(name="recipes", flag="recipe", repeatable=True,
+                        help=f"attack recipe(s), repeatable: {', '.join(RECIPES)} (default: the suite's)")
 QUERY_BUDGET_OPTION = Option(name="query_budget", type=int, minimum=1, help="max victim queries per example")
 BERT_ATTACK_CANDIDATES_OPTION = Option(
     name="bert_attack_candidates", type=int, minimum=1,
