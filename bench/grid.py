@@ -103,16 +103,20 @@ class Plan:
     def spec(self, name: str) -> ModelSpec:
         return next(s for s in self.models if s.name == name)
 
-    def config_hash(self, cell: Cell) -> str:
-        """The cell's configuration hash: the part of its store key that needs no weights."""
+    def config(self, cell: Cell) -> dict:
+        """The cell's configuration, as ``bench run`` would store it."""
         from suites import get_suite
         from suites.base import summary_config
 
         suite = get_suite(cell.suite)
         ctx = self.settings.context(self.paths, cell.seed)
         if cell.summary:
-            return config_hash(summary_config(suite, [suite.task(t) for t in self.tasks[cell.suite]], ctx))
-        return config_hash(suite.config(suite.task(cell.task), ctx))
+            return summary_config(suite, [suite.task(t) for t in self.tasks[cell.suite]], ctx)
+        return suite.config(suite.task(cell.task), ctx)
+
+    def config_hash(self, cell: Cell) -> str:
+        """The cell's configuration hash: the part of its store key that needs no weights."""
+        return config_hash(self.config(cell))
 
     def stored_path(self, cell: Cell, weights_sha256: str) -> Path | None:
         """The finished cell in the store for these weights and this configuration, if any."""
@@ -253,28 +257,80 @@ class Board:
 
 # --- cost estimates from earlier runs --------------------------------------------------------
 
-def past_timings(results: Path) -> dict[tuple[str, str, str], list[float]]:
-    """(model, suite, task) -> wall seconds of the cells already in the store."""
-    out: dict[tuple[str, str, str], list[float]] = {}
+# Settings that change a cell's cost by more than its size does: earlier cells must match on them.
+COST_SETTINGS = ("profile", "victim", "constraints", "dtype", "mode")
+
+
+def work_units(config: dict) -> tuple[int | None, int]:
+    """(examples limit or None for the whole task, runs x recipes): what a cell's cost scales with."""
+    runs = int(config.get("runs") or 1)
+    recipes = len(config.get("recipes") or ()) or 1
+    return config.get("limit"), runs * recipes
+
+
+def past_timings(results: Path) -> dict[tuple[str, str, str], list[tuple[dict, float]]]:
+    """(model, suite, task) -> (configuration, wall seconds) of the cells already in the store."""
+    out: dict[tuple[str, str, str], list[tuple[dict, float]]] = {}
     for path in ResultStore(results).cells():
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
-            cell, rows = payload["cell"], payload["results"]
+            cell, rows, config = payload["cell"], payload["results"], payload.get("config") or {}
         except (OSError, ValueError, KeyError):
             continue
         walls = [r.get("wall_s") for r in rows if r.get("wall_s")]
-        if walls:
-            out.setdefault((cell["model"], cell["suite"], cell["task"]), []).append(float(walls[0]))
+        sizes = [r["n"] for r in rows if isinstance(r.get("n"), (int, float))]
+        if walls:  # a cell without a limit ran its whole task: its largest n stands for its size
+            config = {**config, "whole_task": config.get("limit") is None,
+                      "limit": config.get("limit") or (max(sizes) if sizes else None)}
+            out.setdefault((cell["model"], cell["suite"], cell["task"]), []).append((config, float(walls[0])))
     return out
 
 
-def estimate(timings: dict, cell: Cell) -> float | None:
-    """Median earlier wall time of this model's cell, else of any model's cell for the same suite/task."""
-    same = timings.get((cell.model, cell.suite, cell.task))
+def scaled_cost(config: dict, wall_s: float, planned: dict) -> float | None:
+    """An earlier cell's wall time scaled to the planned cell's size; None when they are not comparable."""
+    if any(config.get(k) != planned.get(k) for k in COST_SETTINGS):
+        return None
+    (limit, units), (planned_limit, planned_units) = work_units(config), work_units(planned)
+    if planned_limit is None:  # the whole task: only an earlier whole-task cell tells its cost
+        size = 1.0 if config.get("whole_task", limit is None) else None
+    else:
+        size = planned_limit / limit if limit else None
+    if size is None:
+        return None
+    return wall_s * size * planned_units / units
+
+
+def estimate(timings: dict, cell: Cell, planned: dict | None = None) -> float | None:
+    """Median earlier wall time of this model's cell, else of any model's cell for the same suite/task,
+    each scaled to the planned size (examples x runs x recipes) when ``planned`` (its config) is given."""
+    def costs(entries):
+        if planned is None:
+            return [wall for _, wall in entries]
+        return [c for c in (scaled_cost(cfg, wall, planned) for cfg, wall in entries) if c is not None]
+
+    same = costs(timings.get((cell.model, cell.suite, cell.task), ()))
     if same:
         return statistics.median(same)
-    other = [w for (m, s, t), walls in timings.items() if (s, t) == (cell.suite, cell.task) for w in walls]
+    other = costs([e for (m, s, t), entries in timings.items() if (s, t) == (cell.suite, cell.task) for e in entries])
     return statistics.median(other) if other else None
+
+
+def training_estimate(spec: ModelSpec, models_dir: Path) -> float | None:
+    """Wall seconds to train ``spec``: the median over finished models' cards with the same method and
+    profile (so the same steps and batch); None when there is no such card."""
+    from bench.registry import MODELS
+
+    walls = []
+    for other in MODELS.values():
+        card_path = other.checkpoint_dir(models_dir) / "bench_card.json"
+        if other.method != spec.method or other.profile != spec.profile or not card_path.exists():
+            continue
+        try:
+            card = json.loads(card_path.read_text(encoding="utf-8"))
+            walls.append(float(card["wall_s"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return statistics.median(walls) if walls else None
 
 
 # --- driver side ------------------------------------------------------------------------------

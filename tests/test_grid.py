@@ -249,3 +249,37 @@ def test_train_launcher_accelerate_runs_two_cpu_processes(tiny_bert_dir, tmp_pat
     before, after = load_file(tiny_bert_dir / "model.safetensors"), load_file(out_dir / "model.safetensors")
     changed = [k for k in before if k in after and not (before[k] == after[k]).all()]
     assert changed, "two DDP steps left every weight unchanged"
+
+
+def test_cost_estimate_scales_by_examples_runs_and_recipes():
+    from bench.grid import scaled_cost
+
+    earlier = {"limit": 50, "runs": 1, "recipes": ["textfooler", "pwws"], "profile": "smoke"}
+    planned = {"limit": 200, "runs": 2, "recipes": ["textfooler"], "profile": "smoke"}
+    assert scaled_cost(earlier, 100.0, planned) == pytest.approx(100.0 * 4 * 2 / 2)
+    # A cell under another profile or victim protocol says nothing about this one's cost.
+    assert scaled_cost(earlier, 100.0, {**planned, "profile": "study"}) is None
+    assert scaled_cost({**earlier, "victim": "frozen"}, 100.0, {**planned, "victim": "finetune"}) is None
+    # A whole-task plan is estimated only from whole-task cells.
+    assert scaled_cost(earlier, 100.0, {**planned, "limit": None}) is None
+    whole = {**earlier, "limit": 1379, "whole_task": True}
+    assert scaled_cost(whole, 30.0, {**planned, "limit": None}) == pytest.approx(30.0 * 2 / 2)
+
+
+def test_training_estimate_reads_cards_of_the_same_method_and_profile(tmp_path, monkeypatch):
+    import json
+
+    from bench import registry
+    from bench.grid import training_estimate
+
+    base = registry.ModelSpec(name="b", backbone="x")
+    done = registry.ModelSpec(name="m1", backbone="x", method="simcse", base="b", profile="study")
+    todo = registry.ModelSpec(name="m2", backbone="y", method="simcse", base="b", profile="study")
+    other = registry.ModelSpec(name="m3", backbone="x", method="robustembed", base="b", profile="study")
+    monkeypatch.setattr(registry, "MODELS", {s.name: s for s in (base, done, todo, other)})
+    for spec, wall in ((done, 600.0), (other, 3600.0)):
+        (tmp_path / spec.name).mkdir()
+        (tmp_path / spec.name / "bench_card.json").write_text(json.dumps({"wall_s": wall}))
+    assert training_estimate(todo, tmp_path) == 600.0
+    assert training_estimate(registry.ModelSpec(name="z", backbone="x", method="dcl", profile="study"),
+                             tmp_path) is None

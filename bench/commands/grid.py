@@ -80,20 +80,24 @@ def fmt_s(seconds) -> str:
 
 
 def dry_run(plan, console: Console) -> int:
-    from bench.grid import estimate, past_timings
+    from bench.grid import estimate, past_timings, training_estimate
 
     timings = past_timings(plan.paths.results)
     table = Table(title=f"bench grid --dry-run: {len(plan.cells())} cells (results: {plan.paths.results})")
     for col, justify in (("model", "left"), ("suite", "left"), ("task", "left"), ("seed", "right"),
                          ("in store", "left"), ("est. cost", "right")):
         table.add_column(col, justify=justify)
-    total, unknown, to_run = 0.0, 0, 0
+    total, unknown, to_run, training = 0.0, 0, 0, 0.0
     for spec in plan.models:
         if spec.is_trained and not (spec.checkpoint_dir(plan.paths.models) / "config.json").exists():
-            table.add_row(spec.name, "[yellow]train first[/yellow]", f"{spec.method} from {spec.base}", "", "no", "–")
+            cost = training_estimate(spec, plan.paths.models)
+            training += cost or 0.0
+            unknown += cost is None
+            table.add_row(spec.name, "[yellow]train first[/yellow]", f"{spec.method} from {spec.base}", "", "no",
+                          fmt_s(cost))
     for cell in plan.cells():
         shas = plan.stored_any_weights(cell)
-        cost = estimate(timings, cell)
+        cost = 0.0 if cell.summary else estimate(timings, cell, plan.config(cell))  # summaries only aggregate
         if not shas:
             to_run += 1
             total += cost or 0.0
@@ -102,8 +106,10 @@ def dry_run(plan, console: Console) -> int:
         table.add_row(cell.model, cell.suite, cell.task, str(cell.seed), stored, fmt_s(cost))
     console.print(table)
     console.print(f"{to_run} cell(s) without a stored result for this configuration; estimated "
-                  f"{fmt_s(total)} of cell time{f' plus {unknown} cell(s) never timed' if unknown else ''} "
-                  f"(from earlier wall_s in the store; excludes model loading and training). "
+                  f"{fmt_s(total + training)} of CPU-slot time ({fmt_s(training)} training, {fmt_s(total)} cells)"
+                  f"{f', plus {unknown} item(s) never timed' if unknown else ''} "
+                  f"(from earlier wall_s in the store, scaled by examples x runs x recipes, and from the model "
+                  f"cards of finished training runs of the same method and profile; excludes model loading). "
                   f"'in store' matches model, suite, task, seed and configuration; a real run also checks the "
                   f"weights sha256, so changed weights rerun.")
     return 0
