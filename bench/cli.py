@@ -10,13 +10,14 @@ import argparse
 import importlib
 import sys
 import traceback
+import warnings
 
-from bench.errors import BenchError
+from bench.errors import BenchError, BenchWarning
 from bench.plugins import Registry
 
 # name -> module, with a one-line help. Adding a command is one module plus one line here.
 COMMANDS = Registry("command", helps={
-    "ls": "list models, suites, tasks, methods or recipes",
+    "ls": "list models, suites, tasks, methods, recipes or datasets",
     "run": "evaluate a model on a suite",
     "data": "check, verify or fetch benchmark data",
     "grid": "run models x suites x tasks x seeds on Ray (local or a cluster), skipping finished cells",
@@ -43,18 +44,38 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     return parser
 
 
+def _warning_printer(previous):
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, BenchWarning):  # ours name the file and the fix: no source line needed
+            print(f"bench: warning: {message}", file=sys.stderr)
+        else:
+            previous(message, category, filename, lineno, file, line)
+    return show
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a bad flag value (2, message printed): one exit path
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     if not getattr(args, "module", None):
         parser.print_help()
         return 2
     try:
-        return int(importlib.import_module(args.module).main(args) or 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", BenchWarning)  # each one names a different file: show every one
+            warnings.showwarning = _warning_printer(warnings.showwarning)
+            return int(importlib.import_module(args.module).main(args) or 0)
     except BenchError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `bench ls | head`: the reader left; not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
     except KeyboardInterrupt:
         print("bench: interrupted. Finished cells are saved; re-run the same command to continue.",
               file=sys.stderr)

@@ -8,7 +8,9 @@ plus a linear layer", not a different architecture.
 A trained classifier is cached under ``$BENCH_HOME/victims/<model>/<task>/seed<seed>/`` as
 ``model.safetensors`` plus ``card.json`` (base model and its weights sha256, task, seed, training
 data and counts, hyper-parameters, clean dev accuracy). ``load_or_finetune`` reuses it when the
-card matches the request and trains (then overwrites) otherwise.
+card matches the request and trains (then overwrites) otherwise. It trains and answers queries in
+the encoder's precision (``Encoder.amp_dtype``); a classifier trained under autocast lives in
+``seed<seed>-<dtype>/`` (e.g. ``seed0-bfloat16``) and its card records the dtype.
 
 Usage::
 
@@ -36,7 +38,7 @@ import torch
 from torch import nn
 
 from bench.data import atomic_write_text
-from bench.encoder import autocast_dtype
+from bench.encoder import autocast, dtype_name
 from bench.errors import BenchError
 from bench.poolers import NEEDS_HIDDEN_STATES, POOLERS
 
@@ -113,12 +115,12 @@ class FinetunedClassifier:
     """A trained ``Classifier`` with its tokenizer; ``predict_logits`` is the victim's interface."""
 
     def __init__(self, model: Classifier, tokenizer, max_len: int, device: str = "cpu",
-                 batch_size: int = 64, card: dict | None = None):
+                 batch_size: int = 64, card: dict | None = None, amp_dtype=None):
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.max_len, self.device, self.batch_size = max_len, device, batch_size
         self.card = card or {}
-        self.amp_dtype = autocast_dtype(device)
+        self.amp_dtype = amp_dtype  # autocast dtype (bench.encoder.resolve_dtype); None: float32
         self.queries = 0  # examples scored; attacks report it
 
     @property
@@ -140,7 +142,7 @@ class FinetunedClassifier:
             return out
         self.model.eval()
         feats = tokenize(self.tokenizer, inputs, self.max_len)
-        with torch.inference_mode(), _autocast(self.device, self.amp_dtype):
+        with torch.inference_mode(), autocast(self.device, self.amp_dtype):
             for chunk, batch in self._batches(feats, batch_size or self.batch_size):
                 out[chunk] = self.model(**batch).float().cpu().numpy()
         self.queries += len(inputs)
@@ -171,7 +173,7 @@ class FinetunedClassifier:
 
     @classmethod
     def load(cls, directory: Path, backbone, tokenizer, device: str = "cpu",
-             batch_size: int = 64) -> "FinetunedClassifier":
+             batch_size: int = 64, amp_dtype=None) -> "FinetunedClassifier":
         """Rebuild from ``backbone`` (same architecture as the base model) and the saved weights."""
         from safetensors.torch import load_model
 
@@ -183,12 +185,7 @@ class FinetunedClassifier:
         model = Classifier(copy.deepcopy(backbone), card["pooler"], card["num_labels"],
                            card["hyperparameters"]["dropout"])
         load_model(model, str(directory / WEIGHTS), device="cpu")
-        return cls(model, tokenizer, card["hyperparameters"]["max_len"], device, batch_size, card)
-
-
-def _autocast(device: str, dtype):
-    return torch.autocast(device_type=device.split(":")[0], dtype=dtype or torch.float32,
-                          enabled=dtype is not None)
+        return cls(model, tokenizer, card["hyperparameters"]["max_len"], device, batch_size, card, amp_dtype)
 
 
 def file_sha256(path: Path) -> str:
@@ -215,10 +212,13 @@ def mix(parts: Sequence[Labelled], cap: int | None, seed: int) -> tuple[Labelled
 
 
 def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled, config: FinetuneConfig,
-             device: str = "cpu", log: Callable[[str], None] | None = None) -> tuple[FinetunedClassifier, dict]:
+             device: str = "cpu", log: Callable[[str], None] | None = None,
+             amp_dtype=None) -> tuple[FinetunedClassifier, dict]:
     """Train a ``Classifier`` on ``train`` (already mixed and capped). Returns it and training stats.
 
-    ``backbone`` is deep-copied: the caller's encoder keeps its weights.
+    ``backbone`` is deep-copied: the caller's encoder keeps its weights. ``amp_dtype`` (from
+    ``bench.encoder.resolve_dtype``; None = float32) is the autocast of training and of the returned
+    classifier's queries; weights and optimiser state stay float32.
     """
     from transformers import get_linear_schedule_with_warmup
 
@@ -241,7 +241,7 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
     steps_per_epoch = math.ceil(len(feats) / config.batch_size)
     total = steps_per_epoch * config.epochs
     schedule = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total), total)
-    amp = autocast_dtype(device)
+    amp = amp_dtype
     scaler = torch.amp.GradScaler("cuda", enabled=amp == torch.float16)
     rng = random.Random(config.seed)
     labels = torch.tensor(train.labels)
@@ -253,7 +253,7 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
             chunk = order[step * config.batch_size:(step + 1) * config.batch_size]
             batch = tokenizer.pad([feats[i] for i in chunk], return_tensors="pt")
             batch = {k: v.to(device) for k, v in batch.items()}
-            with _autocast(device, amp):
+            with autocast(device, amp):
                 loss = nn.functional.cross_entropy(model(**batch).float(), labels[chunk].to(device))
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
@@ -268,7 +268,7 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
     stats = {"steps": total, "first_loss": losses[0], "last_loss": float(np.mean(losses[-10:])),
              "train_seconds": round(time.perf_counter() - start, 1), "device": device,
              "amp": str(amp).replace("torch.", "") if amp else None}
-    clf = FinetunedClassifier(model, tokenizer, config.max_len, device)
+    clf = FinetunedClassifier(model, tokenizer, config.max_len, device, amp_dtype=amp)
     return clf, stats
 
 
@@ -276,18 +276,24 @@ def _no_decay(name: str) -> bool:
     return name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name
 
 
-def victim_dir(home: Path, model: str, task: str, seed: int) -> Path:
-    return Path(home) / "victims" / model / task / f"seed{seed}"
+def victim_dir(home: Path, model: str, task: str, seed: int, dtype: str = "float32") -> Path:
+    """float32 classifiers keep their directory; another precision gets its own, so they never evict each other."""
+    return Path(home) / "victims" / model / task / (f"seed{seed}" if dtype == "float32" else f"seed{seed}-{dtype}")
 
 
 def _request(encoder, task: str, num_labels: int, config: FinetuneConfig, data: list[dict],
              dev: Labelled | None, label_names: Sequence[str] | None) -> dict:
-    """The part of the card that must match for a cached classifier to be reused."""
-    return {"base_model": encoder.name, "base_weights_sha256": encoder.weights_sha256, "pooler": encoder.pooler,
-            "task": task, "seed": config.seed, "num_labels": num_labels,
-            "label_names": list(label_names) if label_names else None,
-            "hyperparameters": asdict(config), "training_data": data,
-            "dev_data": {"source": dev.source, "n": len(dev.inputs)} if dev else None}
+    """The part of the card that must match for a cached classifier to be reused. The precision it is
+    trained in enters only when it is not float32, so float32 victims cached before --dtype stay valid."""
+    request = {"base_model": encoder.name, "base_weights_sha256": encoder.weights_sha256, "pooler": encoder.pooler,
+               "task": task, "seed": config.seed, "num_labels": num_labels,
+               "label_names": list(label_names) if label_names else None,
+               "hyperparameters": asdict(config), "training_data": data,
+               "dev_data": {"source": dev.source, "n": len(dev.inputs)} if dev else None}
+    dtype = dtype_name(getattr(encoder, "amp_dtype", None))
+    if dtype != "float32":
+        request["dtype"] = dtype
+    return request
 
 
 def load_or_finetune(encoder, paths, task: str, num_labels: int, train: Sequence[Labelled],
@@ -299,19 +305,20 @@ def load_or_finetune(encoder, paths, task: str, num_labels: int, train: Sequence
     ``encoder`` is a ``bench.encoder.Encoder``; its module is copied, never modified.
     ``train`` parts are mixed, shuffled and capped at ``config.max_examples`` (recorded per source).
     """
-    directory = victim_dir(paths.home, encoder.name, task, config.seed)
+    directory = victim_dir(paths.home, encoder.name, task, config.seed, dtype_name(getattr(encoder, "amp_dtype", None)))
     data_mix, data = mix(train, config.max_examples, config.seed)
     request = _request(encoder, task, num_labels, config, data, dev, label_names)
     if (directory / CARD).exists() and (directory / WEIGHTS).exists():
         card = json.loads((directory / CARD).read_text(encoding="utf-8"))
         if {k: card.get(k) for k in request} == json.loads(json.dumps(request)):
             log(f"Reusing the fine-tuned classifier at {directory}")
-            return FinetunedClassifier.load(directory, encoder.model, encoder.tokenizer, encoder.device, batch_size)
+            return FinetunedClassifier.load(directory, encoder.model, encoder.tokenizer, encoder.device, batch_size,
+                                            encoder.amp_dtype)
         log(f"The classifier at {directory} was trained with other settings; retraining it.")
     counts = ", ".join(f"{d['source']}: {d['used']}" for d in data)
     log(f"Fine-tuning {encoder.name} for '{task}' on {len(data_mix.inputs)} examples ({counts}) on {encoder.device}")
     clf, stats = finetune(encoder.model, encoder.tokenizer, encoder.pooler, num_labels, data_mix, config,
-                          encoder.device, log)
+                          encoder.device, log, amp_dtype=encoder.amp_dtype)
     clf.batch_size = batch_size
     clf.card = {**request, "training": stats, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "dev_accuracy": clf.accuracy(dev) if dev and dev.inputs else None}

@@ -193,7 +193,8 @@ class AdversarialSuite(Suite):
         from attacks.wrapper import CachedModelWrapper
         from bench.store import config_hash
 
-        wrapper = CachedModelWrapper(victim.model, victim.tokenizer, victim.max_len, ctx.batch_size)
+        wrapper = CachedModelWrapper(victim.model, victim.tokenizer, victim.max_len, ctx.batch_size,
+                                     amp_dtype=victim.amp_dtype)
         attack = build_attack(recipe, resources, wrapper, ctx.options.get("query_budget"), ctx.batch_size)
         victim_sha = victim.card.get("weights_sha256", "")
         builds = local_builds(ctx.paths, roles_used(resources))
@@ -204,7 +205,8 @@ class AdversarialSuite(Suite):
             # What decides an example's outcome, and nothing else: a log serves any --limit or recipe list.
             identity = {"model": encoder.name, "task": task.name, "recipe": recipe, "victim_sha256": victim_sha,
                         "query_budget": ctx.options.get("query_budget"), "served": roles_used(resources),
-                        "builds": builds, "run_seed": run_seed}
+                        "builds": builds, "run_seed": run_seed,
+                        **({"dtype": ctx.dtype} if ctx.dtype != "float32" else {})}  # fp32 logs keep their key
             path = (ctx.paths.results / "attack_logs" / encoder.name / task.name / recipe /
                     f"seed{ctx.seed}-run{run}-victim{victim_sha[:12]}-{config_hash(identity)[:8]}.jsonl")
             log = AttackLog(path, identity)

@@ -55,8 +55,10 @@ class RunContext:
     profile: str = "smoke"
     overwrite: str = "only-missing"
     options: dict = field(default_factory=dict)  # suite options by name (each suite declares its own)
+    dtype: str = "float32"  # what the network runs in (Encoder.dtype): 'float32', 'bfloat16', ...
     progress: object | None = None  # a rich Progress, or None when quiet
     log: Callable[[str], None] = print
+    allow_unverified_data: bool = False  # use data files whose sha256 differs from bench/data_files.tsv
 
     def __post_init__(self):
         if self.overwrite not in OVERWRITE_MODES:
@@ -121,7 +123,14 @@ class Suite:
         cfg = {"suite": self.name, "task": task.name, "split": task.split, "limit": ctx.limit,
                "profile": ctx.profile, "scorer_version": f"{self.name}-{self.version}.{task.version}"}
         cfg.update({opt.name: ctx.options.get(opt.name) for opt in self.options if opt.changes_numbers})
-        return cfg
+        cfg.update(data_config(self.datasets(task), ctx))
+        return {**cfg, **precision_config(ctx)}
+
+    def datasets(self, task: Task) -> tuple[str, ...]:
+        """The datasets whose content decides the task's numbers; their fingerprints enter the cell
+        configuration. Default: the task's own dataset. A suite that also reads others (e.g. training
+        data that is always present) adds them here."""
+        return (task.dataset,) if task.dataset else ()
 
     def seeds(self, ctx: RunContext) -> list[int]:
         return [ctx.seed]
@@ -132,6 +141,29 @@ class Suite:
     def summarize(self, rows: list[dict], ctx: RunContext) -> list[Result]:
         """Rows derived from the finished tasks (e.g. averages). Default: none."""
         return []
+
+
+def precision_config(ctx: RunContext) -> dict:
+    """The precision in a cell's configuration: float32 (the reference) adds nothing, so cells written
+    before --dtype existed stay valid; any other dtype is a separate cell."""
+    return {} if ctx.dtype == "float32" else {"dtype": ctx.dtype}
+
+
+def data_config(datasets, ctx: RunContext) -> dict:
+    """``{"data": {dataset: fingerprint}}`` after checking every file's sha256 against
+    bench/data_files.tsv (cached by file identity, so a re-run re-reads nothing). A mismatch is a
+    BenchError naming the file, unless ``ctx.allow_unverified_data``: then the differing files are
+    listed under ``data_unverified`` (so in every row's config) and the fingerprint keeps those cells
+    apart from cells on the reference data."""
+    from bench.data import check_content
+
+    checks = [check_content(ctx.paths.data, name, ctx.paths.cache, ctx.allow_unverified_data)
+              for name in dict.fromkeys(datasets)]
+    out: dict = {"data": {c.dataset: c.fingerprint for c in checks}} if checks else {}
+    unverified = [f"{c.dataset}/{u}" for c in checks for u in c.unverified]
+    if unverified:
+        out["data_unverified"] = unverified
+    return out
 
 
 def _stamp(row: Result, spec: ModelSpec, encoder, ctx: RunContext, task: Task | None, cfg: dict,
@@ -166,7 +198,9 @@ def summary_config(suite: Suite, tasks: list[Task], ctx: RunContext) -> dict:
     return {"suite": suite.name, "summary_of": sorted(t.name for t in tasks), "limit": ctx.limit,
             "scorer_version": f"{suite.name}-{suite.version}." + ".".join(str(t.version) for t in tasks),
             "profile": ctx.profile, **{o.name: resolved.get(o.name, ctx.options.get(o.name)) for o in suite.options
-                                        if o.changes_numbers}}
+                                        if o.changes_numbers},
+            # the summary averages cells computed on this data: another data set is another summary cell
+            **data_config([d for t in tasks for d in suite.datasets(t)], ctx), **precision_config(ctx)}
 
 
 def run_cell(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task: Task, store=None) -> TaskOutcome:

@@ -10,6 +10,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from bench.commands import (add_unverified_data_flag, nonnegative_float, nonnegative_int, output_console,
+                            positive_float, positive_int)
 from bench.errors import BenchError
 
 STATE_STYLE = {"pending": "dim", "running": "cyan", "done": "green", "stored": "blue", "failed": "red",
@@ -23,24 +25,28 @@ def add_arguments(parser):
     parser.add_argument("--suites", required=True, help="comma-separated suite names (see `bench ls suites`)")
     parser.add_argument("--tasks", help="comma-separated: task (in every chosen suite that has it) or suite/task; "
                                         "default: all tasks of each suite")
-    parser.add_argument("--seeds", type=int, default=1, metavar="N", help="run seeds 0..N-1 (default 1)")
+    parser.add_argument("--seeds", type=positive_int, default=1, metavar="N", help="run seeds 0..N-1 (default 1)")
     parser.add_argument("--address", help="join a running Ray cluster: auto or HOST:PORT (default: start a local "
                                           "Ray instance sized to this machine)")
-    parser.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all of this machine's)")
-    parser.add_argument("--gpus-per-cell", type=float, default=0.0, metavar="G",
+    parser.add_argument("--num-cpus", type=positive_int, help="CPUs of the local Ray instance (default: all of this machine's)")
+    parser.add_argument("--gpus-per-cell", type=nonnegative_float, default=0.0, metavar="G",
                         help="GPUs each cell reserves (fractions share a GPU; default 0 = CPU cells)")
-    parser.add_argument("--cpus-per-cell", type=float, default=1.0, help="CPUs each cell reserves (default 1)")
-    parser.add_argument("--retries", type=int, default=1, metavar="R", help="retries of a failing cell (default 1)")
+    parser.add_argument("--cpus-per-cell", type=positive_float, default=1.0, help="CPUs each cell reserves (default 1)")
+    parser.add_argument("--retries", type=nonnegative_int, default=1, metavar="R", help="retries of a failing cell (default 1)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the cells and their estimated cost from earlier runs; run nothing")
     parser.add_argument("--profile", choices=["smoke", "paper"], default="smoke")
     parser.add_argument("--device", default="auto",
                         help="device inside each cell; auto: cuda when --gpus-per-cell > 0, else cpu")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--limit", type=int, help="use only the first N examples of each task")
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--limit", type=positive_int, help="use only the first N examples of each task")
+    add_unverified_data_flag(parser)
     parser.add_argument("--results-dir", type=Path,
                         help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
                              "`--results-dir results` writes the checkout's published leaderboard")
+    from bench.commands import add_dtype_argument
+
+    add_dtype_argument(parser)
     from bench.plugins import add_option_flags
     from bench.registry import add_model_flags
     from suites import all_suites
@@ -71,13 +77,16 @@ def build_plan(args):
     device = args.device if args.device != "auto" else ("cuda" if args.gpus_per_cell > 0 else "cpu")
     if device.startswith("cuda") and args.gpus_per_cell <= 0:
         raise BenchError("--device cuda needs --gpus-per-cell > 0, so Ray gives each cell a GPU.")
+    if args.dtype == "fp16" and not device.startswith("cuda"):
+        raise BenchError(f"--dtype fp16 is a CUDA option (cells run on {device}); use --dtype bf16 or fp32.")
     from bench.plugins import options_from_args
     from suites import all_suites
 
     given = options_from_args(args, all_suites())
     options = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in given.items()))
     settings = CellSettings(profile=args.profile, limit=args.limit, batch_size=args.batch_size, device=device,
-                            options=options)
+                            options=options, allow_unverified_data=args.allow_unverified_data,
+                            dtype=args.dtype)
     return Plan(models=models, tasks=select_tasks(suites, split_list(args.tasks)), seeds=list(range(args.seeds)),
                 settings=settings, paths=paths)
 
@@ -205,10 +214,13 @@ def main(args) -> int:
     from bench.grid import import_ray, run_grid
 
     plan = build_plan(args)
-    console = Console()
+    console = output_console()  # piped: whole values, no '…'
     if args.dry_run:
         return dry_run(plan, console)
     import_ray()  # exit 2 with the install hint before anything starts
+    from bench.store import ResultStore
+
+    ResultStore(plan.paths.results).check_writable()  # a read-only or full results dir: exit 2 before any cell
     with Live(Text("starting Ray…"), console=console, refresh_per_second=4, transient=True) as live:
         result = run_grid(plan, address=args.address, num_cpus=args.num_cpus, gpus_per_cell=args.gpus_per_cell,
                           cpus_per_cell=args.cpus_per_cell, retries=args.retries, on_tick=LiveView(live))

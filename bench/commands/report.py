@@ -7,7 +7,11 @@ differ from a regeneration (text files byte for byte; PNG/PDF by presence).
 
 from __future__ import annotations
 
+import sys
+import warnings
 from pathlib import Path
+
+from bench.errors import BenchWarning
 
 FORMAT_NAMES = ("md", "tex", "csv", "html")
 
@@ -46,7 +50,23 @@ def main(args) -> int:
             written += reports.write(card(paths.results, model), out)
         console.print("Wrote " + ", ".join(str(p) for p in written))
         return 0
-    artifacts = reports.generate(paths.results, suites=args.suites, formats=args.formats)
+    if not args.check:  # it writes the reports and the leaderboards: refuse a read-only or full disk first
+        from bench.store import check_writable
+
+        check_writable(paths.results, "results directory", "BENCH_RESULTS_DIR")
+        check_writable(out, "reports directory", "--out")
+    with warnings.catch_warnings(record=True) as caught:  # unreadable cells: skipped, listed below
+        warnings.simplefilter("always", BenchWarning)
+        artifacts = reports.generate(paths.results, suites=args.suites, formats=args.formats)
+    skipped = [str(w.message) for w in caught if issubclass(w.category, BenchWarning)]
+    for message in dict.fromkeys(skipped):
+        print(f"bench: warning: {message}", file=sys.stderr)
+    for w in caught:
+        if not issubclass(w.category, BenchWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if skipped:
+        console.print(f"[yellow]{len(set(skipped))} unreadable result cell(s) skipped[/yellow]: the reports below "
+                      f"lack their rows (see the warnings). Re-run their `bench run` to recompute them.")
     complete = not args.suites and not args.formats
     if args.check:
         problems = reports.compare(artifacts.reports, out, prune=complete)

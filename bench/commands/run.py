@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bench.errors import BenchError
+from bench.commands import add_unverified_data_flag, nonnegative_int, output_console, positive_int
 
 
 def add_arguments(parser):
@@ -19,13 +20,17 @@ def add_arguments(parser):
                              "local model directory (bench checkpoint, sentence-transformers or Hugging Face)")
     parser.add_argument("--task", action="append", dest="tasks", metavar="T", help="repeatable; default: all")
     parser.add_argument("--profile", choices=["smoke", "paper"], default="smoke")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps (auto: cuda, mps, cpu)")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--limit", type=int, help="use only the first N examples of each task")
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--limit", type=positive_int, help="use only the first N examples of each task")
+    from bench.commands import add_dtype_argument
+
+    add_dtype_argument(parser)
     parser.add_argument("--overwrite", choices=["never", "only-missing", "always"], default="only-missing",
                         help="never: keep any existing cell; only-missing (default): compute cells missing for "
                              "this configuration; always: recompute")
+    add_unverified_data_flag(parser)
     parser.add_argument("--results-dir", type=Path,
                         help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
                              "`--results-dir results` writes the checkout's published leaderboard")
@@ -75,30 +80,43 @@ def results_table(outcomes, title: str) -> Table:
 def main(args) -> int:
     from bench.encoder import open_encoder
     from bench.paths import Paths
-    from bench.store import model_dir
     from bench.registry import resolve_model
+    from bench.store import ResultStore, model_dir
     from bench.train import train_registered
     from suites import get_suite
-    from suites.base import RunContext, run_suite
+    from suites.base import RunContext, data_config, run_suite
 
-    console = Console()
+    console = output_console()
     start = time.perf_counter()
     paths = Paths.from_env().with_results(args.results_dir)
     spec = resolve_model(args.model, paths, pooler=args.pooler, models_file=args.models_file)
     suite = get_suite(args.suite)
-    for name in args.tasks or []:
-        suite.task(name)  # unknown task names fail before any model loads
-    if args.limit is not None and args.limit <= 0:
-        raise BenchError("--limit must be a positive number of examples")
+    tasks = [suite.task(name) for name in args.tasks or []] or list(suite.tasks)  # unknown names fail here
+    # Everything that can be refused is refused before the model loads or any work starts.
+    ResultStore(paths.results).check_writable()
+    from bench.encoder import pick_device, resolve_dtype, slow_dtype_note, use_dtype
+
+    use_dtype(args.dtype)  # for code without a dtype argument (the masked-LM stand-in)
+    device = pick_device(args.device)
+    note = slow_dtype_note(device, resolve_dtype(device, args.dtype))  # fp16 off CUDA fails here (exit 2)
+    if note:
+        console.print(f"[yellow]{note}[/yellow]")
+    ctx = RunContext(paths=paths, seed=args.seed, device=args.device, batch_size=args.batch_size,
+                     limit=args.limit, profile=args.profile, overwrite=args.overwrite,
+                     options=suite_options(args), log=console.print,
+                     allow_unverified_data=args.allow_unverified_data)
+    checked = data_config([d for t in tasks for d in suite.datasets(t)], ctx)
+    for item in checked.get("data_unverified", []):
+        console.print(f"[yellow]Unverified data (--allow-unverified-data; recorded in each row):[/yellow] {item}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print,
-                               train_missing=train_registered)
-        ctx = RunContext(paths=paths, seed=args.seed, device=encoder.device, batch_size=args.batch_size,
-                         limit=args.limit, profile=args.profile, overwrite=args.overwrite,
-                         options=suite_options(args), progress=progress, log=console.print)
+                               train_missing=partial(train_registered,
+                                                     allow_unverified_data=args.allow_unverified_data),
+                               dtype=args.dtype)
+        ctx = replace(ctx, device=encoder.device, dtype=encoder.dtype, progress=progress)
         outcomes = run_suite(suite, spec, ctx, encoder, args.tasks)
-    console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler})"))
+    console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler}, {encoder.dtype})"))
     cached = [o.task for o in outcomes if o.cached]
     fresh = [o for o in outcomes if not o.cached]
     if cached:

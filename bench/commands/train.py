@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+from bench.commands import add_unverified_data_flag, nonnegative_int, positive_float, positive_int
 from bench.errors import BenchError
 
 LAUNCHERS = ("none", "accelerate")
@@ -27,20 +28,24 @@ def add_arguments(parser):
                              "curve, sized for 2 CPU cores; paper: the paper's settings")
     parser.add_argument("--data", help="'wiki' (default: wiki1m when present, else the 11.9k wiki sample) or a text "
                                        "file with one sentence per line")
-    parser.add_argument("--steps", type=int, help="stop after N optimiser steps")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=positive_int, help="stop after N optimiser steps (N >= 1)")
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--device", default="auto", help="auto|cpu|cuda|mps")
-    parser.add_argument("--batch-size", type=int)
-    parser.add_argument("--lr", type=float)
-    parser.add_argument("--eval-every", type=int, help="STS-B dev every N steps (0: never)")
+    from bench.commands import add_dtype_argument
+
+    add_dtype_argument(parser)
+    parser.add_argument("--batch-size", type=positive_int)
+    parser.add_argument("--lr", type=positive_float)
+    parser.add_argument("--eval-every", type=nonnegative_int, help="STS-B dev every N steps (0: never)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="any method hyper-parameter or trainer setting, repeatable "
                              "(e.g. --set norm=2 --set epsilon=0.05 --set reg_weight=1/64)")
     parser.add_argument("--name", help="save under this model name instead of the registered one")
+    add_unverified_data_flag(parser)
     parser.add_argument("--restart", action="store_true", help="discard an unfinished or finished run and start over")
     parser.add_argument("--launcher", choices=LAUNCHERS, default="none",
                         help="accelerate: re-run this command under `accelerate launch` (multi-GPU DDP)")
-    parser.add_argument("--num-processes", type=int, default=0,
+    parser.add_argument("--num-processes", type=nonnegative_int, default=0,
                         help="with --launcher accelerate: processes (default: visible GPUs)")
 
 
@@ -86,6 +91,7 @@ def relaunch_with_accelerate(args, argv: list[str]) -> int:
 
 
 def main(args) -> int:
+    from bench.encoder import pick_device, resolve_dtype, use_dtype
     from bench.paths import Paths
     from bench.train import build_job, run_training
 
@@ -101,8 +107,15 @@ def main(args) -> int:
     if args.name in MODELS and (MODELS[args.name].method, MODELS[args.name].base) != (args.method, args.backbone):
         raise BenchError(f"--name {args.name} is a built-in model ({MODELS[args.name].method} from "
                          f"{MODELS[args.name].base}); choose another name for this run.")
+
+    from bench.store import check_writable
+
+    check_writable(paths.home, "BENCH_HOME directory (checkpoints, resume state)", "BENCH_HOME")
+    resolve_dtype(pick_device(args.device), args.dtype)  # fp16 off CUDA fails here (exit 2), before any data loads
+    use_dtype(args.dtype)
     job = build_job(args.method, args.backbone, args.profile, paths, data=args.data,
-                    settings=settings_from_args(args), name=args.name, device=args.device)
+                    settings=settings_from_args(args), name=args.name, device=args.device,
+                    allow_unverified_data=args.allow_unverified_data, dtype=args.dtype)
     card = run_training(job, paths.home, restart=args.restart)
     if os.environ.get("RANK", "0") != "0":  # under accelerate launch, only the main process reports
         return 0
