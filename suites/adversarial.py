@@ -55,8 +55,9 @@ RATE_METRICS = ("attack_success_rate", "original_accuracy", "accuracy_under_atta
 
 # Victim training per protocol and profile: bench.finetune.FinetuneConfig / FrozenHeadConfig fields.
 # The same settings serve every encoder. smoke: a CPU-sized cap. study (issue 13): the full MR and
-# SST-2 training sets on 2 CPU cores; see the README's adversarial section for the measured step
-# time these were sized from. paper: BERT fine-tuning defaults (Devlin et al. 2019: lr 2e-5, 3 epochs).
+# SST-2 training sets on 2 CPU cores, one epoch: a MiniLM step of batch 32 on MR took 2.2 CPU-seconds
+# (one thread, under load), so an MR victim is about 11 CPU-minutes and an SST-2 one about 45 (README,
+# "Study victims"). paper: BERT fine-tuning defaults (Devlin et al. 2019: lr 2e-5, 3 epochs).
 VICTIM_SETTINGS = {
     "finetune": {
         "smoke": {"max_examples": 2000, "epochs": 1, "max_len": 128, "lr": 5e-5},
@@ -297,7 +298,6 @@ class AdversarialSuite(Suite):
                              batch_size=ctx.batch_size, log=ctx.log)
 
     def attack_rows(self, task, recipe, examples, plan, victims, encoder, resources, ctx):
-        from attacks.log import AttackLog
         from attacks.recipes import build_attack
         from bench.store import config_hash
 
@@ -322,19 +322,9 @@ class AdversarialSuite(Suite):
                 identity["recipe_parameters"] = parameters
             path = (ctx.paths.results / "attack_logs" / encoder.name / task.name / recipe /
                     f"seed{ctx.seed}-run{rep.run}-victim{victim_sha[:12]}-{config_hash(identity)[:8]}.jsonl")
-            log = AttackLog(path, identity)
-            if ctx.overwrite == "always":
-                log.reset()
-            todo = [i for i in rep.indices if not log.done(i)]
-            if len(todo) < len(rep.indices):
-                ctx.log(f"  {recipe} run {rep.run}: resuming, {len(rep.indices) - len(todo)} of {len(rep.indices)} "
-                        f"examples already in {path.name}")
-            after = getattr(victim, "after_example", None)
-            for i in ctx.track(todo, len(todo), f"{task.name} {recipe} run {rep.run}"):
-                log.add(attack_one(attack, examples[i], i, task.columns, example_seed(run_seed, i)))
-                if after:
-                    after()
-            done = log.ordered(rep.indices)
+            done = attack_logged(ctx, path, identity, rep.indices, f"{task.name} {recipe} run {rep.run}",
+                                 lambda i: attack_one(attack, examples[i], i, task.columns, example_seed(run_seed, i)),
+                                 after=getattr(victim, "after_example", None))
             stale = [r["index"] for r in done if tuple(r["original"].values()) != examples[r["index"]].inputs]
             if stale:
                 raise BenchError(f"{path} holds examples {stale[:5]} with other texts than the attack set "
@@ -360,6 +350,28 @@ def _finetuned_wrapper(victim, batch_size: int):
 # victim protocol -> its TextAttack model wrapper. A frozen-encoder victim is its own wrapper: it encodes
 # through the Encoder (which caches embeddings) and applies the head.
 WRAPPERS: dict[str, Callable] = {"finetune": _finetuned_wrapper, "frozen": lambda victim, batch_size: victim}
+
+
+def attack_logged(ctx: RunContext, path, identity: dict, indices, description: str,
+                  attack_index: Callable[[int], dict], after: Callable[[], None] | None = None) -> list[dict]:
+    """The attack loop both attack suites share: the records of ``indices``, attacking (``attack_index``)
+    only those not yet in the append-only log at ``path`` (``--overwrite always`` starts it afresh);
+    ``after`` runs after each example (e.g. dropping cached embeddings)."""
+    from attacks.log import AttackLog
+
+    log = AttackLog(path, identity)
+    if ctx.overwrite == "always":
+        log.reset()
+    indices = list(indices)
+    todo = [i for i in indices if not log.done(i)]
+    if len(todo) < len(indices):
+        ctx.log(f"  {description}: resuming, {len(indices) - len(todo)} of {len(indices)} examples already in "
+                f"{path.name}")
+    for i in ctx.track(todo, len(todo), description):
+        log.add(attack_index(i))
+        if after:
+            after()
+    return log.ordered(indices)
 
 
 def roles_used(resources) -> dict[str, str]:

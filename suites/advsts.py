@@ -208,9 +208,9 @@ class AdvSTSSuite(Suite):
         return rows
 
     def attack_recipe(self, task, recipe, data, encoder, resources, ctx):
-        from attacks.log import AttackLog
         from attacks.regression import SimilarityWrapper, goal_function
         from bench.store import config_hash
+        from suites.adversarial import attack_logged
 
         s1, s2, gold, extra = data
         goal = goal_function(SimilarityWrapper(encoder, task.rule), task.rule, ctx.options.get("query_budget"),
@@ -218,22 +218,17 @@ class AdvSTSSuite(Suite):
         attack = build_attack(recipe, resources, goal, recipe_parameters([recipe], ctx.options, ctx.profile).get(recipe))
         cfg_hash = config_hash(self.config(task, ctx))
         run_dir = f"seed{ctx.seed}-{encoder.weights_sha256[:12]}-{cfg_hash[:8]}"
-        log = AttackLog(ctx.paths.results / "attack_logs" / encoder.name / f"advsts-{task.name}" / recipe /
-                        f"{run_dir}.jsonl",
-                        {"model": encoder.name, "suite": "advsts", "task": task.name, "recipe": recipe,
-                         "weights_sha256": encoder.weights_sha256, "config_hash": cfg_hash, "n": len(gold)})
-        if ctx.overwrite == "always":
-            log.reset()
-        todo = [i for i in range(len(gold)) if not log.done(i)]
-        if len(todo) < len(gold):
-            ctx.log(f"  {recipe}: resuming, {len(gold) - len(todo)} of {len(gold)} pairs already in {log.path.name}")
-        for i in ctx.track(todo, len(todo), f"advsts {task.name} {recipe}"):
-            log.add(attack_pair(attack, i, s1[i], s2[i], gold[i], extra[i], seed=ctx.seed * 1_000_003 + i))
-            encoder.forget()  # embeddings of discarded candidates: keep memory flat on long runs
+        path = ctx.paths.results / "attack_logs" / encoder.name / f"advsts-{task.name}" / recipe / f"{run_dir}.jsonl"
+        identity = {"model": encoder.name, "suite": "advsts", "task": task.name, "recipe": recipe,
+                    "weights_sha256": encoder.weights_sha256, "config_hash": cfg_hash, "n": len(gold)}
+        records = attack_logged(
+            ctx, path, identity, range(len(gold)), f"advsts {task.name} {recipe}",
+            lambda i: attack_pair(attack, i, s1[i], s2[i], gold[i], extra[i], seed=ctx.seed * 1_000_003 + i),
+            after=encoder.forget)  # embeddings of discarded candidates: keep memory flat on long runs
         provenance = {"served": {r["role"]: r["served"] or f"unavailable: {r['problem']}" for r in resources.status()},
-                      "attack": repr(attack), "log": str(log.path.relative_to(ctx.paths.results))}
+                      "attack": repr(attack), "log": str(path.relative_to(ctx.paths.results))}
         out_dir = ctx.paths.results / "advsts" / encoder.name / recipe / run_dir / task.out_name
-        return log.ordered(range(len(gold))), provenance, out_dir
+        return records, provenance, out_dir
 
 
 def build_attack(recipe: str, resources, goal, parameters: dict | None = None):
