@@ -20,6 +20,7 @@ METHOD_MODULES = {
     "l2pcsr": "bench.methods.l2pcsr",
     "consert": "bench.methods.consert",
     "uscal": "bench.methods.uscal",
+    "sup-simcse": "bench.methods.sup_simcse",
 }
 
 
