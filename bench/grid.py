@@ -3,8 +3,8 @@
 A cell is (model, suite, task, seed), the same unit the result store keys on. The grid:
 
 1. prepares each model once, as a Ray task (``prepare_model``): that loads the encoder through
-   ``bench.commands.run.open_encoder`` (which trains a registered method model whose checkpoint
-   is missing) and returns the weights sha256 that every cell key needs;
+   ``bench.encoder.open_encoder`` (given ``bench.train.train_registered``, which trains a registered
+   method model whose checkpoint is missing) and returns the weights sha256 that every cell key needs;
 2. keys each of the model's cells with ``suites.base.cell_key`` and skips those already in the
    store (the only-missing rule of ``bench run``);
 3. runs each missing cell as a Ray task through ``suites.base.run_cell``, the function
@@ -28,7 +28,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.paths import Paths
 from bench.registry import ModelSpec
-from bench.store import ResultStore, config_hash
+from bench.store import ResultStore, config_hash, model_dir
 
 INSTALL_HINT = 'Ray is not installed. Install the grid extra: pip install -e ".[grid]"  (or: pip install "ray>=2.40")'
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024**2  # cells return a few paths and numbers: keep shared memory small
@@ -45,14 +45,18 @@ class CellSettings:
     batch_size: int = 64
     device: str = "cpu"
     options: tuple = ()  # suite options as sorted (key, value) pairs
+    dtype: str = "auto"  # requested precision (bench.encoder.resolve_dtype), resolved where the cell runs
+    allow_unverified_data: bool = False
 
     def context(self, paths: Paths, seed: int):
+        from bench.encoder import dtype_name, resolve_dtype
         from suites.base import RunContext
 
         return RunContext(paths=paths, seed=seed, device=self.device, batch_size=self.batch_size,
+                          dtype=dtype_name(resolve_dtype(self.device, self.dtype)),
                           limit=self.limit, profile=self.profile, overwrite="only-missing",
                           options={k: list(v) if isinstance(v, tuple) else v for k, v in self.options},
-                          progress=None, log=print)  # lists again, as `bench run` passes them; logs go to Ray's worker logs
+                          progress=None, log=print, allow_unverified_data=self.allow_unverified_data)  # lists again, as `bench run` passes them; logs go to Ray's worker logs
 
 
 @dataclass(frozen=True)
@@ -103,16 +107,20 @@ class Plan:
     def spec(self, name: str) -> ModelSpec:
         return next(s for s in self.models if s.name == name)
 
-    def config_hash(self, cell: Cell) -> str:
-        """The cell's configuration hash: the part of its store key that needs no weights."""
+    def config(self, cell: Cell) -> dict:
+        """The cell's configuration, as ``bench run`` would store it."""
         from suites import get_suite
         from suites.base import summary_config
 
         suite = get_suite(cell.suite)
         ctx = self.settings.context(self.paths, cell.seed)
         if cell.summary:
-            return config_hash(summary_config(suite, [suite.task(t) for t in self.tasks[cell.suite]], ctx))
-        return config_hash(suite.config(suite.task(cell.task), ctx))
+            return summary_config(suite, [suite.task(t) for t in self.tasks[cell.suite]], ctx)
+        return suite.config(suite.task(cell.task), ctx)
+
+    def config_hash(self, cell: Cell) -> str:
+        """The cell's configuration hash: the part of its store key that needs no weights."""
+        return config_hash(self.config(cell))
 
     def stored_path(self, cell: Cell, weights_sha256: str) -> Path | None:
         """The finished cell in the store for these weights and this configuration, if any."""
@@ -123,7 +131,8 @@ class Plan:
 
     def stored_any_weights(self, cell: Cell) -> list[str]:
         """Weights-sha prefixes of stored cells with this configuration (no model load: for --dry-run)."""
-        pattern = f"cells/{cell.model}/{cell.suite}/{cell.task}/seed{cell.seed}-*-{self.config_hash(cell)[:8]}.json"
+        pattern = (f"cells/{model_dir(cell.model)}/{cell.suite}/{cell.task}/"
+                   f"seed{cell.seed}-*-{self.config_hash(cell)[:8]}.json")
         return sorted(p.name.split("-")[1] for p in self.paths.results.glob(pattern))
 
 
@@ -166,12 +175,17 @@ _ENCODER: dict = {}  # one loaded encoder per worker process: consecutive cells 
 
 
 def _encoder(spec: ModelSpec, paths: Paths, settings: CellSettings, seed: int):
-    from bench.commands.run import open_encoder
+    from bench.encoder import open_encoder
+    from bench.train import train_registered
 
-    key = (repr(spec), str(paths.models), settings.device, settings.batch_size)
+    from bench.encoder import use_dtype
+
+    use_dtype(settings.dtype)  # for code without a dtype argument (the masked-LM stand-in)
+    key = (repr(spec), str(paths.models), settings.device, settings.batch_size, settings.dtype)
     if key not in _ENCODER:
         _ENCODER.clear()
-        _ENCODER[key] = open_encoder(spec, paths, settings.device, settings.batch_size, seed)
+        _ENCODER[key] = open_encoder(spec, paths, settings.device, settings.batch_size, seed,
+                                     train_missing=train_registered, dtype=settings.dtype)
     return _ENCODER[key]
 
 
@@ -253,28 +267,80 @@ class Board:
 
 # --- cost estimates from earlier runs --------------------------------------------------------
 
-def past_timings(results: Path) -> dict[tuple[str, str, str], list[float]]:
-    """(model, suite, task) -> wall seconds of the cells already in the store."""
-    out: dict[tuple[str, str, str], list[float]] = {}
+# Settings that change a cell's cost by more than its size does: earlier cells must match on them.
+COST_SETTINGS = ("profile", "victim", "constraints", "dtype", "mode")
+
+
+def work_units(config: dict) -> tuple[int | None, int]:
+    """(examples limit or None for the whole task, runs x recipes): what a cell's cost scales with."""
+    runs = int(config.get("runs") or 1)
+    recipes = len(config.get("recipes") or ()) or 1
+    return config.get("limit"), runs * recipes
+
+
+def past_timings(results: Path) -> dict[tuple[str, str, str], list[tuple[dict, float]]]:
+    """(model, suite, task) -> (configuration, wall seconds) of the cells already in the store."""
+    out: dict[tuple[str, str, str], list[tuple[dict, float]]] = {}
     for path in ResultStore(results).cells():
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
-            cell, rows = payload["cell"], payload["results"]
+            cell, rows, config = payload["cell"], payload["results"], payload.get("config") or {}
         except (OSError, ValueError, KeyError):
             continue
         walls = [r.get("wall_s") for r in rows if r.get("wall_s")]
-        if walls:
-            out.setdefault((cell["model"], cell["suite"], cell["task"]), []).append(float(walls[0]))
+        sizes = [r["n"] for r in rows if isinstance(r.get("n"), (int, float))]
+        if walls:  # a cell without a limit ran its whole task: its largest n stands for its size
+            config = {**config, "whole_task": config.get("limit") is None,
+                      "limit": config.get("limit") or (max(sizes) if sizes else None)}
+            out.setdefault((cell["model"], cell["suite"], cell["task"]), []).append((config, float(walls[0])))
     return out
 
 
-def estimate(timings: dict, cell: Cell) -> float | None:
-    """Median earlier wall time of this model's cell, else of any model's cell for the same suite/task."""
-    same = timings.get((cell.model, cell.suite, cell.task))
+def scaled_cost(config: dict, wall_s: float, planned: dict) -> float | None:
+    """An earlier cell's wall time scaled to the planned cell's size; None when they are not comparable."""
+    if any(config.get(k) != planned.get(k) for k in COST_SETTINGS):
+        return None
+    (limit, units), (planned_limit, planned_units) = work_units(config), work_units(planned)
+    if planned_limit is None:  # the whole task: only an earlier whole-task cell tells its cost
+        size = 1.0 if config.get("whole_task", limit is None) else None
+    else:
+        size = planned_limit / limit if limit else None
+    if size is None:
+        return None
+    return wall_s * size * planned_units / units
+
+
+def estimate(timings: dict, cell: Cell, planned: dict | None = None) -> float | None:
+    """Median earlier wall time of this model's cell, else of any model's cell for the same suite/task,
+    each scaled to the planned size (examples x runs x recipes) when ``planned`` (its config) is given."""
+    def costs(entries):
+        if planned is None:
+            return [wall for _, wall in entries]
+        return [c for c in (scaled_cost(cfg, wall, planned) for cfg, wall in entries) if c is not None]
+
+    same = costs(timings.get((cell.model, cell.suite, cell.task), ()))
     if same:
         return statistics.median(same)
-    other = [w for (m, s, t), walls in timings.items() if (s, t) == (cell.suite, cell.task) for w in walls]
+    other = costs([e for (m, s, t), entries in timings.items() if (s, t) == (cell.suite, cell.task) for e in entries])
     return statistics.median(other) if other else None
+
+
+def training_estimate(spec: ModelSpec, models_dir: Path) -> float | None:
+    """Wall seconds to train ``spec``: the median over finished models' cards with the same method and
+    profile (so the same steps and batch); None when there is no such card."""
+    from bench.registry import MODELS
+
+    walls = []
+    for other in MODELS.values():
+        card_path = other.checkpoint_dir(models_dir) / "bench_card.json"
+        if other.method != spec.method or other.profile != spec.profile or not card_path.exists():
+            continue
+        try:
+            card = json.loads(card_path.read_text(encoding="utf-8"))
+            walls.append(float(card["wall_s"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return statistics.median(walls) if walls else None
 
 
 # --- driver side ------------------------------------------------------------------------------
@@ -446,6 +512,11 @@ class GridRunner:
             st.attempts = attempts.get(st.cell.label, 0)
         if any(st.state == "done" for st in self.states.values()):
             ResultStore(self.plan.paths.results).write_leaderboard()  # once, after the concurrent writers
+            from bench.metadata import export as export_metadata
+            from suites import get_suite
+
+            export_metadata(self.plan.paths.results, suites=[get_suite(n) for n in self.plan.tasks],
+                            models=self.plan.models, models_dir=self.plan.paths.models)
         return GridReport(list(self.states.values()), dict(self.models_failed), time.time() - self.started,
                           dict(self.models))
 

@@ -10,10 +10,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from bench.errors import BenchError  # noqa: E402
-from bench.methods import METHOD_MODULES, get_method  # noqa: E402
+from bench.methods import METHODS, get_method  # noqa: E402
 from bench.methods.base import TrainContext, sentence_data  # noqa: E402
 
-SENTENCE_METHODS = [m for m in METHOD_MODULES if get_method(m).unlabeled_sentences]
+SENTENCE_METHODS = [m for m in METHODS if get_method(m).unlabeled_sentences]
 
 
 def fixed_job(method: str, method_config: dict):
@@ -30,14 +30,15 @@ def test_fingerprints_of_running_studies_do_not_change():
     assert fixed_job("simcse", {}).fingerprint("0" * 64) == "999edc9c72e03887"
     robustembed = fixed_job("robustembed", {"pgd_steps": 2, "fgsm_steps": 2})
     assert robustembed.fingerprint("0" * 64) == "060903f3587734b1"
-    assert robustembed.fingerprint("0" * 64, get_method("robustembed").version) == "060903f3587734b1"
+    assert robustembed.fingerprint("0" * 64, "float32", get_method("robustembed").version) == "060903f3587734b1"
 
 
 def test_a_new_method_version_changes_the_fingerprint():
     """V-advCSE version 2 computes another loss: a run started under version 1 must not be resumed by it."""
     job = fixed_job("vadvcse", {})
     assert get_method("vadvcse").version == 2
-    assert job.fingerprint("0" * 64, 2) != job.fingerprint("0" * 64, 1) == job.fingerprint("0" * 64)
+    assert (job.fingerprint("0" * 64, method_version=2) != job.fingerprint("0" * 64, method_version=1)
+            == job.fingerprint("0" * 64))
 
 
 @pytest.mark.parametrize("method", SENTENCE_METHODS)

@@ -221,6 +221,12 @@ class Method:
             raise BenchError(f"{cls.name} trains on unlabeled sentences: give --data FILE (one per line) or 'wiki'.")
         return sentence_data(ctx.data_path)
 
+    @classmethod
+    def training_datasets(cls, cfg: MethodConfig) -> list[str]:
+        """Registered datasets (bench/data.py) that ``training_data`` reads without ``--data``: the trainer
+        checks their content (sha256) before a run. Unlabeled-sentence methods read ``--data``'s file."""
+        return []
+
     def collate(self, examples: list) -> dict:
         """One batch of ``training_data`` examples as tensors (the trainer moves them to the device)."""
         return self.ctx.tokenizer(examples, padding=True, truncation=True, max_length=self.ctx.max_len,

@@ -173,6 +173,10 @@ class SupSimCSE(Method):
         return TrainingData(triples, sha, card, f"{len(triples)} NLI triples from "
                             + (Path(ctx.data_path).name if ctx.data_path else cfg.nli_splits))
 
+    @classmethod
+    def training_datasets(cls, cfg) -> list[str]:
+        return sorted({source.partition(":")[0] for source in cfg.splits()})
+
     def build(self):
         # with the `cls` pooler the encoder's pooler is SimCSE's MLP (module docstring)
         return {"mlp": MLPPooler(self.hidden_size)} if self.cfg.mlp and self.pooler != "cls" else {}
