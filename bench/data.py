@@ -397,12 +397,18 @@ def current_umask() -> int:
 def atomic_write_text(path: Path, text: str) -> None:
     """Write to a temporary file in the same directory, then rename: readers never see half a file,
     and a failure mid-write leaves the previous version in place."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, blob: bytes) -> None:
+    """``atomic_write_text`` for bytes."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; a plain open() would respect the umask
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(blob)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -14,6 +14,7 @@ fails before any work on a read-only or full results directory; files get the um
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import io
 import json
@@ -25,14 +26,14 @@ import tempfile
 import time
 import warnings
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
 from bench import __version__
-from bench.data import atomic_write_text
+from bench.data import atomic_write_bytes, atomic_write_text
 from bench.errors import BenchError, BenchWarning
 from bench.paths import REPO_ROOT
 
@@ -61,6 +62,9 @@ class Result:
     paper_value: float | None = None
     paper_source: str = ""  # which paper and table paper_value is from (reports/paper_values.csv)
     std: float | None = None  # over seeds or runs, where the row is a mean
+    ci_low: float | None = None  # 95% interval, same scale as value (bench/stats.py)
+    ci_high: float | None = None
+    ci_method: str = ""  # how the interval was made, e.g. "bootstrap(B=1000,seed=0)", "wilson", "t-over-3-runs"
     pooler: str = ""
     weights_sha256: str = ""
     model_source: str = ""  # where the weights came from: backbone id@revision, directory, models file entry
@@ -77,9 +81,19 @@ class Result:
     git_commit: str = ""
     created_at: str = ""
     wall_s: float | None = None
+    # Per-example data behind the interval (bench.stats.Evidence), handed from the suite to the base
+    # suite; stored in the cell's evidence sidecar, never in the row itself.
+    evidence: object = field(default=None, repr=False, compare=False, metadata={"stored": False})
 
 
-COLUMNS = [f.name for f in fields(Result)]
+COLUMNS = [f.name for f in fields(Result) if f.metadata.get("stored", True)]
+NUMBER_FIELDS = ("value", "paper_value", "std", "ci_low", "ci_high", "wall_s")
+EVIDENCE_SUFFIX = ".evidence.json.gz"
+
+
+def row_dict(row: Result) -> dict:
+    """The stored fields of a row (the evidence goes to the sidecar)."""
+    return {name: getattr(row, name) for name in COLUMNS}
 
 
 @dataclass(frozen=True)
@@ -227,15 +241,43 @@ class ResultStore:
                       f"the cell is recomputed.", BenchWarning, stacklevel=2)
         return target
 
-    def write(self, key: CellKey, rows: list[Result], config: dict, extra: dict | None = None) -> Path:
+    def write(self, key: CellKey, rows: list[Result], config: dict, extra: dict | None = None,
+              evidence: dict | None = None) -> Path:
         for row in rows:
-            for f in ("value", "paper_value", "std", "wall_s"):
+            for f in NUMBER_FIELDS:
                 setattr(row, f, None if getattr(row, f) is None else clean_number(getattr(row, f)))
         payload = {"cell": asdict(key), "config": config, "written_at": now_iso(),
-                   "results": [asdict(r) for r in rows], **(extra or {})}
+                   "results": [row_dict(r) for r in rows], **(extra or {})}
         path = self.path(key)
+        # The sidecar first: a cell on disk never points at evidence from an older computation.
+        self.write_evidence(path, evidence)
         atomic_write_text(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
         return path
+
+    # ---- evidence sidecars: what a paired test needs, beside the cell (gzip'd JSON) ----
+    @staticmethod
+    def evidence_path(cell_path: Path) -> Path:
+        cell_path = Path(cell_path)
+        return cell_path.with_name(cell_path.stem + EVIDENCE_SUFFIX)
+
+    def write_evidence(self, cell_path: Path, evidence: dict | None) -> None:
+        """Atomically write (or, for ``None``, remove) the cell's evidence sidecar."""
+        side = self.evidence_path(cell_path)
+        if evidence is None:
+            side.unlink(missing_ok=True)
+            return
+        blob = gzip.compress(json.dumps(evidence, separators=(",", ":"), sort_keys=True).encode("utf-8"), mtime=0)
+        atomic_write_bytes(side, blob)
+
+    def read_evidence(self, cell_path: Path) -> dict | None:
+        """The cell's evidence sidecar, or None when there is none (or it is unreadable)."""
+        side = self.evidence_path(cell_path)
+        if not side.exists():
+            return None
+        try:
+            return json.loads(gzip.decompress(side.read_bytes()).decode("utf-8"))
+        except (OSError, EOFError, ValueError):
+            return None
 
     @staticmethod
     def read(path: Path) -> dict:

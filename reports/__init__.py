@@ -21,7 +21,7 @@ from bench.errors import UnknownName
 from bench.store import ResultStore
 from reports import figures as fig
 from reports.paper import PAPER_VALUES, PaperValues
-from reports.results import Catalog, load_rows
+from reports.results import Catalog, EvidenceIndex, load_rows
 from reports.specs import FIGURES, TABLES
 from reports.tables import FORMATS, build, labelled
 
@@ -51,7 +51,8 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
     wanted = set(suites or known)
     formats = formats or list(FORMATS)
     out = Artifacts()
-    plain = [{k: v for k, v in r.items() if k != "_config"} for r in rows]
+    plain = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+    evidence = EvidenceIndex(results_dir)
     out.results["leaderboard.csv"] = _leaderboard_text(plain, "leaderboard.csv")
     for suite in sorted({r["suite"] for r in rows} & wanted):
         out.results[f"leaderboard-{suite}.csv"] = _leaderboard_text([r for r in plain if r["suite"] == suite],
@@ -60,7 +61,7 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
     for spec in TABLES:
         if spec.suites and not set(spec.suites) & wanted:
             continue
-        table = build(labelled(spec, catalog), rows, paper, built, catalog)
+        table = build(labelled(spec, catalog), rows, paper, built, catalog, evidence)
         built[spec.name] = table
         if table.empty:
             skipped.append((spec.title, f"no {spec.suite or 'source-table'} results for it"))

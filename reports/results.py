@@ -12,7 +12,9 @@ from pathlib import Path
 
 from bench import metadata
 from bench.errors import BenchError
+from bench.stats import NO_INTERVAL, Evidence, Interval, t_interval
 from bench.store import ResultStore
+from bench.uncertainty import row_key, stored_evidence
 
 # Config keys that differ between the cells of one setting (one row per task, split or seed).
 PER_CELL_KEYS = ("suite", "task", "split", "seed", "summary_of")
@@ -66,13 +68,16 @@ EMPTY_CATALOG = Catalog({}, {})
 
 @dataclass(frozen=True)
 class Stat:
-    """Mean over the seed (or run) rows of one setting; std is the sample std over them."""
+    """Mean over the seed (or run) rows of one setting; std is the sample std over them; the 95% CI is
+    the row's own (one row) or a t-interval over the seed/run values (several)."""
 
     mean: float | None
     std: float | None
     by_seed: tuple[tuple[tuple, float], ...]  # ((seed, aggregation), value)
     rows: tuple[dict, ...]
     passed_over: int = 0  # other settings with results for this cell, not shown
+    ci: Interval = NO_INTERVAL
+    parts: tuple = ()  # for an average of cells: the averaged Stats (for its evidence)
 
     @property
     def seeds(self) -> int:
@@ -85,17 +90,60 @@ EMPTY = Stat(None, None, (), ())
 def load_rows(results_dir: Path) -> list[dict]:
     """Every result row under ``results_dir/cells``, each with its parsed config as ``_config``."""
     store = ResultStore(results_dir)
-    if not store.cells():
+    cells = store.cells()
+    if not cells:
         raise BenchError(f"No result cells under {Path(results_dir) / 'cells'}. Run `bench run --suite S --model M` "
                          f"first, or point BENCH_RESULTS_DIR at a results directory.")
     rows = []
-    for row in store.rows():
-        try:
-            config = json.loads(row.get("config") or "{}")
-        except json.JSONDecodeError:
-            config = {}
-        rows.append({**row, "_config": config if isinstance(config, dict) else {}})
+    for path in cells:
+        for row in store.read(path)["results"]:
+            try:
+                config = json.loads(row.get("config") or "{}")
+            except json.JSONDecodeError:
+                config = {}
+            rows.append({**row, "_config": config if isinstance(config, dict) else {}, "_cell": str(path)})
     return rows
+
+
+class EvidenceIndex:
+    """The stored per-example evidence of result rows (cell sidecars), read once per cell."""
+
+    def __init__(self, results_dir: Path):
+        self.store = ResultStore(results_dir)
+        self._cells: dict[str, dict] = {}
+
+    def of_row(self, row: dict) -> Evidence | None:
+        cell = row.get("_cell")
+        if not cell:
+            return None
+        if cell not in self._cells:
+            self._cells[cell] = stored_evidence(self.store, Path(cell))
+        key = row_key(row)
+        return self._cells[cell].get(tuple(key[k] for k in ("metric", "aggregation", "attack", "split")))
+
+    def of_stat(self, s: "Stat") -> Evidence | None:
+        """One row: its evidence; several seeds/runs: their evidences as a mean over runs, paired by
+        (seed, aggregation); an average of cells: the cells' evidences averaged, paired by position."""
+        if s.mean is None:
+            return None
+        if s.parts:
+            parts = [self.of_stat(p) for p in s.parts]
+            if any(p is None for p in parts):
+                return None
+            return Evidence(parts=[_labelled(p, f"part{i}") for i, p in enumerate(parts)], combine="average")
+        by_key = {(r.get("seed") or 0, r.get("aggregation") or ""): r for r in s.rows}
+        evs = [(key, self.of_row(by_key[key])) for key, _ in s.by_seed if key in by_key]
+        if not evs or any(ev is None for _, ev in evs):
+            return None
+        if len(evs) == 1:
+            return evs[0][1]
+        return Evidence(parts=[_labelled(ev, f"seed{k[0]}-{k[1]}") for k, ev in evs], combine="runs")
+
+
+def _labelled(ev: Evidence, label: str) -> Evidence:
+    from dataclasses import replace
+
+    return replace(ev, label=label)
 
 
 def setting_key(row: dict) -> str:
@@ -138,7 +186,19 @@ def stat(rows: list[dict], where: dict, prefer: dict | None = None) -> Stat:
     values = [v for _, v in by_seed]
     # A row's own ``std`` (over folds, say) is not a spread over seeds: never shown as one.
     std = statistics.stdev(values) if len(values) > 1 else None
-    return Stat(statistics.fmean(values), std, by_seed, tuple(per_seed.values()), passed_over)
+    if len(values) == 1:
+        only = next(iter(per_seed.values()))
+        ci = (Interval(float(only["ci_low"]), float(only["ci_high"]), only.get("ci_method") or "")
+              if only.get("ci_low") is not None and only.get("ci_high") is not None else NO_INTERVAL)
+    elif std == 0:
+        # Identical values (a deterministic evaluation repeated): the seeds varied nothing, so the
+        # interval is the rows' own (sampling over examples), never a zero-width t-interval.
+        first = next(iter(per_seed.values()))
+        ci = (Interval(float(first["ci_low"]), float(first["ci_high"]), first.get("ci_method") or "")
+              if first.get("ci_low") is not None and first.get("ci_high") is not None else NO_INTERVAL)
+    else:
+        ci = t_interval(values, what="runs" if any(k[1].startswith("run") for k, _ in by_seed) else "seeds")
+    return Stat(statistics.fmean(values), std, by_seed, tuple(per_seed.values()), passed_over, ci)
 
 
 def mean_of(stats: list[Stat]) -> Stat:
@@ -155,7 +215,8 @@ def mean_of(stats: list[Stat]) -> Stat:
         by_seed = tuple((seed, statistics.fmean(dict(s.by_seed)[seed] for s in present)) for seed in seeds)
         std = statistics.stdev(v for _, v in by_seed) if len(by_seed) > 1 else None
     rows = tuple(r for s in present for r in s.rows)
-    return Stat(mean, std, by_seed, rows)
+    ci = t_interval([v for _, v in by_seed], what="seeds") if len(by_seed) > 1 and std else NO_INTERVAL
+    return Stat(mean, std, by_seed, rows, ci=ci, parts=tuple(stats) if len(present) == len(stats) else ())
 
 
 def resource_pairs(rows: list[dict], key: str | None) -> set[str]:

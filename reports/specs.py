@@ -35,7 +35,7 @@ TABLES = (
     TableSpec(
         name="robustembed-table1", title="RobustEmbed Table 1: STS (Spearman ×100)", suite="sts", metric="spearman",
         aggregation="all", unit="Spearman correlation ×100 of cosine similarity", columns=_columns(STS_TASKS),
-        averages=(Average("Avg.", STS_TASKS, paper_task="avg"),), paper=PaperRef(RE, "Table 1")),
+        averages=(Average("Avg.", STS_TASKS, paper_task="avg"),), paper=PaperRef(RE, "Table 1"), paper_rows=True),
     TableSpec(
         name="robustembed-table2", title="RobustEmbed Table 2: transfer tasks (accuracy)", suite="transfer",
         metric="acc", unit="test accuracy ×100 of a classifier on frozen embeddings", columns=_columns(TRANSFER_TASKS),
@@ -43,25 +43,25 @@ TABLES = (
         averages=(Average("Avg. (6, no TREC)", tuple(t for t in TRANSFER_TASKS if t != "trec"), paper_task="avg"),
                   Average("Avg. (7)", TRANSFER_TASKS)),
         paper=PaperRef(RE, "Table 2"), prefer={"mode": ("test", "fasttest")},
-        settings=("profile", "limit", "mode")),
+        settings=("profile", "limit", "mode"), paper_rows=True),
     TableSpec(
         name="robustembed-table3", title="RobustEmbed Table 3: attack success rate (%)", suite="adversarial",
         metric=ASR, unit="attack success rate % (successes / (successes + failures); skipped excluded)",
         columns=_columns(ATTACK_DATASETS), averages=(Average("Avg.", ATTACK_DATASETS, paper_task="avg"),),
         better="lower", blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 3"), settings=ATTACK_SETTINGS,
-        aggregation="mean-of-runs", runs="run", resources_key=SERVED),
+        aggregation="mean-of-runs", runs="run", resources_key=SERVED, paper_rows=True),
     TableSpec(
         name="robustembed-table4", title="RobustEmbed Table 4: AdvSTS attack success rate (%)", suite="advsts",
         metric=ASR, unit="attack success rate % on STS pairs", columns=_columns(("stsb", "sickr")),
         averages=(Average("Avg.", ("stsb", "sickr"), paper_task="avg"),), better="lower",
         blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 4"), settings=("profile", "limit", "query_budget"),
-        resources_key=SERVED),
+        resources_key=SERVED, paper_rows=True),
     TableSpec(
         name="vadvcse-table3", title="V-advCSE Table 3: ANLI accuracy", suite="anli", metric="accuracy",
         unit="accuracy ×100 of an NLI classifier fine-tuned on the encoder",
         columns=tuple(Column({"task": r, "split": split}, label=f"{split} {{task}}")
                       for split in ("dev", "test") for r in ("r1", "r2", "r3", "all")),
-        paper=PaperRef("V-advCSE", "Table 3"), decimals=1,
+        paper=PaperRef("V-advCSE", "Table 3"), decimals=1, paper_rows=True,
         settings=("profile", "limit", "eval_cap_per_round", "training_mix")),
 )
 
@@ -106,3 +106,19 @@ FIGURES = (
         y=Measure("ℓ_align (lower is better)", ("align",)), where={"aggregation": "mean"},
         paper=PaperRef(RE, "Figure 3")),
 )
+
+# The robustness card (reports/card.py): the headline rows per suite, (metric, aggregation, split), None = any.
+# A suite not named here shows every row that has an interval.
+CARD_HEADLINES = {
+    "sts": (("spearman", "all", None), ("spearman", "mean-of-tasks", None)),
+    "transfer": (("acc", None, "test"),),
+    "alignment": (("align", "mean", None), ("uniform", "mean", None)),
+    "adversarial": ((ASR, "mean-of-runs", None), ("accuracy_under_attack", "mean-of-runs", None),
+                    (AVG_QUERIES, "mean-of-runs", None), ("words_perturbed_pct", "mean-of-runs", None),
+                    ("clean_accuracy", "all", None)),
+    "advsts": ((ASR, "all", None), ("pearson_adversarial", "all", None), ("spearman_adversarial", "all", None)),
+    "anli": (("accuracy", "all", None),),
+}
+# Config keys the card prints beside each row (those present in the cell's configuration).
+CARD_SETTINGS = ("profile", "limit", "scorer_version", "mode", "recipes", "runs", "query_budget", "victim_task",
+                 "victim_training", "training_mix", "eval_cap_per_round")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from attacks import datasets as ds
-from attacks.metrics import attack_metrics, mean_std
+from attacks.metrics import attack_evidence, attack_metrics, mean_std
 from attacks.recipes import QUERY_BUDGET_OPTION, RECIPES, RECIPES_OPTION
 from bench.errors import BenchError, lookup
 from bench.plugins import Option
@@ -197,7 +197,7 @@ class AdversarialSuite(Suite):
         attack = build_attack(recipe, resources, wrapper, ctx.options.get("query_budget"), ctx.batch_size)
         victim_sha = victim.card.get("weights_sha256", "")
         builds = local_builds(ctx.paths, roles_used(resources))
-        per_run = []
+        per_run, evidence = [], []
         for run in range(int(ctx.options.get("runs") or 1)):
             run_seed = ctx.seed * 1000 + run
             indices = sample_indices(len(examples), ctx.limit, run, run_seed)
@@ -222,10 +222,11 @@ class AdversarialSuite(Suite):
                 raise BenchError(f"{path} holds examples {stale[:5]} with other texts than the attack set "
                                  f"(the data changed). Delete the log, or re-run with --overwrite always.")
             per_run.append(attack_metrics(done))
+            evidence.append(attack_evidence(done))
         provenance = json.dumps({"served": roles_used(resources), "builds": builds, "attack": repr(attack),
                                  "victim": _victim_summary(victim),
                                  "logs": str(path.parent.relative_to(ctx.paths.results))}, sort_keys=True)
-        return _metric_rows(task, recipe, per_run, len(indices), provenance, repr(attack))
+        return _metric_rows(task, recipe, per_run, len(indices), provenance, repr(attack), evidence)
 
 
 def roles_used(resources) -> dict[str, str]:
@@ -261,16 +262,24 @@ def attack_one(attack, example, index: int, columns, seed: int) -> dict:
     return record_of(result, index, example, time.perf_counter() - start)
 
 
-def _metric_rows(task, recipe, per_run: list[dict], n: int, provenance: str, attack_repr: str):
+def _metric_rows(task, recipe, per_run: list[dict], n: int, provenance: str, attack_repr: str,
+                 evidence: list[dict] | None = None):
+    """Rows per metric: the mean over runs, then one per run. ``evidence`` (per run: metric -> per-example
+    Evidence) is what the base suite turns into CIs: Wilson or a bootstrap per run, a t-interval over runs."""
+    from bench.stats import Evidence
+
     rows = []
     config = json.dumps({"attack": attack_repr})  # the composed recipe, as TextAttack prints it
     for metric in RATE_METRICS:
         value, std = mean_std([m[metric] for m in per_run])
+        runs = [e.get(metric) for e in evidence or []]
+        combined = (Evidence(parts=[replace(e, label=f"run{k}") for k, e in enumerate(runs)], combine="runs")
+                    if runs and all(runs) else None)
         rows.append(row(task, metric, value, n, aggregation="mean-of-runs", attack=recipe, std=std,
-                        resources=provenance, config=config))
+                        resources=provenance, config=config, evidence=combined))
         if len(per_run) > 1:
             rows += [row(task, metric, m[metric], n, aggregation=f"run{k}", attack=recipe, resources=provenance,
-                         config=config)
+                         config=config, evidence=runs[k] if runs else None)
                      for k, m in enumerate(per_run)]
     return rows
 

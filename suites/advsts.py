@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from attacks.metrics import attack_metrics
+from attacks.metrics import attack_evidence, attack_metrics
 from attacks.recipes import QUERY_BUDGET_OPTION, RECIPES, RECIPES_OPTION
 from attacks.regression import COLUMNS, PERTURBED, SuccessRule
 from bench.data import PairSet, _norm, atomic_write_text, read_sick, read_stsb, require
@@ -108,6 +108,25 @@ def pair_metrics(records: list[dict]) -> dict[str, float | None]:
     return out
 
 
+def pair_evidence(records: list[dict]) -> dict:
+    """metric -> per-pair Evidence (bench.stats) for the rows' CIs and paired tests: the attack rates as in
+    the adversarial suite, the correlations and errors over the clean and adversarial pairs."""
+    from bench.stats import Evidence, Sample
+
+    gold = [r["gold"] for r in records]
+    columns = {"gold": gold}
+    for side, key in (("clean", "original_score"), ("adversarial", "perturbed_score")):
+        columns[side] = [r[key] for r in records]
+        columns[f"abs_error_{side}"] = [abs(r[key] - g) for r, g in zip(records, gold)]
+    pairs = Sample([r["index"] for r in records], columns)
+    out = dict(attack_evidence(records))
+    for side in ("clean", "adversarial"):
+        for metric in ("pearson", "spearman"):
+            out[f"{metric}_{side}"] = Evidence(metric, pairs, (side, "gold"))
+        out[f"mean_abs_error_{side}"] = Evidence("mean", pairs, (f"abs_error_{side}",), scale=1.0)
+    return out
+
+
 ROW_METRICS = ("attack_success_rate", "pearson_clean", "pearson_adversarial", "spearman_clean",
                "spearman_adversarial", "mean_abs_error_clean", "mean_abs_error_adversarial", "avg_queries",
                "words_perturbed_pct", "examples_per_s")
@@ -150,7 +169,9 @@ class AdvSTSSuite(Suite):
             values = {**attack_metrics(records), **pair_metrics(records)}
             provenance = json.dumps({**provenance, "adversarial_file": str(path.relative_to(ctx.paths.results))},
                                     sort_keys=True)
-            rows += [row(task, m, values[m], len(records), attack=recipe, resources=provenance) for m in ROW_METRICS]
+            evidence = pair_evidence(records)
+            rows += [row(task, m, values[m], len(records), attack=recipe, resources=provenance,
+                         evidence=evidence.get(m)) for m in ROW_METRICS]
             ctx.log(f"  advsts {task.name} {recipe}: ASR {values['attack_success_rate']:.1f}, Pearson "
                     f"{_fmt(values['pearson_clean'])} -> {_fmt(values['pearson_adversarial'])}, avg queries "
                     f"{_fmt(values['avg_queries'])}, words perturbed {_fmt(values['words_perturbed_pct'])}% "

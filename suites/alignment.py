@@ -10,8 +10,11 @@ numbers sit beside the STS suite's. The split is recorded in each row.
 
 from __future__ import annotations
 
+import numpy as np
+
 from bench.data import read_stsb, require
-from bench.metrics import POSITIVE_THRESHOLD, alignment_uniformity
+from bench.metrics import POSITIVE_THRESHOLD, alignment_uniformity, normalise
+from bench.stats import Evidence, Sample
 from suites.base import RunContext, Suite, Task, row
 
 
@@ -25,7 +28,14 @@ class AlignmentSuite(Suite):
     def run_task(self, task, encoder, ctx: RunContext):
         pairs = read_stsb(require(ctx.paths.data, task.dataset), task.split).limit(ctx.limit)
         align, uniform, n_pos, n_sentences = alignment_uniformity(pairs, encoder.encode)
-        return [row(task, "align", align, n_pos, aggregation="mean"),
+        # Per positive pair (embeddings cached by the encoder), for the CI (a bootstrap of the mean) and
+        # paired tests; uniformity has none (a bootstrap would need the whole pair matrix per resample).
+        s1, s2, gold = pairs.all_pairs()
+        pos = [i for i, g in enumerate(gold) if g >= POSITIVE_THRESHOLD]
+        x, y = normalise(encoder.encode([s1[i] for i in pos])), normalise(encoder.encode([s2[i] for i in pos]))
+        sq_dist = Sample(pos, {"sq_dist": (np.linalg.norm(x - y, axis=1) ** 2) if pos else np.zeros(0)})
+        return [row(task, "align", align, n_pos, aggregation="mean",
+                    evidence=Evidence("mean", sq_dist, ("sq_dist",), scale=1.0) if pos else None),
                 row(task, "uniform", uniform, n_sentences, aggregation="mean")]
 
 

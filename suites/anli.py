@@ -31,6 +31,7 @@ from typing import Callable
 
 from bench.data import require
 from bench.errors import BenchError
+from bench.stats import Evidence, Sample
 from suites.base import RunContext, Suite, Task, row
 
 LABELS = ("entailment", "neutral", "contradiction")
@@ -248,14 +249,17 @@ class ANLISuite(Suite):
             rounds = task.rounds if split == "test" else dev_rounds
             if not rounds:
                 continue
-            correct, n = 0, 0
+            ids, hits = [], []  # per example, for the row's Wilson interval and paired tests
             for rnd in rounds:
                 data = read_anli(root, rnd, split).head(cap)
                 preds = self.predictions(clf, data, encoder, ctx, rnd, split)
-                correct += sum(int(preds[uid] == y) for uid, y in zip(data.ids, data.labels))
-                n += len(data.ids)
-            rows.append(row(task, "accuracy", 100.0 * correct / n if n else None, n, split=split,
-                            resources=json.dumps({"classifier": _card_summary(clf.card)}, sort_keys=True)))
+                ids += [f"{rnd}:{uid}" for uid in data.ids]
+                hits += [float(preds[uid] == y) for uid, y in zip(data.ids, data.labels)]
+            n = len(hits)
+            evidence = Evidence("proportion", Sample(ids, {"correct": hits}), ("correct",)) if n else None
+            rows.append(row(task, "accuracy", 100.0 * sum(hits) / n if n else None, n, split=split,
+                            resources=json.dumps({"classifier": _card_summary(clf.card)}, sort_keys=True),
+                            evidence=evidence))
         return rows
 
     def predictions(self, clf, data: NLISet, encoder, ctx: RunContext, rnd: str, split: str) -> dict[str, int]:

@@ -19,6 +19,7 @@ from bench.plugins import Option
 from bench.paths import Paths
 from bench.registry import ModelSpec
 from bench.store import CellKey, Result, ResultStore, config_hash, git_commit, now_iso, package_versions
+from bench.uncertainty import AverageOf, apply_uncertainty, summary_uncertainty  # noqa: F401 (AverageOf: for suites)
 
 OVERWRITE_MODES = ("never", "only-missing", "always")
 
@@ -207,7 +208,8 @@ def run_cell(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task: Task
     rows = suite.run_task(task, encoder, ctx)
     wall = time.perf_counter() - start
     rows = [_stamp(r, spec, encoder, ctx, task, cfg, key.config_hash, wall, ctx.seed) for r in rows]
-    path = store.write(key, rows, cfg)
+    evidence = apply_uncertainty(rows)  # 95% CIs from the rows' per-example evidence (bench/stats.py)
+    path = store.write(key, rows, cfg, evidence=evidence)
     return TaskOutcome(task.name, store.read(path)["results"], path, False, wall)
 
 
@@ -225,7 +227,8 @@ def run_summary(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, tasks: 
     if found is not None and all(o.cached for o in seed_outcomes):
         return TaskOutcome(summary[0].task, store.read(found)["results"], found, True, 0.0)
     rows = [_stamp(r, spec, encoder, ctx, suite.summary_task, cfg, key.config_hash, 0.0, ctx.seed) for r in summary]
-    path = store.write(key, rows, cfg)
+    evidence = summary_uncertainty(rows, [(o.path, o.rows) for o in seed_outcomes], store)
+    path = store.write(key, rows, cfg, evidence=evidence)
     return TaskOutcome(summary[0].task, store.read(path)["results"], path, False, 0.0)
 
 
@@ -249,6 +252,10 @@ def run_suite(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task_name
 
 def row(task: Task, metric: str, value, n: int | None, aggregation: str | None = None,
         split: str | None = None, **extra) -> Result:
-    """A Result for ``task`` with the provenance fields left for the runner to stamp."""
+    """A Result for ``task`` with the provenance fields left for the runner to stamp.
+
+    ``evidence=`` (a ``bench.stats.Evidence``: per-pair predictions and gold, per-example outcomes)
+    is what the base turns into the row's 95% CI and stores beside the cell for paired tests; a
+    summary row passes ``evidence=AverageOf(task rows)`` for an average over tasks."""
     return Result(model="", suite=task.suite, task=task.name, split=split or task.split, metric=metric,
                   aggregation=aggregation or task.main_aggregation, value=value, n=n, **extra)

@@ -14,8 +14,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 # The kernel (docs/ARCHITECTURE.md): plain library code that any layer may use.
-KERNEL = ("errors", "paths", "registry", "plugins", "data", "store", "encoder", "metrics", "stats", "poolers",
-          "senteval_adapter", "models_file", "metadata", "papers")
+KERNEL = ("errors", "paths", "registry", "plugins", "data", "store", "encoder", "metrics", "stats", "uncertainty",
+          "poolers", "senteval_adapter", "models_file", "metadata", "papers")
 FORBIDDEN_FOR_KERNEL = ("bench.cli", "bench.commands", "bench.grid", "bench.train", "bench.methods",
                         "bench.finetune", "suites", "attacks", "reports")
 

@@ -75,6 +75,8 @@ def test_publish_copies_chosen_cells_and_their_metadata(bench_env, tiny_model, t
     assert cli(["publish", "--model", "tiny", "--suite", "sts", "--to", str(published)]) == 0
     cells = sorted(p.relative_to(published) for p in (published / "cells").rglob("*.json"))
     assert cells and all(p.parts[:3] == ("cells", "tiny", "sts") for p in cells)
+    sidecars = sorted(p.relative_to(published) for p in (published / "cells").rglob("*.evidence.json.gz"))
+    assert len(sidecars) == len(cells)  # each cell's evidence (CIs, paired tests) travels with it
     rows = list(csv.DictReader((published / "leaderboard.csv").open()))
     assert {r["suite"] for r in rows} == {"sts"} and {r["model"] for r in rows} == {"tiny"}
     meta = json.loads((published / "plugins.json").read_text())

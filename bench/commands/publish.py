@@ -54,11 +54,14 @@ def main(args) -> int:
         print(f"{len(chosen)} cell(s) would be copied to {dest}.")
         return 0
     for cell in chosen:
-        target = dest / cell.relative_to(source)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        shutil.copyfile(cell, tmp)
-        tmp.replace(target)
+        # The cell's evidence sidecar (per-example data for CIs and paired tests) travels with it, first.
+        side = ResultStore.evidence_path(cell)
+        for src in ([side] if side.exists() else []) + [cell]:
+            target = dest / src.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.tmp")
+            shutil.copyfile(src, tmp)
+            tmp.replace(target)
     # The metadata of what was copied: the models' entries and the suites' descriptions.
     src_meta, dst_meta = metadata.read(source), metadata.read(dest)
     suites = {c.parent.parent.name for c in chosen}

@@ -1,4 +1,4 @@
-"""bench report [--suite S]... [--format md|tex|csv|html]... [--out DIR] [--results-dir DIR] [--check]
+"""bench report [--suite S]... [--format md|tex|csv|html]... [--out DIR] [--results-dir DIR] [--check] [--card MODEL]...
 
 Regenerates the paper tables and figures, results/leaderboard.csv and the per-suite leaderboards from
 the result files. ``--check`` writes nothing and exits 1 when the reports or leaderboards on disk
@@ -28,6 +28,9 @@ def add_arguments(parser):
                              "`--results-dir results` reports the checkout's published leaderboard")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if the reports on disk differ from a regeneration")
+    parser.add_argument("--card", action="append", dest="cards", metavar="MODEL",
+                        help="repeatable; write only the robustness card of MODEL (card-MODEL.md and .html): every "
+                             "headline with its 95%% CI and the paired difference from its base model and from SimCSE")
 
 
 def main(args) -> int:
@@ -39,6 +42,14 @@ def main(args) -> int:
     console = Console(soft_wrap=True)  # file paths stay whole, one per line
     paths = Paths.from_env().with_results(args.results_dir)
     out = (args.out or paths.reports).expanduser().resolve()
+    if args.cards:
+        from reports.card import card
+
+        written = []
+        for model in args.cards:
+            written += reports.write(card(paths.results, model), out)
+        console.print("Wrote " + ", ".join(str(p) for p in written))
+        return 0
     if not args.check:  # it writes the reports and the leaderboards: refuse a read-only or full disk first
         from bench.store import check_writable
 

@@ -47,7 +47,7 @@ def suite_options(args) -> dict:
 
 
 def results_table(outcomes, title: str) -> Table:
-    """One line per (task, attack, split, aggregation, seed), one column per metric; paper values beside ours."""
+    """One line per (task, attack, split, aggregation, seed), one column per metric: value [95% CI], paper value."""
     metrics, lines = [], {}
     for outcome in outcomes:
         for r in outcome.rows:
@@ -64,7 +64,9 @@ def results_table(outcomes, title: str) -> Table:
         if r is None or r["value"] is None:
             return "–"
         paper = f" [dim](paper {r['paper_value']:.2f})[/dim]" if r.get("paper_value") is not None else ""
-        return f"{r['value']:.2f}{paper}"
+        ci = (f" [dim][{r['ci_low']:.2f}, {r['ci_high']:.2f}][/dim]"
+              if r.get("ci_low") is not None and r.get("ci_high") is not None else "")
+        return f"{r['value']:.2f}{ci}{paper}"
 
     for (task, split, agg, seed), cells in lines.items():
         n = next(iter(cells.values()))["n"]
