@@ -45,3 +45,32 @@ def mean_std(values: list[float | None]) -> tuple[float | None, float | None]:
     if not vals:
         return None, None
     return mean(vals), (stdev(vals) if len(vals) > 1 else None)
+
+
+def attack_evidence(records: list[dict]) -> dict[str, object]:
+    """Per-example outcomes behind each rate in ``attack_metrics`` (bench.stats.Evidence, ids = attack-set
+    index), so the base suite can give each row its CI and a paired test can match two victims' examples.
+    NaN marks an example a metric does not count (e.g. a skipped example for the success rate)."""
+    import numpy as np
+
+    from bench.stats import Evidence, Sample
+
+    kinds = [r["result_type"] for r in records]
+    nan = float("nan")
+    columns = {
+        "success": [1.0 if k == "successful" else 0.0 if k == "failed" else nan for k in kinds],
+        "attacked": [0.0 if k == "skipped" else 1.0 for k in kinds],
+        "held": [1.0 if k == "failed" else 0.0 for k in kinds],
+        "broken": [1.0 if k == "successful" else 0.0 for k in kinds],
+        "queries": [nan if k == "skipped" else float(r["num_queries"]) for k, r in zip(kinds, records)],
+        "words_pct": [100.0 * r["words_changed"] / r["num_words"]
+                      if k == "successful" and r["num_words"] > 0 and r["words_changed"] > 0 else nan
+                      for k, r in zip(kinds, records)],
+    }
+    sample = Sample([r["index"] for r in records], {k: np.asarray(v) for k, v in columns.items()})
+    return {"attack_success_rate": Evidence("proportion", sample, ("success",)),
+            "original_accuracy": Evidence("proportion", sample, ("attacked",)),
+            "accuracy_under_attack": Evidence("proportion", sample, ("held",)),
+            "accuracy_reduction": Evidence("proportion", sample, ("broken",)),
+            "avg_queries": Evidence("mean", sample, ("queries",), scale=1.0),
+            "words_perturbed_pct": Evidence("mean", sample, ("words_pct",), scale=1.0)}

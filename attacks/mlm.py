@@ -242,7 +242,7 @@ def build_for(paths, force: bool, log, options: dict) -> str:
     """`bench resources build --only mlm`."""
     import torch
 
-    from attacks.resources import Layout
+    from attacks.layout import Layout
 
     out_dir = Layout(paths.resources).mlm
     if (out_dir / "model.safetensors").is_file() and not force and not options.get("mlm_resume"):

@@ -125,7 +125,7 @@ def activate(nltk_dir: Path) -> None:
 
 def build_for(paths, force: bool, log, options: dict) -> str:
     """`bench resources build --only nltk`."""
-    from attacks.resources import Layout
+    from attacks.layout import Layout
 
     nltk_dir = Layout(paths.resources).nltk
     if is_built(nltk_dir) and not force:

@@ -13,10 +13,9 @@ A builder takes (resources, goal_function) and returns a ``textattack.Attack``.
 
 from __future__ import annotations
 
-from typing import Callable
 
 from attacks.stopwords import TEXTFOOLER_STOPWORDS
-from bench.plugins import Option
+from bench.plugins import Option, Registry
 
 # NLI inputs: only the hypothesis is perturbed (TextFooler's InputColumnModification).
 NLI_COLUMNS = (["premise", "hypothesis"], {"premise"})
@@ -112,13 +111,15 @@ def bert_attack(res, goal, max_candidates: int = 8):
                   GreedyWordSwapWIR(wir_method="unk"))
 
 
-RECIPES: dict[str, Callable] = {
+# name -> recipe builder, with the label the papers' tables print.
+RECIPES = Registry("recipe", {
     "textfooler": textfooler,
     "textbugger": textbugger,
     "pwws": pwws,
     "bae": bae,
     "bert-attack": bert_attack,
-}
+}, labels={"textfooler": "TextFooler", "textbugger": "TextBugger", "pwws": "PWWS", "bae": "BAE",
+           "bert-attack": "BERTAttack"})
 
 # Options every attacking suite declares (bench/plugins.py): one flag, one meaning.
 # No argparse choices: the suites look names up in RECIPES (did-you-mean, exit 2), so a recipe registered
@@ -148,9 +149,7 @@ def build_attack(name: str, res, model_wrapper, query_budget: int | None = None,
     res.textattack()  # prepares NLTK data and the cache dir, then imports textattack
     from textattack.goal_functions import UntargetedClassification
 
-    from bench.errors import lookup
-
-    recipe = lookup("recipe", RECIPES, name)
+    recipe = RECIPES.load(name)
     goal = UntargetedClassification(model_wrapper, model_batch_size=batch_size,
                                     query_budget=float("inf") if query_budget is None else query_budget)
     return recipe(res, goal, **(parameters or {}))

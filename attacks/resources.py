@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import io
 import json
 import os
-import pickle
 import socket
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,6 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from attacks import nltk_data
+from attacks.layout import Layout, read_plain_pickle  # noqa: F401  (read_plain_pickle: part of this module's API)
 from bench.errors import BenchError
 
 BUILD_HINT = "run `bench resources build`"
@@ -52,17 +51,6 @@ def _reachable(host: str, port: int = 443, timeout: float = 3.0) -> bool:
         return False
 
 
-class _PlainUnpickler(pickle.Unpickler):
-    def find_class(self, module, name):
-        raise pickle.UnpicklingError(f"refusing {module}.{name}: only plain containers are allowed")
-
-
-def read_plain_pickle(path: Path):
-    """A downloaded pickle of plain containers (TextAttack's word list: dict of str -> int), read
-    with every class and function lookup refused, so loading it cannot run code."""
-    return _PlainUnpickler(io.BytesIO(Path(path).read_bytes())).load()
-
-
 @dataclass(frozen=True)
 class Option:
     """One way to serve a role."""
@@ -74,15 +62,6 @@ class Option:
 
 
 # --- where things live ------------------------------------------------------------------------
-
-class Layout:
-    def __init__(self, root: Path):
-        self.root = root
-        self.nltk = root / "nltk_data"
-        self.ta_cache = root / "textattack"
-        self.counterfit = root / "counterfit" / "glove6b50d"
-        self.mlm = root / "mlm" / "minilm"
-
 
 def _paragram_cached(r: "Resources") -> bool:
     return (r.ta_cache_dir / "word_embeddings" / "paragramcf" / "paragram.npy").is_file()

@@ -13,7 +13,7 @@ from textattack.constraints.semantics.sentence_encoders import SentenceEncoder
 from textattack.shared import WordEmbedding
 from textattack.transformations import WordSwapHomoglyphSwap, WordSwapWordNet
 
-from attacks.resources import read_plain_pickle
+from attacks.layout import read_plain_pickle
 
 # --- word embeddings --------------------------------------------------------------------------
 

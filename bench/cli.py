@@ -10,45 +10,72 @@ import argparse
 import importlib
 import sys
 import traceback
+import warnings
 
-from bench.errors import BenchError
+from bench.errors import BenchError, BenchWarning
+from bench.plugins import Registry
 
-# name -> (module, one-line help). Adding a command is one module plus one line here.
-COMMANDS = {
-    "ls": ("bench.commands.ls", "list models, suites or tasks"),
-    "run": ("bench.commands.run", "evaluate a model on a suite"),
-    "data": ("bench.commands.data", "check, verify or fetch benchmark data"),
-    "grid": ("bench.commands.grid", "run models x suites x tasks x seeds on Ray (local or a cluster), skipping finished cells"),
-    "resources": ("bench.commands.resources", "build or check the attacks' offline resources (WordNet, counter-fitted vectors, MLM)"),
-    "report": ("bench.commands.report", "regenerate paper tables, figures and leaderboards from result files"),
-    "train": ("bench.commands.train", "train a sentence encoder with a method (simcse, robustembed, ...)"),
-}
+# name -> module, with a one-line help. Adding a command is one module plus one line here.
+COMMANDS = Registry("command", helps={
+    "ls": "list models, suites, tasks, methods, recipes or datasets",
+    "run": "evaluate a model on a suite",
+    "data": "check, verify or fetch benchmark data",
+    "grid": "run models x suites x tasks x seeds on Ray (local or a cluster), skipping finished cells",
+    "resources": "build or check the attacks' offline resources (WordNet, counter-fitted vectors, MLM)",
+    "compare": "paired differences B - A (95% CI, p-value) over the result cells two models share",
+    "report": "regenerate paper tables, figures and leaderboards from result files",
+    "train": "train a sentence encoder with a method (simcse, robustembed, ...)",
+    "publish": "copy chosen result cells into the published leaderboard (the checkout's results/)",
+})
+for _name in COMMANDS.helps:
+    COMMANDS.register(_name, f"bench.commands.{_name}")
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench", description="Robustness benchmarking for sentence encoders.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     wanted = next((a for a in argv if not a.startswith("-")), None)
-    for name, (module, help_text) in COMMANDS.items():
+    for name in COMMANDS:
+        help_text = COMMANDS.helps.get(name, "")
         cmd = sub.add_parser(name, help=help_text, description=help_text)
         if name == wanted:  # import only the command being run
-            importlib.import_module(module).add_arguments(cmd)
-            cmd.set_defaults(module=module)
+            COMMANDS.load(name).add_arguments(cmd)
+            cmd.set_defaults(module=COMMANDS[name])
     return parser
+
+
+def _warning_printer(previous):
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, BenchWarning):  # ours name the file and the fix: no source line needed
+            print(f"bench: warning: {message}", file=sys.stderr)
+        else:
+            previous(message, category, filename, lineno, file, line)
+    return show
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a bad flag value (2, message printed): one exit path
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     if not getattr(args, "module", None):
         parser.print_help()
         return 2
     try:
-        return int(importlib.import_module(args.module).main(args) or 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", BenchWarning)  # each one names a different file: show every one
+            warnings.showwarning = _warning_printer(warnings.showwarning)
+            return int(importlib.import_module(args.module).main(args) or 0)
     except BenchError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `bench ls | head`: the reader left; not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
     except KeyboardInterrupt:
         print("bench: interrupted. Finished cells are saved; re-run the same command to continue.",
               file=sys.stderr)

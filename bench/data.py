@@ -175,7 +175,10 @@ def problems(data_root: Path, name: str, deep: bool = False) -> list[tuple[str, 
 
 
 def require(data_root: Path, name: str) -> Path:
-    """The dataset's directory, after a cheap presence and size check; BenchError naming the fix."""
+    """The dataset's directory, after a cheap presence and size check; BenchError naming the fix.
+
+    The content check (sha256) is ``check_content``, which ``bench run`` applies to every task's data
+    when it builds the cell configuration, before any work."""
     spec = get_dataset(name)
     bad = problems(data_root, name, deep=False)
     if bad:
@@ -183,6 +186,112 @@ def require(data_root: Path, name: str) -> Path:
         more = f" (and {len(bad) - 1} more files)" if len(bad) > 1 else ""
         raise BenchError(f"Data file {data_root / path} {what}{more}. {_how_to_get(spec)}")
     return data_root / spec.root
+
+
+# --- content check (sha256 against bench/data_files.tsv, cached by file identity) ----------
+
+HASH_CACHE = "data-sha256.json"  # under $BENCH_HOME/cache: path -> [size, mtime_ns, ctime_ns, sha256]
+_HASH_CACHES: dict[str, dict[str, list]] = {}  # the same per cache file, in this process
+
+
+@dataclass(frozen=True)
+class DataCheck:
+    """What ``check_content`` found: a fingerprint of the files as they are (it enters the cell
+    configuration) and, when allowed, the files that differ from the reference."""
+
+    dataset: str
+    fingerprint: str
+    unverified: tuple[str, ...] = ()  # "path: what differs" (only with allow_unverified)
+
+
+def _identity(path: Path) -> list:
+    st = path.stat()
+    # ctime too: `touch -r` can restore an edited file's mtime, but not its ctime.
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sha256_files(paths: list[Path], cache_dir: Path | None = None) -> dict[Path, str]:
+    """sha256 of each file, reusing an earlier hash while the file's (size, mtime, ctime) is unchanged:
+    a re-run re-reads no data. The cache is ``cache_dir/data-sha256.json`` (kept in memory too)."""
+    cache_file = Path(cache_dir) / HASH_CACHE if cache_dir else None
+    memo = _HASH_CACHES.get(str(cache_file))
+    if memo is None:
+        memo = _HASH_CACHES[str(cache_file)] = {}
+        try:
+            loaded = json.loads(cache_file.read_text(encoding="utf-8")) if cache_file else {}
+            memo.update({k: v for k, v in loaded.items() if isinstance(v, list) and len(v) == 4})
+        except (OSError, ValueError, AttributeError):
+            pass  # no cache yet, or an unreadable one: hash again
+    out, changed = {}, False
+    for path in paths:
+        key = str(Path(path).resolve())
+        ident = _identity(path)
+        hit = memo.get(key)
+        if hit is None or hit[:3] != ident:
+            memo[key] = [*ident, _sha256_file(path)]
+            changed = True
+        out[path] = memo[key][3]
+    if changed and cache_file is not None:
+        try:
+            atomic_write_text(cache_file, json.dumps(memo, sort_keys=True))
+        except OSError:
+            pass  # a read-only home only costs re-hashing next time
+    return out
+
+
+def check_content(data_root: Path, name: str, cache_dir: Path | None = None,
+                  allow_unverified: bool = False) -> DataCheck:
+    """Every file of dataset ``name`` against its sha256 in ``bench/data_files.tsv``.
+
+    A mismatch (a one-byte edit keeps the size, so sizes alone miss it) raises a BenchError naming the
+    file and the fix, unless ``allow_unverified``: then the files are used as they are and listed in
+    ``unverified``. The fingerprint hashes the files as found, so results computed on other data never
+    share a cell with results on the reference data."""
+    spec = get_dataset(name)
+    files = [(f.path, f) for f in spec.files]
+    if not files:  # no reference (optional datasets): whatever is present, unverified by construction
+        root = data_root / spec.root
+        present = sorted(p for p in (root.rglob("*") if root.is_dir() else [root]) if p.is_file())
+        files = [(str(p.relative_to(data_root)), None) for p in present]
+        if not files:
+            if not allow_unverified:
+                require(data_root, name)
+            return DataCheck(name, "absent", (f"{spec.root}: missing",))
+    if not allow_unverified:
+        require(data_root, name)  # missing or wrong-sized files: the cheap message, before any hashing
+    present = [data_root / rel for rel, _ in files if (data_root / rel).is_file()]
+    hashes = sha256_files(present, cache_dir)
+    found, unverified = {}, []
+    for rel, ref in files:
+        path = data_root / rel
+        if not path.is_file():
+            found[rel] = "missing"
+            unverified.append(f"{rel}: missing")
+            continue
+        found[rel] = hashes[path]
+        if ref is None:
+            unverified.append(f"{rel}: no reference sha256")
+        elif hashes[path] != ref.sha256:
+            size = path.stat().st_size
+            what = (f"has {size} bytes, expected {ref.bytes}" if size != ref.bytes else
+                    f"has the reference size but other bytes (sha256 {hashes[path][:12]}…, reference "
+                    f"{ref.sha256[:12]}…)")
+            if not allow_unverified:
+                raise BenchError(
+                    f"Data file {path} {what}: it was edited or corrupted, and would give wrong numbers. Fix: "
+                    f"restore it ({_how_to_get(spec)} `bench data verify {name}` checks every file), or pass "
+                    f"--allow-unverified-data to evaluate on these files on purpose (rows record it).")
+            unverified.append(f"{rel}: {what}")
+    fingerprint = hashlib.sha256(json.dumps(sorted(found.items())).encode()).hexdigest()[:16]
+    return DataCheck(name, fingerprint, tuple(unverified))
 
 
 def available(data_root: Path, name: str) -> bool:
@@ -272,14 +381,34 @@ def convert_aclimdb(data_root: Path) -> None:
                           "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
+def current_umask() -> int:
+    """The process umask (Linux: read from /proc, which leaves it untouched; elsewhere set and restored)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Write to a temporary file in the same directory, then rename: readers never see half a file,
     and a failure mid-write leaves the previous version in place."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, blob: bytes) -> None:
+    """``atomic_write_text`` for bytes."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; a plain open() would respect the umask
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(blob)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -321,29 +450,62 @@ def _norm(text: str) -> str:
     return " ".join(text.split())
 
 
+def malformed(path: Path, lineno: int, line: str, expected: str) -> BenchError:
+    """The error for a line a reader cannot parse: file, line number, what was expected, the fix."""
+    return BenchError(f"{path}:{lineno}: malformed line {line[:100]!r}; expected {expected}. Fix: restore the file "
+                      f"(benchmark data: `bench data verify` names the damaged files and `bench data fetch` restores "
+                      f"them), or correct line {lineno}.")
+
+
+def _score(text: str) -> float:
+    value = float(text)
+    if value != value:  # NaN would poison every correlation silently
+        raise ValueError(text)
+    return value
+
+
 def read_semeval_sts(directory: Path, subsets: tuple[str, ...]) -> PairSet:
     """STS12-16: STS.input.<subset>.txt (first two columns) + STS.gs.<subset>.txt; unscored pairs dropped."""
     out = {}
     for subset in subsets:
-        lines = (directory / f"STS.input.{subset}.txt").read_text(encoding="utf-8").splitlines()
-        gold = (directory / f"STS.gs.{subset}.txt").read_text(encoding="utf-8").splitlines()
+        input_path, gold_path = directory / f"STS.input.{subset}.txt", directory / f"STS.gs.{subset}.txt"
+        lines = input_path.read_text(encoding="utf-8").splitlines()
+        gold = gold_path.read_text(encoding="utf-8").splitlines()
         if len(lines) != len(gold):
-            raise BenchError(f"{directory}/STS.input.{subset}.txt has {len(lines)} lines but its gold file "
+            raise BenchError(f"{input_path} has {len(lines)} lines but its gold file "
                              f"has {len(gold)}; the data are corrupt. Re-fetch with `bench data fetch`.")
-        kept = [(ln.split("\t"), g) for ln, g in zip(lines, gold) if g.strip()]
-        out[subset] = ([_norm(c[0]) for c, _ in kept], [_norm(c[1]) for c, _ in kept],
-                       [float(g) for _, g in kept])
+        s1, s2, scores = [], [], []
+        for lineno, (line, g) in enumerate(zip(lines, gold), 1):
+            if not g.strip():
+                continue
+            cols = line.split("\t")
+            if len(cols) < 2:
+                raise malformed(input_path, lineno, line, "two tab-separated sentences")
+            try:
+                scores.append(_score(g))
+            except ValueError:
+                raise malformed(gold_path, lineno, g, "one similarity score (a number) or an empty line") from None
+            s1.append(_norm(cols[0]))
+            s2.append(_norm(cols[1]))
+        out[subset] = (s1, s2, scores)
     return PairSet(out)
 
 
 def read_stsb(directory: Path, split: str) -> PairSet:
     """STS-B csv (tab separated): genre, file, year, id, score, s1, s2[, notes]."""
     s1, s2, gold = [], [], []
-    for line in (directory / f"sts-{split}.csv").read_text(encoding="utf-8").splitlines():
+    path = directory / f"sts-{split}.csv"
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         cols = line.split("\t")
+        try:
+            if len(cols) < 7:
+                raise ValueError(line)
+            gold.append(_score(cols[4]))
+        except ValueError:
+            raise malformed(path, lineno, line, "7+ tab-separated fields: genre, file, year, id, score (a number), "
+                                                "sentence1, sentence2") from None
         s1.append(_norm(cols[5]))
         s2.append(_norm(cols[6]))
-        gold.append(float(cols[4]))
     return PairSet({split: (s1, s2, gold)})
 
 
@@ -352,7 +514,19 @@ SICK_FILES = {"train": "SICK_train.txt", "dev": "SICK_trial.txt", "test": "SICK_
 
 def read_sick(directory: Path, split: str) -> PairSet:
     """SICK with a header row: pair_ID, sentence_A, sentence_B, relatedness_score, entailment_judgment."""
-    rows = (directory / SICK_FILES[split]).read_text(encoding="utf-8").splitlines()[1:]
-    cols = [r.split("\t") for r in rows if r.strip()]
-    return PairSet({split: ([_norm(c[1]) for c in cols], [_norm(c[2]) for c in cols],
-                            [float(c[3]) for c in cols])})
+    path = directory / SICK_FILES[split]
+    s1, s2, gold = [], [], []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines()[1:], 2):
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        try:
+            if len(cols) < 4:
+                raise ValueError(line)
+            gold.append(_score(cols[3]))
+        except ValueError:
+            raise malformed(path, lineno, line, "4+ tab-separated fields: pair_ID, sentence_A, sentence_B, "
+                                                "relatedness_score (a number)") from None
+        s1.append(_norm(cols[1]))
+        s2.append(_norm(cols[2]))
+    return PairSet({split: (s1, s2, gold)})

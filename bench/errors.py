@@ -9,6 +9,11 @@ class BenchError(Exception):
     """Bad usage or bad input: the message says what to do about it (exit 2)."""
 
 
+class BenchWarning(UserWarning):
+    """Something the user should know that does not stop the work (e.g. a skipped unreadable result cell).
+    The CLI prints it as ``bench: warning: ...``."""
+
+
 class UnknownName(BenchError):
     def __init__(self, kind: str, name: str, known: list[str]):
         close = difflib.get_close_matches(name, known, n=5, cutoff=0.4)

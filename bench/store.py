@@ -1,19 +1,31 @@
 """The result store: one JSON file per cell, written atomically; leaderboard.csv derived from them.
 
 A cell is (model, weights sha256, suite, task, seed, config hash). The config hash covers the
-options that change a number (limit, mode, recipe, profile, ...), so runs with different settings
-sit side by side, each row carrying its configuration.
+options that change a number (limit, mode, recipe, profile, data fingerprint, ...), so runs with
+different settings sit side by side, each row carrying its configuration.
+
+Faults it survives: a cell file that does not parse is named in a warning, skipped by readers and,
+when its cell is looked up for a run, moved to ``quarantine/`` and recomputed; ``check_writable``
+fails before any work on a read-only or full results directory; files get the umask's permissions
+(``bench.data.atomic_write_text``); the leaderboard is rebuilt under an exclusive ``flock`` on
+``.leaderboard.lock``, so concurrent writers (a grid on a shared filesystem) never drop a cell.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import io
 import json
 import math
+import os
+import shutil
 import subprocess
+import tempfile
 import time
+import warnings
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -21,8 +33,13 @@ from importlib import metadata
 from pathlib import Path
 
 from bench import __version__
-from bench.data import atomic_write_text
+from bench.data import atomic_write_bytes, atomic_write_text
+from bench.errors import BenchError, BenchWarning
 from bench.paths import REPO_ROOT
+
+QUARANTINE_DIR = "quarantine"  # unreadable cell files are moved here (same relative path + a time stamp)
+LOCK_FILE = ".leaderboard.lock"
+MIN_FREE_BYTES = 16 << 20  # below this, a run would likely fail on its last write: refuse up front
 
 PACKAGES = ("torch", "transformers", "sentence-transformers", "numpy", "scipy", "scikit-learn",
             "textattack", "nltk")
@@ -43,9 +60,14 @@ class Result:
     n: int | None = None
     seed: int | None = None
     paper_value: float | None = None
+    paper_source: str = ""  # which paper and table paper_value is from (reports/paper_values.csv)
     std: float | None = None  # over seeds or runs, where the row is a mean
+    ci_low: float | None = None  # 95% interval, same scale as value (bench/stats.py)
+    ci_high: float | None = None
+    ci_method: str = ""  # how the interval was made, e.g. "bootstrap(B=1000,seed=0)", "wilson", "t-over-3-runs"
     pooler: str = ""
     weights_sha256: str = ""
+    model_source: str = ""  # where the weights came from: backbone id@revision, directory, models file entry
     batch_size: int | None = None
     dtype: str = ""
     device: str = ""
@@ -59,9 +81,19 @@ class Result:
     git_commit: str = ""
     created_at: str = ""
     wall_s: float | None = None
+    # Per-example data behind the interval (bench.stats.Evidence), handed from the suite to the base
+    # suite; stored in the cell's evidence sidecar, never in the row itself.
+    evidence: object = field(default=None, repr=False, compare=False, metadata={"stored": False})
 
 
-COLUMNS = [f.name for f in fields(Result)]
+COLUMNS = [f.name for f in fields(Result) if f.metadata.get("stored", True)]
+NUMBER_FIELDS = ("value", "paper_value", "std", "ci_low", "ci_high", "wall_s")
+EVIDENCE_SUFFIX = ".evidence.json.gz"
+
+
+def row_dict(row: Result) -> dict:
+    """The stored fields of a row (the evidence goes to the sidecar)."""
+    return {name: getattr(row, name) for name in COLUMNS}
 
 
 @dataclass(frozen=True)
@@ -74,12 +106,17 @@ class CellKey:
     config_hash: str
 
     def relpath(self) -> Path:
-        return (Path("cells") / self.model / self.suite / self.task /
+        return (Path("cells") / model_dir(self.model) / self.suite / self.task /
                 f"seed{self.seed}-{self.weights_sha256[:12]}-{self.config_hash[:8]}.json")
 
     def glob_any_config(self) -> str:
-        return str(Path("cells") / self.model / self.suite / self.task /
+        return str(Path("cells") / model_dir(self.model) / self.suite / self.task /
                    f"seed{self.seed}-{self.weights_sha256[:12]}-*.json")
+
+
+def model_dir(model: str) -> str:
+    """A model name as one directory name: a Hub id's slash becomes "--" (``org/name`` -> ``org--name``)."""
+    return model.replace("/", "--").replace("\\", "--")
 
 
 def config_hash(config: dict) -> str:
@@ -125,54 +162,183 @@ def clean_number(value):
     return value if math.isfinite(value) else None
 
 
+def check_writable(directory: Path, what: str, env_var: str, min_free_bytes: int = MIN_FREE_BYTES) -> None:
+    """Create ``directory`` if needed, write and delete a 4 KiB probe, and check the free space; a BenchError
+    naming the directory, ``env_var`` and the fix otherwise, so a read-only or full disk never wastes a
+    long run at its last write."""
+    directory = Path(directory)
+    fix = f"or point {env_var} at another directory. Nothing was computed."
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=directory, prefix=".write-check-")
+        try:
+            os.write(fd, b"\0" * 4096)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        raise BenchError(f"The {what} {directory} cannot be written ({exc.strerror or exc}). "
+                         f"Fix: make it writable or free space there, {fix}") from None
+    free = shutil.disk_usage(directory).free
+    if free < min_free_bytes:
+        raise BenchError(f"The {what} {directory} has {free / 2**20:.1f} MiB free, less than the "
+                         f"{min_free_bytes / 2**20:.0f} MiB a run needs to write safely. "
+                         f"Fix: free space there, {fix}")
+
+
+class CorruptCell(BenchError):
+    """A cell file that does not parse (truncated, empty, not a cell)."""
+
+    def __init__(self, path: Path, reason: str):
+        self.path, self.reason = Path(path), reason
+        super().__init__(f"Result cell {path} is unreadable ({reason}). Fix: re-run the `bench run` that made it "
+                         f"(the file is moved to {QUARANTINE_DIR}/ and the cell recomputed), or delete the file.")
+
+
+def _parse_cell(path: Path) -> dict:
+    try:
+        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CorruptCell(path, f"not UTF-8: {exc.reason}") from None
+    except json.JSONDecodeError as exc:
+        raise CorruptCell(path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("results"), list):
+        raise CorruptCell(path, "not a result cell: no 'results' list")
+    return payload
+
+
 class ResultStore:
     def __init__(self, root: Path):
         self.root = Path(root)
+        self.skipped: list[CorruptCell] = []  # unreadable cells that rows() passed over
 
     def path(self, key: CellKey) -> Path:
         return self.root / key.relpath()
 
     def existing(self, key: CellKey, any_config: bool = False) -> Path | None:
-        if any_config:
-            hits = sorted(self.root.glob(key.glob_any_config()))
-            return hits[0] if hits else None
-        path = self.path(key)
-        return path if path.exists() else None
+        """The stored, readable cell for ``key`` (any configuration: the first in name order). An unreadable
+        file found here is quarantined, so the caller recomputes the cell."""
+        hits = sorted(self.root.glob(key.glob_any_config())) if any_config else [self.path(key)]
+        for path in hits:
+            if not path.exists():
+                continue
+            try:
+                _parse_cell(path)
+                return path
+            except CorruptCell as exc:
+                self.quarantine(exc)
+        return None
 
-    def write(self, key: CellKey, rows: list[Result], config: dict, extra: dict | None = None) -> Path:
+    def quarantine(self, bad: CorruptCell) -> Path:
+        """Move an unreadable cell file aside (never delete it: it may help explain a fault)."""
+        rel = bad.path.relative_to(self.root) if bad.path.is_relative_to(self.root) else Path(bad.path.name)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        target = self.root / QUARANTINE_DIR / rel.parent / f"{rel.name}.{stamp}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(bad.path, target)
+        warnings.warn(f"Result cell {bad.path} was unreadable ({bad.reason}): moved it to {target}; "
+                      f"the cell is recomputed.", BenchWarning, stacklevel=2)
+        return target
+
+    def write(self, key: CellKey, rows: list[Result], config: dict, extra: dict | None = None,
+              evidence: dict | None = None) -> Path:
         for row in rows:
-            for f in ("value", "paper_value", "std", "wall_s"):
+            for f in NUMBER_FIELDS:
                 setattr(row, f, None if getattr(row, f) is None else clean_number(getattr(row, f)))
         payload = {"cell": asdict(key), "config": config, "written_at": now_iso(),
-                   "results": [asdict(r) for r in rows], **(extra or {})}
+                   "results": [row_dict(r) for r in rows], **(extra or {})}
         path = self.path(key)
+        # The sidecar first: a cell on disk never points at evidence from an older computation.
+        self.write_evidence(path, evidence)
         atomic_write_text(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
         return path
 
+    # ---- evidence sidecars: what a paired test needs, beside the cell (gzip'd JSON) ----
+    @staticmethod
+    def evidence_path(cell_path: Path) -> Path:
+        cell_path = Path(cell_path)
+        return cell_path.with_name(cell_path.stem + EVIDENCE_SUFFIX)
+
+    def write_evidence(self, cell_path: Path, evidence: dict | None) -> None:
+        """Atomically write (or, for ``None``, remove) the cell's evidence sidecar."""
+        side = self.evidence_path(cell_path)
+        if evidence is None:
+            side.unlink(missing_ok=True)
+            return
+        blob = gzip.compress(json.dumps(evidence, separators=(",", ":"), sort_keys=True).encode("utf-8"), mtime=0)
+        atomic_write_bytes(side, blob)
+
+    def read_evidence(self, cell_path: Path) -> dict | None:
+        """The cell's evidence sidecar, or None when there is none (or it is unreadable)."""
+        side = self.evidence_path(cell_path)
+        if not side.exists():
+            return None
+        try:
+            return json.loads(gzip.decompress(side.read_bytes()).decode("utf-8"))
+        except (OSError, EOFError, ValueError):
+            return None
+
     @staticmethod
     def read(path: Path) -> dict:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        """A cell's payload; CorruptCell (a BenchError naming the file and the fix) if it does not parse."""
+        return _parse_cell(path)
 
     def cells(self) -> list[Path]:
         return sorted((self.root / "cells").glob("**/*.json"))
 
-    def rows(self) -> list[dict]:
-        out = []
+    def readable_cells(self):
+        """(path, payload) of every readable cell. Unreadable cells are skipped, each named in a warning and
+        listed in ``self.skipped``; nothing is moved (readers such as reports stay read-only)."""
         for path in self.cells():
-            out.extend(self.read(path)["results"])
-        return out
+            try:
+                payload = _parse_cell(path)
+            except CorruptCell as exc:
+                self.skipped.append(exc)
+                warnings.warn(f"Skipped unreadable result cell {path} ({exc.reason}); its rows are missing. "
+                              f"Re-run its `bench run` to recompute it.", BenchWarning, stacklevel=2)
+                continue
+            yield path, payload
+
+    def rows(self) -> list[dict]:
+        """Every row of every readable cell (see ``readable_cells``)."""
+        return [row for _, payload in self.readable_cells() for row in payload["results"]]
+
+    def check_writable(self, min_free_bytes: int = MIN_FREE_BYTES) -> None:
+        """Before any work: the results directory takes a file and has room, else a BenchError (exit 2)."""
+        check_writable(self.root, "results directory", "BENCH_RESULTS_DIR", min_free_bytes)
+
+    @contextmanager
+    def _leaderboard_lock(self):
+        """An exclusive flock on ``.leaderboard.lock`` (NFS: Linux maps flock to POSIX locks)."""
+        try:
+            import fcntl
+        except ImportError:  # Windows: no flock; single-writer use only
+            yield
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / LOCK_FILE, "a") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
     def write_leaderboard(self, name: str = "leaderboard.csv", rows: list[dict] | None = None) -> Path:
-        rows = self.rows() if rows is None else rows
-        rows = sorted(rows, key=lambda r: (r["model"], r["suite"], r["task"], r["metric"],
-                                           r["aggregation"], r.get("attack", ""), r.get("seed") or 0, r.get("created_at", "")))
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in COLUMNS})
-        path = self.root / name
-        atomic_write_text(path, buf.getvalue())
+        """Rebuild ``name`` from the cells, under the leaderboard lock: reading the cells and replacing the
+        file is one step for concurrent writers, so the last rebuild sees every cell written before it."""
+        with self._leaderboard_lock():
+            rows = self.rows() if rows is None else rows
+            rows = sorted(rows, key=lambda r: (r["model"], r["suite"], r["task"], r["metric"],
+                                               r["aggregation"], r.get("attack", ""), r.get("seed") or 0,
+                                               r.get("created_at", "")))
+            buf = io.StringIO()
+            writer = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+            writer.writeheader()
+            for row in rows:
+                writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in COLUMNS})
+            path = self.root / name
+            atomic_write_text(path, buf.getvalue())
         return path
 
 

@@ -6,7 +6,7 @@
   want full batches); max length 32 (SimCSE);
 - one AdamW over the method's parameter groups, linear decay to 0 (SimCSE's HF Trainer defaults:
   no warm-up, gradient clipping at 1.0, weight decay 0);
-- STS-B dev Spearman (``suites.sts.score_pairs`` through ``bench.encoder.Encoder``) before
+- STS-B dev Spearman (``bench.metrics.score_pairs`` through ``bench.encoder.Encoder``) before
   training and every ``eval_every`` steps; the best trained checkpoint is kept (the step-0 score is
   recorded as the "before" number, never selected);
 - resume: the last state (weights of every module, method state, optimiser, schedule, RNG, step)
@@ -14,8 +14,12 @@
   from it and the next step's loss is exactly what an uninterrupted run computes;
 - devices: the loop always runs through ``accelerate`` (one CPU process here), so
   ``accelerate launch -m bench.cli train ...`` (or ``bench train --launcher accelerate``) runs it
-  with DDP on several GPUs (per-process batch = ``batch_size``, in-batch negatives per process) and
-  mixed precision on CUDA (bf16 where supported, else fp16).
+  with DDP on several GPUs (per-process batch = ``batch_size``, in-batch negatives per process);
+- precision: ``TrainJob.dtype`` (auto|fp32|bf16|fp16) through ``bench.encoder.resolve_dtype``, set as
+  accelerate's ``mixed_precision``, so the loss and every extra pass of a method (RobustEmbed's
+  gradient passes included) run under its autocast; weights and optimiser state stay float32.
+  A float32 run's fingerprint is what it was before --dtype existed (checkpoints resume); any other
+  precision enters the fingerprint, so runs in two precisions never resume each other.
 
 Output: ``$BENCH_HOME/models/<name>/`` holds the best checkpoint as safetensors + tokenizer +
 ``bench_card.json`` (method, every hyper-parameter, open choices, data sha256, steps, dev scores,
@@ -104,10 +108,14 @@ class TrainJob:
     eval_max_len: int = 512
     device: str = "auto"
     overrides: dict = field(default_factory=dict)  # what the command line / recipe changed
+    dtype: str = "auto"  # requested precision (bench.encoder.resolve_dtype)
 
-    def fingerprint(self, data_sha: str) -> str:
+    def fingerprint(self, data_sha: str, dtype: str = "float32") -> str:
+        """``dtype``: what runs (``dtype_name``). float32 adds nothing, so fp32 fingerprints never changed."""
         blob = {"method": self.method, "backbone": self.backbone, "pooler": self.pooler,
                 "train": dataclasses.asdict(self.train), "method_config": self.method_config, "data": data_sha}
+        if dtype != "float32":
+            blob["dtype"] = dtype
         return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -123,6 +131,60 @@ def split_overrides(method_cls, values: dict) -> tuple[dict, dict]:
             {k: v for k, v in values.items() if k in method_fields})
 
 
+# Accepted values of trainer settings and method hyper-parameters, by field name: a name means one
+# thing in every method. (low, high, low_excluded); None = unbounded. A method's Config may add or
+# override entries with a ``limits`` class attribute. Checked when a job is built (exit 2), so a bad
+# value never starts a run.
+PROBABILITY = (0.0, 1.0, False)
+LIMITS: dict[str, tuple] = {
+    # trainer (TrainConfig)
+    "batch_size": (1, None, False), "max_len": (1, None, False), "lr": (0.0, None, True),
+    "weight_decay": (0.0, None, False), "warmup_steps": (0, None, False), "max_grad_norm": (0.0, None, False),
+    "epochs": (1, None, False), "max_steps": (0, None, False), "eval_every": (0, None, False),
+    "eval_limit": (0, None, False), "log_every": (0, None, False), "seed": (0, None, False),
+    # methods: shared names
+    "temperature": (0.0, None, True),  # similarities are divided by it
+    "momentum": PROBABILITY, "adversary_momentum": PROBABILITY, "ema": PROBABILITY, "powernorm_alpha": PROBABILITY,
+    "mix": PROBABILITY, "synonym_prob": PROBABILITY, "mlm_probability": PROBABILITY, "cutoff_rate": PROBABILITY,
+    "num_adversaries": (1, None, False), "adversary_lr": (0.0, None, True),
+    "adversary_weight_decay": (0.0, None, False),
+    "pgd_steps": (0, None, False), "fgsm_steps": (0, None, False), "steps": (0, None, False),
+    "iterations": (0, None, False), "layers": (0, None, False),
+    "pgd_step_size": (0.0, None, False), "fgsm_step_size": (0.0, None, False), "step_size": (0.0, None, False),
+    "epsilon": (0.0, None, False), "init_std": (0.0, None, False), "threshold": PROBABILITY,
+    "reg_weight": (0.0, None, False), "adv_weight": (0.0, None, False), "vadv_weight": (0.0, None, False),
+    "mlm_weight": (0.0, None, False),
+}
+FLAGS = {"max_steps": "--steps", "batch_size": "--batch-size", "lr": "--lr", "eval_every": "--eval-every",
+         "seed": "--seed"}  # settings that have their own flag
+
+
+def _describe(low, high, low_excluded) -> str:
+    if high is not None:
+        return f"in [{low:g}, {high:g}]"
+    return f"> {low:g}" if low_excluded else f">= {low:g}"
+
+
+def check_values(values: dict, limits: dict | None = None) -> None:
+    """BenchError (exit 2) naming the setting, its accepted range and how to set it, for the first value
+    out of range or not finite. Names without a limit (strings, switches) are left to their owners."""
+    import math
+
+    limits = {**LIMITS, **(limits or {})}
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        how = f"{FLAGS[name]} N or --set {name}=N" if name in FLAGS else f"--set {name}=N"
+        if not math.isfinite(value):
+            raise BenchError(f"{name}={value} is not a finite number. Fix: give a finite value ({how}).")
+        if name not in limits:
+            continue
+        low, high, low_excluded = limits[name]
+        if (value <= low if low_excluded else value < low) or (high is not None and value > high):
+            raise BenchError(f"{name}={value:g} is out of range: it must be {_describe(low, high, low_excluded)}. "
+                             f"Fix: {how} with N {_describe(low, high, low_excluded)}.")
+
+
 def make_train_config(method_cls, profile: str, overrides: dict) -> TrainConfig:
     if profile not in PROFILES:
         raise BenchError(f"Unknown profile '{profile}'. Choose one of: {', '.join(PROFILES)}")
@@ -130,7 +192,9 @@ def make_train_config(method_cls, profile: str, overrides: dict) -> TrainConfig:
 
     values = {**PROFILES[profile], **method_cls.training.get(profile, {}), **overrides}
     defaults = TrainConfig()
-    return TrainConfig(**{k: _coerce(v, getattr(defaults, k), k) for k, v in values.items()})
+    cfg = TrainConfig(**{k: _coerce(v, getattr(defaults, k), k) for k, v in values.items()})
+    check_values(dataclasses.asdict(cfg))
+    return cfg
 
 
 def training_data(data_root: Path, data: str | None) -> Path:
@@ -163,13 +227,10 @@ ST_POOLING = {"cls_before_pooler": "cls", "avg": "mean"}  # our pooler -> senten
 
 def dev_alignment_uniformity(pairs, encode) -> tuple[float, float]:
     """Alignment (gold >= 4 pairs) and uniformity (all sentences) on the dev pairs, as the suite scores them."""
-    from suites.alignment import POSITIVE_THRESHOLD, alignment, uniformity
+    from bench.metrics import alignment_uniformity
 
-    s1, s2, gold = pairs.all_pairs()
-    pos = [i for i, g in enumerate(gold) if g >= POSITIVE_THRESHOLD]
-    sentences = list(dict.fromkeys(s1 + s2))
-    align = alignment(encode([s1[i] for i in pos]), encode([s2[i] for i in pos]))
-    return round(align, 6), round(uniformity(encode(sentences)), 6)
+    align, uniform, _, _ = alignment_uniformity(pairs, encode)
+    return round(align, 6), round(uniform, 6)
 
 
 def write_sentence_transformers_files(directory: Path, pooler: str, hidden: int, max_len: int) -> bool:
@@ -188,6 +249,34 @@ def write_sentence_transformers_files(directory: Path, pooler: str, hidden: int,
                "pooling_mode_mean_sqrt_len_tokens": False, "include_prompt": True}
     atomic_write_text(directory / "1_Pooling" / "config.json", json.dumps(pooling, indent=2))
     return True
+
+
+def _recover_dir(final: Path) -> None:
+    """Undo a swap that a kill cut between its two renames: ``final`` is gone but its ``.old`` remains."""
+    old = final.with_name(f".{final.name}.old")
+    if not final.exists() and old.exists():
+        old.rename(final)
+
+
+def likely_nan_causes(cfg: TrainConfig, method_cfg, amp=None) -> list[str]:
+    """What in the configuration most likely made the loss non-finite, each with its fix."""
+    causes = []
+    values = method_cfg.to_dict()
+    method_defaults = type(method_cfg)().to_dict()
+    for name, value in values.items():
+        if "temperature" in name and isinstance(value, float) and 0 < value < 1e-3:
+            causes.append(f"{name}={value:g} is near 0: similarities are divided by it, so logits overflow. "
+                          f"Fix: --set {name}={method_defaults.get(name, 0.05):g} (the method's default).")
+    rates = [("lr", cfg.lr, TrainConfig().lr, "--lr")] + [
+        (n, v, method_defaults.get(n), f"--set {n}=") for n, v in values.items()
+        if n.endswith("_lr") and isinstance(v, (int, float)) and not isinstance(v, bool)]
+    for name, value, default, flag in rates:
+        if default and value > 100 * default:
+            causes.append(f"{name}={value:g} is over 100x its default {default:g}: the updates blew the weights up. "
+                          f"Fix: {flag}{'' if flag.endswith('=') else ' '}{default:g} (the default).")
+    if amp is not None and "float16" in str(amp) and "bfloat16" not in str(amp):
+        causes.append("fp16 mixed precision overflowed. Fix: a GPU with bf16, or --device cpu.")
+    return causes or ["no setting looks extreme. Fix: lower the learning rate (--lr) first."]
 
 
 def _replace_dir(tmp: Path, final: Path) -> None:
@@ -228,6 +317,17 @@ class _StopFlag:
 
 # --- the loop --------------------------------------------------------------------------------
 
+def _reset_accelerate_precision(mixed_precision: str) -> None:
+    """accelerate keeps one process-wide AcceleratorState and refuses a second Accelerator with another
+    ``mixed_precision``; one process may train in two precisions (tests, a grid worker), so drop the
+    precision part of that state (the process group, in PartialState, is kept)."""
+    from accelerate.state import AcceleratorState
+
+    shared = AcceleratorState._shared_state
+    if shared and shared.get("_mixed_precision", mixed_precision) != mixed_precision:
+        AcceleratorState._reset_state(reset_partial_state=False)
+
+
 def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, restart: bool = False,
                  stop_after: int | None = None) -> dict:
     """Train (or resume) ``job``; returns the model card. ``stop_after`` simulates an interruption
@@ -238,7 +338,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     from safetensors.torch import load_file, load_model, save_file, save_model
     from transformers import get_linear_schedule_with_warmup
 
-    from bench.encoder import Encoder, autocast_dtype, load_hf, pick_device
+    from bench.encoder import Encoder, dtype_name, load_hf, pick_device, resolve_dtype, slow_dtype_note
     from bench.methods import get_method
     from bench.store import git_commit, now_iso, package_versions
 
@@ -246,11 +346,20 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     method_cls = get_method(job.method)
     method_cfg = method_cls.Config.from_dict(job.method_config)
     cfg = job.train
+    check_values(dataclasses.asdict(cfg))
+    check_values(method_cfg.to_dict(), getattr(method_cls.Config, "limits", None))
     sentences, data_sha = read_sentences(job.data_path)
-    fingerprint = job.fingerprint(data_sha)
+    device = pick_device(job.device)
+    amp = resolve_dtype(device, job.dtype)  # None: float32
+    fingerprint = job.fingerprint(data_sha, dtype_name(amp))
     work = Path(home) / "train" / job.name
     out_dir = Path(home) / "models" / job.name
     last_dir, best_dir = work / "last", work / "best"
+    # A saved state becomes the resume point ("last") only once the next step's loss is finite: a state
+    # the explosion already reached is never kept as the last good one. Until then it waits here.
+    pending_dir = work / ".last.pending"
+    for directory in (last_dir, best_dir):
+        _recover_dir(directory)
     if (out_dir / CARD_FILE).exists() and not restart:
         done = json.loads((out_dir / CARD_FILE).read_text())
         if done.get("fingerprint") == fingerprint:
@@ -259,10 +368,10 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         log(f"Note: {out_dir} holds '{job.name}' trained with another configuration; it is replaced when this "
             f"run completes.")
 
-    device = pick_device(job.device)
-    amp = autocast_dtype(device)
+    mixed_precision = {None: "no", torch.bfloat16: "bf16", torch.float16: "fp16"}[amp]
+    _reset_accelerate_precision(mixed_precision)
     accelerator = Accelerator(
-        cpu=device == "cpu", mixed_precision={None: "no", torch.bfloat16: "bf16", torch.float16: "fp16"}[amp],
+        cpu=device == "cpu", mixed_precision=mixed_precision,
         kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
     main = accelerator.is_main_process
     if not main:  # one voice: the main process logs
@@ -281,6 +390,8 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         state = saved
     elif restart and work.exists() and main:
         shutil.rmtree(work)
+    if main and pending_dir.exists():  # never validated (a kill came first): the last state is older
+        shutil.rmtree(pending_dir)
 
     torch.manual_seed(cfg.seed)
     model, tokenizer = load_hf(job.backbone, job.name)
@@ -336,16 +447,17 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     def evaluate() -> float | None:
         if dev_pairs is None or not main:
             return None
-        from suites.sts import score_pairs
+        from bench.metrics import score_pairs
 
         encoder = Encoder(method.export_model(), tokenizer, pooler=job.pooler, max_len=eval_max_len,
-                          device=device, batch_size=128, name=job.name)
+                          device=device, batch_size=128, name=job.name, dtype=dtype_name(amp))
         score = score_pairs(dev_pairs, encoder.encode)[("spearman", "all")]
         extra["align"], extra["uniform"] = dev_alignment_uniformity(dev_pairs, encoder.encode)
         module.train()
         return float(score)
 
-    def save_last() -> None:
+    def save_last(validated: bool = True) -> None:
+        """Save the resume state; ``validated=False`` parks it until the next step's loss is finite."""
         if not main:
             return
         tmp = work / ".last.tmp"
@@ -364,7 +476,26 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         torch.save(rng, tmp / "rng.pt")
         state["wall_s"] = wall_before + time.perf_counter() - started
         atomic_write_text(tmp / STATE_FILE, json.dumps(state, indent=1))
-        _replace_dir(tmp, last_dir)
+        if validated:
+            _replace_dir(tmp, last_dir)
+            shutil.rmtree(pending_dir, ignore_errors=True)
+        else:
+            _replace_dir(tmp, pending_dir)
+
+    def commit_pending() -> None:
+        if main and pending_dir.exists():
+            _replace_dir(pending_dir, last_dir)
+
+    def non_finite(what: str, step: int) -> BenchError:
+        shutil.rmtree(pending_dir, ignore_errors=True)  # saved after the bad update: not a good state
+        kept = (json.loads((last_dir / STATE_FILE).read_text())["step"]
+                if (last_dir / STATE_FILE).exists() else None)
+        where = (f"The last finite state (step {kept}) is kept in {last_dir}." if kept is not None else
+                 "No state was saved since the start that a finite step followed, so nothing is kept.")
+        causes = likely_nan_causes(cfg, method_cfg, amp)
+        return BenchError(f"{what} became non-finite at step {step}. Likely cause: {causes[0]}"
+                          + "".join(f" Also: {c}" for c in causes[1:])
+                          + f" {where} Re-run with the fix and --restart (a changed setting starts afresh).")
 
     def save_best(score: float | None) -> None:
         if not main:
@@ -381,10 +512,11 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         score = evaluate()
         if not main:
             return
-        state["dev_history"].append({"step": state["step"], "stsb_dev_spearman": score, **extra})
+        entry = {"step": state["step"], "stsb_dev_spearman": score, **extra}
+        state["dev_history"].append(entry)
         best = state["best"]
         if dev_pairs is None or best is None or score > best["stsb_dev_spearman"]:
-            state["best"] = {"step": state["step"], "stsb_dev_spearman": score}
+            state["best"] = dict(entry)
             save_best(score)
         best_score = state["best"]["stsb_dev_spearman"]
         log(f"  step {state['step']}/{total}: STS-B dev Spearman {'-' if score is None else f'{score:.2f}'} "
@@ -398,6 +530,9 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         state["dev_history"].append({"step": 0, "stsb_dev_spearman": before, **extra})
         log(f"  step 0: STS-B dev Spearman {before:.2f} (before training; not a candidate for 'best')")
 
+    note = slow_dtype_note(device, amp)
+    if note:
+        log(note)
     log(f"Training '{job.name}': {job.method} from {job.base} ({job.profile} profile), {total} steps of "
         f"{cfg.batch_size} x {world} sentences from {job.data_path.name} ({len(sentences)} sentences), "
         f"device {device}{', AMP ' + str(amp).replace('torch.', '') if amp else ''}.")
@@ -417,12 +552,13 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
             with accelerator.autocast():
                 loss, logs = module(batch, step)
             if not torch.isfinite(loss):
-                save_last()
-                raise BenchError(f"Loss became {float(loss)} at step {step + 1}; the last good state is in "
-                                 f"{last_dir}. Lower the learning rate (--lr) and re-run with --restart.")
+                raise non_finite(f"The loss ({float(loss.detach())})", step + 1)
+            commit_pending()  # the state saved after the previous step gave a finite loss: keep it
             accelerator.backward(loss)
             if cfg.max_grad_norm > 0:
-                accelerator.clip_grad_norm_(module.parameters(), cfg.max_grad_norm)
+                grad_norm = accelerator.clip_grad_norm_(module.parameters(), cfg.max_grad_norm)
+                if grad_norm is not None and not torch.isfinite(torch.as_tensor(grad_norm)):
+                    raise non_finite(f"The gradient norm ({float(grad_norm)})", step + 1)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
@@ -437,9 +573,11 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
             evaluating = cfg.eval_every > 0 and (state["step"] % cfg.eval_every == 0 or state["step"] == total)
             if evaluating:
                 evaluate_and_keep()
-                save_last()
+                save_last(validated=state["step"] == total)  # mid-run: kept once the next loss is finite
             if stop.requested or (stop_after is not None and state["step"] >= stop_after and state["step"] < total):
-                if not evaluating:
+                if evaluating:
+                    commit_pending()
+                else:
                     save_last()
                 if stop.requested:
                     raise KeyboardInterrupt
@@ -453,14 +591,14 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     state["wall_s"] = wall_before + time.perf_counter() - started
     card = {
         "name": job.name, "method": job.method, "method_citation": method_cls.citation, "base": job.base,
-        "backbone": job.backbone, "pooler": job.pooler, "profile": job.profile,
+        "backbone": job.backbone, "pooler": job.pooler, "max_len": job.eval_max_len, "profile": job.profile,
         "method_config": method_cfg.to_dict(), "open_choices": method_cls.open_choices, "trainer_choices": TRAINER_CHOICES,
         "train_config": dataclasses.asdict(cfg), "overrides": job.overrides,
         "data": {"path": str(job.data_path), "sha256": data_sha, "sentences": len(sentences)},
         "steps": state["step"], "epochs_seen": state["step"] / per_epoch, "world_size": world,
         "best": state["best"], "stsb_dev_before": state.get("dev_before"), "dev_history": state["dev_history"],
         "final_loss": state["losses"][-1][1] if state["losses"] else None,
-        "device": device, "amp": str(amp).replace("torch.", "") if amp else None,
+        "device": device, "amp": str(amp).replace("torch.", "") if amp else None, "dtype": dtype_name(amp),
         "git_commit": git_commit(), "package_versions": json.loads(package_versions()),
         "wall_s": state["wall_s"], "sessions": state["sessions"], "fingerprint": fingerprint,
         "created_at": now_iso(),
@@ -476,7 +614,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         _replace_dir(tmp, out_dir)
         atomic_write_text(work / CARD_FILE, json.dumps(card, indent=2, default=str))
         atomic_write_text(work / "losses.json", json.dumps(state["losses"]))
-        for done in (last_dir, best_dir):  # resume state is spent (optimiser state is 2x the model)
+        for done in (last_dir, best_dir, pending_dir):  # resume state is spent (optimiser state is 2x the model)
             shutil.rmtree(done, ignore_errors=True)
         log(f"Saved '{job.name}' to {out_dir} (best step {state['best']['step']}, STS-B dev "
             f"{state['best']['stsb_dev_spearman']}); wall time {state['wall_s'] / 60:.1f} min.")
@@ -486,27 +624,30 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
 # --- entry points ----------------------------------------------------------------------------
 
 def build_job(method: str, backbone: str, profile: str, paths, *, data: str | None = None,
-              settings: dict | None = None, name: str | None = None, device: str = "auto") -> TrainJob:
+              settings: dict | None = None, name: str | None = None, device: str = "auto",
+              allow_unverified_data: bool = False, dtype: str = "auto") -> TrainJob:
     """A TrainJob from command-line terms. ``backbone`` is a registry model name, a directory or a
     HF id; a registered trained model with the same (method, base, profile) lends its name,
     pooler and recipe."""
     from bench.data import available, require
     from bench.encoder import resolve_backbone
     from bench.methods import get_method
-    from bench.registry import MODELS
+    from bench.registry import known_models
 
     method_cls = get_method(method)
     settings = dict(settings or {})
     pooler_override = settings.pop("pooler", None)
-    registered = next((s for s in MODELS.values() if s.method == method and s.base == backbone
+    models = known_models(paths)  # built-in, then $BENCH_HOME/models.toml
+    registered = next((s for s in models.values() if s.method == method and s.base == backbone
                        and s.profile == profile), None)
-    base_spec = MODELS.get(backbone)
+    base_spec = models.get(backbone)
     if base_spec is not None and base_spec.is_trained:
         raise BenchError(f"--backbone {backbone} is itself a trained model; start from its base '{base_spec.base}'.")
     recipe = dict(registered.recipe) if registered else {}
     train_values, method_values = split_overrides(method_cls, {**recipe, **settings})
     train_cfg = make_train_config(method_cls, profile, train_values)
-    method_cls.Config.from_dict(method_values)  # fail early on bad values
+    method_cfg = method_cls.Config.from_dict(method_values)  # fail early on bad types ...
+    check_values(method_cfg.to_dict(), getattr(method_cls.Config, "limits", None))  # ... and values
     if registered is not None:
         pooler, eval_max_len = registered.pooler, registered.max_len
     elif base_spec is not None:
@@ -520,17 +661,35 @@ def build_job(method: str, backbone: str, profile: str, paths, *, data: str | No
         name = registered.name if registered else f"{method}-{slug}-{profile}"
     backbone_path = resolve_backbone(base_spec) if base_spec is not None else backbone
     dev_dir = require(paths.data, "stsb") if train_cfg.eval_every > 0 else None
+    data_path = training_data(paths.data, data)
+    # Content check (sha256, cached) of the benchmark data the run reads: a corrupt dev set would pick
+    # the wrong checkpoint, corrupt training text would train on it. Own --data files are the user's.
+    from bench.data import check_content
+
+    for dataset in (["stsb"] if dev_dir is not None else []) + _benchmark_training_data(paths.data, data_path):
+        check_content(paths.data, dataset, paths.cache, allow_unverified_data)
     if profile == "paper" and (data in (None, "", "wiki")) and not available(paths.data, "wiki1m"):
         print("Note: wiki1m is not under the data root; the paper profile falls back to the 11.9k wiki sample "
               "(`bench data fetch wiki1m` gets the full set).")
     return TrainJob(name=name, method=method, backbone=backbone_path, base=backbone, pooler=pooler,
                     profile=profile, train=train_cfg, method_config=method_values,
-                    data_path=training_data(paths.data, data), dev_dir=dev_dir, eval_max_len=eval_max_len,
-                    device=device, overrides=settings)
+                    data_path=data_path, dev_dir=dev_dir, eval_max_len=eval_max_len,
+                    device=device, overrides=settings, dtype=dtype)
 
 
-def train_registered(spec, paths, device: str = "auto", seed: int = 0, log: Callable[[str], None] = print) -> dict:
+def _benchmark_training_data(data_root: Path, data_path: Path) -> list[str]:
+    """The registered dataset(s) whose file is ``data_path`` (none for the user's own --data file)."""
+    from bench.data import DATASETS
+
+    return [d.name for d in DATASETS.values() if (data_root / d.root).resolve() == Path(data_path).resolve()]
+
+
+def train_registered(spec, paths, device: str = "auto", seed: int = 0, log: Callable[[str], None] = print,
+                     allow_unverified_data: bool = False, dtype: str = "auto") -> dict:
     """Train a registered method model (``bench run`` calls this when its checkpoint is missing)."""
-    job = build_job(spec.method, spec.base, spec.profile or "smoke", paths, settings={"seed": seed},
-                    name=spec.name, device=device)
+    # The model's own recipe (a models.toml entry written by `bench train --name`) and pooler come along.
+    settings = {**spec.recipe, "seed": spec.recipe.get("seed", seed), "pooler": spec.pooler}
+    job = build_job(spec.method, spec.base, spec.profile or "smoke", paths, settings=settings,
+                    name=spec.name, device=device, allow_unverified_data=allow_unverified_data,
+                    dtype=dtype)
     return run_training(job, paths.home, log=log)

@@ -3,8 +3,9 @@
 ``generate(results_dir)`` returns every artifact in memory (tables in md/tex/csv/html, figures as PNG,
 PDF and the plotted data as CSV, an index), ``write`` puts them in a directory atomically and
 ``compare`` says how a directory differs from a regeneration (``bench report --check``).
-Never imports torch, suites/ or attacks/: a report is a pure function of the result files,
-the torch-free registry (backbone groups) and reports/paper_values.csv.
+Never imports torch, the registry, suites/ or attacks/: a report is a pure function of the result
+files, the plug-in metadata exported beside them (``plugins.json``: labels, model families) and
+reports/paper_values.csv.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from bench.errors import UnknownName
 from bench.store import ResultStore
 from reports import figures as fig
 from reports.paper import PAPER_VALUES, PaperValues
-from reports.results import load_rows
+from reports.results import Catalog, EvidenceIndex, load_rows
 from reports.specs import FIGURES, TABLES
-from reports.tables import FORMATS, build
+from reports.tables import FORMATS, build, labelled
 
 IMAGE_SUFFIXES = (".png", ".pdf")  # compared by presence only: their bytes depend on the matplotlib build
 
@@ -41,6 +42,7 @@ def _leaderboard_text(rows: list[dict], name: str) -> str:
 def generate(results_dir: Path, suites: list[str] | None = None, formats: list[str] | None = None,
              paper_values: Path = PAPER_VALUES) -> Artifacts:
     rows = load_rows(results_dir)
+    catalog = Catalog.load(results_dir)  # labels and model facts the runs exported (bench/metadata.py)
     paper = PaperValues.load(paper_values)
     known = sorted({s for spec in TABLES + FIGURES for s in spec.suites} | {r["suite"] for r in rows})
     for name in suites or []:
@@ -49,7 +51,8 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
     wanted = set(suites or known)
     formats = formats or list(FORMATS)
     out = Artifacts()
-    plain = [{k: v for k, v in r.items() if k != "_config"} for r in rows]
+    plain = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+    evidence = EvidenceIndex(results_dir)
     out.results["leaderboard.csv"] = _leaderboard_text(plain, "leaderboard.csv")
     for suite in sorted({r["suite"] for r in rows} & wanted):
         out.results[f"leaderboard-{suite}.csv"] = _leaderboard_text([r for r in plain if r["suite"] == suite],
@@ -58,7 +61,7 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
     for spec in TABLES:
         if spec.suites and not set(spec.suites) & wanted:
             continue
-        table = build(spec, rows, paper, built)
+        table = build(labelled(spec, catalog), rows, paper, built, catalog, evidence)
         built[spec.name] = table
         if table.empty:
             skipped.append((spec.title, f"no {spec.suite or 'source-table'} results for it"))
@@ -70,7 +73,7 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
     for spec in FIGURES:
         if not set(spec.suites) & wanted:
             continue
-        pts = fig.points(spec, rows, paper)
+        pts = fig.points(spec, rows, paper, catalog)
         if not pts:
             skipped.append((spec.title, f"no {spec.suite} results with the metrics it plots"))
             continue

@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from reports.paper import PaperRef, PaperValues
-from reports.results import matches, model_order, resource_pairs, stat
+from reports.results import EMPTY_CATALOG, Catalog, matches, resource_pairs, stat
 
 # How a measure combines its metrics' values, by name.
 COMBINE = {"first": lambda values: values[0], "difference": lambda values: values[0] - values[1]}
@@ -61,10 +61,10 @@ def _measure(rows, where: dict, measure: Measure) -> float | None:
     return None if any(v is None for v in values) else COMBINE[measure.combine](values)
 
 
-def points(spec: FigureSpec, rows: list[dict], paper: PaperValues) -> list[Point]:
+def points(spec: FigureSpec, rows: list[dict], paper: PaperValues, catalog: Catalog = EMPTY_CATALOG) -> list[Point]:
     mine = [r for r in rows if matches(r, {"suite": spec.suite, **spec.where})]
-    keys = sorted({tuple(r.get(f) or "" for f in spec.point) for r in mine},
-                  key=lambda k: (model_order({r["model"] for r in mine}).index(k[0]), k[1:]))
+    order = catalog.order({r["model"] for r in mine})
+    keys = sorted({tuple(r.get(f) or "" for f in spec.point) for r in mine}, key=lambda k: (order.index(k[0]), k[1:]))
     tasks_of = {}
     for key in keys:
         where = dict(zip(spec.point, key))

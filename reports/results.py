@@ -1,6 +1,6 @@
 """Result rows -> statistics for one table cell: select the rows, pick one setting, average over seeds.
 
-Reads only result files (through bench.store.ResultStore) and the torch-free registry.
+Reads only result files (through bench.store.ResultStore) and the plug-in metadata exported beside them.
 """
 
 from __future__ import annotations
@@ -10,30 +10,74 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import metadata
 from bench.errors import BenchError
-from bench.registry import MINILM_PROVIDER, MODELS
+from bench.stats import NO_INTERVAL, Evidence, Interval, t_interval
 from bench.store import ResultStore
+from bench.uncertainty import row_key, stored_evidence
 
 # Config keys that differ between the cells of one setting (one row per task, split or seed).
 PER_CELL_KEYS = ("suite", "task", "split", "seed", "summary_of")
-# Display names for backbones that are not Hugging Face ids.
-BACKBONE_LABELS = {MINILM_PROVIDER: "all-MiniLM-L6-v2"}
-# Pre-trained families a released checkpoint's id names (e.g. princeton-nlp/unsup-simcse-bert-base-uncased),
-# longest first so that a longer name wins over a name it contains.
-FAMILIES = ("bert-large-uncased", "bert-base-uncased", "bert-large-cased", "bert-base-cased", "roberta-large",
-            "roberta-base", "all-MiniLM-L6-v2")
 UNREGISTERED = "not in the registry"
 
 
 @dataclass(frozen=True)
+class Catalog:
+    """What the runs exported beside the results (bench/metadata.py, ``plugins.json``): model facts
+    (family, method, recipe, display order) and the suites' labels. Reports know models and labels
+    from here only, never from the registry or the plug-ins themselves."""
+
+    models: dict
+    suites: dict
+
+    @classmethod
+    def load(cls, results_dir: Path) -> "Catalog":
+        data = metadata.read(results_dir)
+        return cls(dict(data.get("models") or {}), dict(data.get("suites") or {}))
+
+    def order(self, names) -> list[str]:
+        """Registry order (as exported), then the others alphabetically."""
+        def key(name):
+            entry = self.models.get(name)
+            return (0, entry.get("order", 0), name) if entry and entry.get("builtin") else (1, 0, name)
+        return sorted(set(names), key=key)
+
+    def group(self, model: str) -> str:
+        """The pre-trained encoder a model starts from (its family), for grouping and bold."""
+        entry = self.models.get(model)
+        return (entry.get("family") or entry.get("backbone") or UNREGISTERED) if entry else UNREGISTERED
+
+    def recipe(self, model: str) -> str:
+        recipe = (self.models.get(model) or {}).get("recipe") or {}
+        return ", ".join(f"{k}={v}" for k, v in sorted(recipe.items()))
+
+    def method(self, model: str) -> str:
+        return (self.models.get(model) or {}).get("method") or ""
+
+    def task_label(self, suite: str, task: str) -> str:
+        entry = ((self.suites.get(suite) or {}).get("tasks") or {}).get(task) or {}
+        return entry.get("label") or task
+
+    def label(self, suite: str, kind: str, key: str) -> str:
+        """A suite's extra label, e.g. ("adversarial", "attack", "textfooler") -> "TextFooler"."""
+        return (((self.suites.get(suite) or {}).get("labels") or {}).get(kind) or {}).get(key) or key
+
+
+EMPTY_CATALOG = Catalog({}, {})
+
+
+@dataclass(frozen=True)
 class Stat:
-    """Mean over the seed (or run) rows of one setting; std is the sample std over them."""
+    """Mean over the seed (or run) rows of one setting; std is the sample std over them; the 95% CI is
+    the row's own (one row) or a t-interval over the seed/run values (several)."""
 
     mean: float | None
     std: float | None
     by_seed: tuple[tuple[tuple, float], ...]  # ((seed, aggregation), value)
     rows: tuple[dict, ...]
     passed_over: int = 0  # other settings with results for this cell, not shown
+    ci: Interval = NO_INTERVAL
+    parts: tuple = ()  # for an average of cells: the averaged Stats (for its evidence)
 
     @property
     def seeds(self) -> int:
@@ -46,17 +90,60 @@ EMPTY = Stat(None, None, (), ())
 def load_rows(results_dir: Path) -> list[dict]:
     """Every result row under ``results_dir/cells``, each with its parsed config as ``_config``."""
     store = ResultStore(results_dir)
-    if not store.cells():
+    cells = store.cells()
+    if not cells:
         raise BenchError(f"No result cells under {Path(results_dir) / 'cells'}. Run `bench run --suite S --model M` "
                          f"first, or point BENCH_RESULTS_DIR at a results directory.")
     rows = []
-    for row in store.rows():
-        try:
-            config = json.loads(row.get("config") or "{}")
-        except json.JSONDecodeError:
-            config = {}
-        rows.append({**row, "_config": config if isinstance(config, dict) else {}})
+    for path, payload in store.readable_cells():
+        for row in payload["results"]:
+            try:
+                config = json.loads(row.get("config") or "{}")
+            except json.JSONDecodeError:
+                config = {}
+            rows.append({**row, "_config": config if isinstance(config, dict) else {}, "_cell": str(path)})
     return rows
+
+
+class EvidenceIndex:
+    """The stored per-example evidence of result rows (cell sidecars), read once per cell."""
+
+    def __init__(self, results_dir: Path):
+        self.store = ResultStore(results_dir)
+        self._cells: dict[str, dict] = {}
+
+    def of_row(self, row: dict) -> Evidence | None:
+        cell = row.get("_cell")
+        if not cell:
+            return None
+        if cell not in self._cells:
+            self._cells[cell] = stored_evidence(self.store, Path(cell))
+        key = row_key(row)
+        return self._cells[cell].get(tuple(key[k] for k in ("metric", "aggregation", "attack", "split")))
+
+    def of_stat(self, s: "Stat") -> Evidence | None:
+        """One row: its evidence; several seeds/runs: their evidences as a mean over runs, paired by
+        (seed, aggregation); an average of cells: the cells' evidences averaged, paired by position."""
+        if s.mean is None:
+            return None
+        if s.parts:
+            parts = [self.of_stat(p) for p in s.parts]
+            if any(p is None for p in parts):
+                return None
+            return Evidence(parts=[_labelled(p, f"part{i}") for i, p in enumerate(parts)], combine="average")
+        by_key = {(r.get("seed") or 0, r.get("aggregation") or ""): r for r in s.rows}
+        evs = [(key, self.of_row(by_key[key])) for key, _ in s.by_seed if key in by_key]
+        if not evs or any(ev is None for _, ev in evs):
+            return None
+        if len(evs) == 1:
+            return evs[0][1]
+        return Evidence(parts=[_labelled(ev, f"seed{k[0]}-{k[1]}") for k, ev in evs], combine="runs")
+
+
+def _labelled(ev: Evidence, label: str) -> Evidence:
+    from dataclasses import replace
+
+    return replace(ev, label=label)
 
 
 def setting_key(row: dict) -> str:
@@ -99,7 +186,19 @@ def stat(rows: list[dict], where: dict, prefer: dict | None = None) -> Stat:
     values = [v for _, v in by_seed]
     # A row's own ``std`` (over folds, say) is not a spread over seeds: never shown as one.
     std = statistics.stdev(values) if len(values) > 1 else None
-    return Stat(statistics.fmean(values), std, by_seed, tuple(per_seed.values()), passed_over)
+    if len(values) == 1:
+        only = next(iter(per_seed.values()))
+        ci = (Interval(float(only["ci_low"]), float(only["ci_high"]), only.get("ci_method") or "")
+              if only.get("ci_low") is not None and only.get("ci_high") is not None else NO_INTERVAL)
+    elif std == 0:
+        # Identical values (a deterministic evaluation repeated): the seeds varied nothing, so the
+        # interval is the rows' own (sampling over examples), never a zero-width t-interval.
+        first = next(iter(per_seed.values()))
+        ci = (Interval(float(first["ci_low"]), float(first["ci_high"]), first.get("ci_method") or "")
+              if first.get("ci_low") is not None and first.get("ci_high") is not None else NO_INTERVAL)
+    else:
+        ci = t_interval(values, what="runs" if any(k[1].startswith("run") for k, _ in by_seed) else "seeds")
+    return Stat(statistics.fmean(values), std, by_seed, tuple(per_seed.values()), passed_over, ci)
 
 
 def mean_of(stats: list[Stat]) -> Stat:
@@ -116,36 +215,8 @@ def mean_of(stats: list[Stat]) -> Stat:
         by_seed = tuple((seed, statistics.fmean(dict(s.by_seed)[seed] for s in present)) for seed in seeds)
         std = statistics.stdev(v for _, v in by_seed) if len(by_seed) > 1 else None
     rows = tuple(r for s in present for r in s.rows)
-    return Stat(mean, std, by_seed, rows)
-
-
-def model_order(names) -> list[str]:
-    """Registry order, then unregistered names alphabetically."""
-    registered = [m for m in MODELS if m in names]
-    return registered + sorted(set(names) - set(registered))
-
-
-def backbone_group(model: str) -> str:
-    """The pre-trained encoder a model starts from: its base model's, else the family its backbone id names."""
-    spec = MODELS.get(model)
-    if spec is None:
-        return UNREGISTERED
-    if spec.base and spec.base in MODELS and spec.base != model:
-        return backbone_group(spec.base)
-    label = BACKBONE_LABELS.get(spec.backbone, spec.backbone)
-    return next((family for family in FAMILIES if family.lower() in label.lower()), label)
-
-
-def recipe_text(model: str) -> str:
-    spec = MODELS.get(model)
-    if spec is None or not spec.recipe:
-        return ""
-    return ", ".join(f"{k}={v}" for k, v in sorted(spec.recipe.items()))
-
-
-def method_of(model: str) -> str:
-    spec = MODELS.get(model)
-    return (spec.method or "") if spec else ""
+    ci = t_interval([v for _, v in by_seed], what="seeds") if len(by_seed) > 1 and std else NO_INTERVAL
+    return Stat(mean, std, by_seed, rows, ci=ci, parts=tuple(stats) if len(present) == len(stats) else ())
 
 
 def resource_pairs(rows: list[dict], key: str | None) -> set[str]:

@@ -2,7 +2,8 @@
 
 Row conventions are the suites' (bench/store.py Result): suite, task, split, metric, aggregation, attack.
 Metric and task names of suites that are still moving (adversarial, advsts, anli) are spelled once,
-in the constants below, so that a rename is a one-line change.
+in the constants below, so that a rename is a one-line change. Labels (STS-B, TextFooler, ...) are
+the suites' own, read from the metadata the runs export (bench/metadata.py), never spelled here.
 """
 
 from __future__ import annotations
@@ -12,14 +13,11 @@ from reports.paper import PaperRef
 from reports.tables import Average, Block, Column, Summary, TableSpec
 
 RE = "RobustEmbed"
-STS_TASKS = (("STS12", "sts12"), ("STS13", "sts13"), ("STS14", "sts14"), ("STS15", "sts15"), ("STS16", "sts16"),
-             ("STS-B", "stsb"), ("SICK-R", "sickr"))
-TRANSFER_TASKS = (("MR", "mr"), ("CR", "cr"), ("SUBJ", "subj"), ("MPQA", "mpqa"), ("SST2", "sst2"), ("TREC", "trec"),
-                  ("MRPC", "mrpc"))
-ATTACK_DATASETS = (("IMDB", "imdb"), ("MR", "mr"), ("SST2", "sst2"), ("YELP", "yelp"), ("MRPC", "mrpc"),
-                   ("SNLI", "snli"), ("MNLI-mm", "mnli_mm"))
-RECIPES = (("TextFooler", "textfooler"), ("TextBugger", "textbugger"), ("PWWS", "pwws"), ("BAE", "bae"),
-           ("BERTAttack", "bert-attack"))
+# Task and recipe names; their labels (STS-B, TextFooler, ...) come from the metadata the runs export.
+STS_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
+TRANSFER_TASKS = ("mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc")
+ATTACK_DATASETS = ("imdb", "mr", "sst2", "yelp", "mrpc", "snli", "mnli_mm")
+RECIPES = ("textfooler", "textbugger", "pwws", "bae", "bert-attack")
 # suites/adversarial.py and suites/advsts.py spell their metrics as attacks/metrics.py does.
 ASR = "attack_success_rate"  # %, successes / (successes + failures), skipped excluded
 ACC_REDUCTION, AVG_QUERIES = "accuracy_reduction", "avg_queries"
@@ -27,59 +25,55 @@ ATTACK_SETTINGS = ("profile", "limit", "runs", "query_budget")
 SERVED = "served"  # where the attack suites record which resource served each role
 
 
-def _columns(pairs) -> tuple[Column, ...]:
-    return tuple(Column(label, {"task": task}) for label, task in pairs)
+def _columns(tasks) -> tuple[Column, ...]:
+    return tuple(Column({"task": task}) for task in tasks)
 
 
-def _labels(pairs, skip=()) -> tuple[str, ...]:
-    return tuple(label for label, task in pairs if task not in skip)
-
-
-ATTACK_BLOCKS = tuple(Block(label, {"attack": recipe}) for label, recipe in RECIPES)
-ADVSTS_TASKS = (Column("AdvSTS-B", {"task": "stsb"}), Column("AdvSICK-R", {"task": "sickr"}))
+ATTACK_BLOCKS = tuple(Block({"attack": recipe}) for recipe in RECIPES)
+ADVSTS_TASKS = _columns(("stsb", "sickr"))
 
 TABLES = (
     TableSpec(
         name="robustembed-table1", title="RobustEmbed Table 1: STS (Spearman ×100)", suite="sts", metric="spearman",
         aggregation="all", unit="Spearman correlation ×100 of cosine similarity", columns=_columns(STS_TASKS),
-        averages=(Average("Avg.", _labels(STS_TASKS), paper_task="avg"),), paper=PaperRef(RE, "Table 1")),
+        averages=(Average("Avg.", STS_TASKS, paper_task="avg"),), paper=PaperRef(RE, "Table 1"), paper_rows=True),
     TableSpec(
         name="robustembed-table2", title="RobustEmbed Table 2: transfer tasks (accuracy)", suite="transfer",
         metric="acc", unit="test accuracy ×100 of a classifier on frozen embeddings", columns=_columns(TRANSFER_TASKS),
         # The paper's average leaves TREC out (6 tasks); the 7-task average is SimCSE's.
-        averages=(Average("Avg. (6, no TREC)", _labels(TRANSFER_TASKS, skip=("trec",)), paper_task="avg"),
-                  Average("Avg. (7)", _labels(TRANSFER_TASKS))),
+        averages=(Average("Avg. (6, no TREC)", tuple(t for t in TRANSFER_TASKS if t != "trec"), paper_task="avg"),
+                  Average("Avg. (7)", TRANSFER_TASKS)),
         paper=PaperRef(RE, "Table 2"), prefer={"mode": ("test", "fasttest")},
-        settings=("profile", "limit", "mode")),
+        settings=("profile", "limit", "mode"), paper_rows=True),
     TableSpec(
         name="robustembed-table3", title="RobustEmbed Table 3: attack success rate (%)", suite="adversarial",
         metric=ASR, unit="attack success rate % (successes / (successes + failures); skipped excluded)",
-        columns=_columns(ATTACK_DATASETS), averages=(Average("Avg.", _labels(ATTACK_DATASETS), paper_task="avg"),),
+        columns=_columns(ATTACK_DATASETS), averages=(Average("Avg.", ATTACK_DATASETS, paper_task="avg"),),
         better="lower", blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 3"), settings=ATTACK_SETTINGS,
-        aggregation="mean-of-runs", runs="run", resources_key=SERVED),
+        aggregation="mean-of-runs", runs="run", resources_key=SERVED, paper_rows=True),
     TableSpec(
         name="robustembed-table4", title="RobustEmbed Table 4: AdvSTS attack success rate (%)", suite="advsts",
         # suites/advsts.py ASR_DEFINITION: the paper defines no success rule for a regression target.
         metric=ASR, unit="attack success rate % on STS pairs under our rule (|pred − gold| grows by a fifth of the "
                          "gold range, sentence 2 perturbed only), not the paper's undefined one: compare with care",
-        columns=ADVSTS_TASKS, averages=(Average("Avg.", ("AdvSTS-B", "AdvSICK-R"), paper_task="avg"),),
-        better="lower", blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 4"),
-        settings=("profile", "limit", "query_budget"), resources_key=SERVED),
+        columns=ADVSTS_TASKS, averages=(Average("Avg.", ("stsb", "sickr"), paper_task="avg"),), better="lower",
+        blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 4"), settings=("profile", "limit", "query_budget"),
+        resources_key=SERVED, paper_rows=True),
     TableSpec(
         name="robustembed-advsts-pearson", title="AdvSTS: Pearson ×100 on the adversarial pairs (RobustEmbed's "
                                                  "AdvSTS measure, Sec. 5.4; the paper prints no values)",
         suite="advsts", metric="pearson_adversarial",
         unit="Pearson correlation ×100 between cosine similarity and gold on the attacked pairs",
-        columns=ADVSTS_TASKS, averages=(Average("Avg.", ("AdvSTS-B", "AdvSICK-R")),), blocks=ATTACK_BLOCKS,
+        columns=ADVSTS_TASKS, averages=(Average("Avg.", ("stsb", "sickr")),), blocks=ATTACK_BLOCKS,
         settings=("profile", "limit", "query_budget"), resources_key=SERVED),
     TableSpec(
         name="vadvcse-table3", title="V-advCSE Table 3: ANLI accuracy", suite="anli", metric="accuracy",
         unit="accuracy ×100 of an NLI classifier fine-tuned on the encoder",
         # "All" is the unweighted mean of the rounds, as in the paper (the suite also writes a pooled row).
-        columns=tuple(Column(f"{split} {r.upper()}", {"task": r, "split": split,
-                                                      **({"aggregation": "mean-of-rounds"} if r == "all" else {})})
+        columns=tuple(Column({"task": r, "split": split, **({"aggregation": "mean-of-rounds"} if r == "all" else {})},
+                             label=f"{split} {{task}}")
                       for split in ("dev", "test") for r in ("r1", "r2", "r3", "all")),
-        paper=PaperRef("V-advCSE", "Table 3"), decimals=1,
+        paper=PaperRef("V-advCSE", "Table 3"), decimals=1, paper_rows=True,
         settings=("profile", "limit", "eval_cap_per_round", "training_mix")),
 )
 
@@ -89,8 +83,8 @@ TRANSFER_AVG = Summary("Transfer avg. (6)", "robustembed-table2", "Avg. (6, no T
                        paper_key=("transfer", "avg", "acc", ""))
 
 
-def _asr_avg(label: str, recipe: str) -> Summary:
-    return Summary(f"{label} ASR avg.", "robustembed-table3", "Avg.", "lower", block=label,
+def _asr_avg(recipe: str) -> Summary:
+    return Summary("{block} ASR avg.", "robustembed-table3", "Avg.", "lower", block=recipe,
                    paper_key=("adversarial", "avg", ASR, recipe))
 
 
@@ -103,11 +97,11 @@ TABLES += (
               summaries=(STS_AVG,), paper=PaperRef(RE, "Table 6"), **ABLATION),
     # The paper's Table 7 rows are adversarially fine-tuned models; ours are the encoders as registered.
     TableSpec(name="robustembed-table7", title="RobustEmbed Table 7 layout: STS, transfer and ASR averages per model",
-              summaries=(STS_AVG, TRANSFER_AVG, _asr_avg("TextFooler", "textfooler"),
-                         _asr_avg("TextBugger", "textbugger"), _asr_avg("BERTAttack", "bert-attack")),
+              summaries=(STS_AVG, TRANSFER_AVG, _asr_avg("textfooler"),
+                         _asr_avg("textbugger"), _asr_avg("bert-attack")),
               paper=PaperRef(RE, "Table 7"), **{**ABLATION, "method": None}),
     TableSpec(name="robustembed-table8", title="RobustEmbed Table 8: regularisation γ",
-              summaries=(STS_AVG, TRANSFER_AVG, _asr_avg("TextFooler", "textfooler")),
+              summaries=(STS_AVG, TRANSFER_AVG, _asr_avg("textfooler")),
               paper=PaperRef(RE, "Table 8"), **ABLATION),
 )
 
@@ -124,3 +118,19 @@ FIGURES = (
         y=Measure("ℓ_align (lower is better)", ("align",)), where={"aggregation": "mean"},
         paper=PaperRef(RE, "Figure 3")),
 )
+
+# The robustness card (reports/card.py): the headline rows per suite, (metric, aggregation, split), None = any.
+# A suite not named here shows every row that has an interval.
+CARD_HEADLINES = {
+    "sts": (("spearman", "all", None), ("spearman", "mean-of-tasks", None)),
+    "transfer": (("acc", None, "test"),),
+    "alignment": (("align", "mean", None), ("uniform", "mean", None)),
+    "adversarial": ((ASR, "mean-of-runs", None), ("accuracy_under_attack", "mean-of-runs", None),
+                    (AVG_QUERIES, "mean-of-runs", None), ("words_perturbed_pct", "mean-of-runs", None),
+                    ("clean_accuracy", "all", None)),
+    "advsts": ((ASR, "all", None), ("pearson_adversarial", "all", None), ("spearman_adversarial", "all", None)),
+    "anli": (("accuracy", "all", None),),
+}
+# Config keys the card prints beside each row (those present in the cell's configuration).
+CARD_SETTINGS = ("profile", "limit", "scorer_version", "mode", "recipes", "runs", "query_budget", "victim_task",
+                 "victim_training", "training_mix", "eval_cap_per_round")

@@ -2,11 +2,16 @@
 and one formatter per output format (md, tex, csv, html) writes it.
 
 Rules every table follows:
-- a cell is ours (mean ± sample std over seeds, with n when more than one seed ran), with the paper's
-  value and the difference (ours − paper) beside it wherever the row's model matches a paper row;
+- a cell is ours (mean ± sample std over seeds, with n when more than one seed ran) and its 95% CI in
+  parentheses, with the paper's value and the difference (ours − paper) beside it wherever the row's
+  model matches a paper row;
 - a missing cell is "–"; an average over fewer cells than it names is marked "†" and never bold;
 - bold is the best per column within a backbone group (and within a block, e.g. one attack), when
-  the group has two or more results there;
+  the group has two or more results there and a paired test on the stored per-example evidence
+  (bench/stats.py: the 95% CI of best − runner-up excludes 0) says it is better; a best value the
+  test cannot separate from the runner-up is marked "n.s."; without stored evidence, neither;
+- tables with ``paper_rows`` also list the paper's own rows as reference lines ("paper · <row>");
+- each backbone group's header appears once (blocks, e.g. attacks, are a column within it);
 - a sentence under the table states the settings the rows were produced with.
 """
 
@@ -16,47 +21,53 @@ import csv
 import html
 import io
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from reports.paper import PaperRef, PaperValues
-from reports.results import (EMPTY, Stat, backbone_group, mean_of, method_of, model_order, recipe_text,
-                             resource_pairs, stat)
+from bench.stats import paired_bootstrap
+from reports.paper import PaperRef, PaperValues, reference_rows
+from reports.paper import by_label as paper_by_label
+from reports.results import EMPTY, EMPTY_CATALOG, Catalog, EvidenceIndex, Stat, mean_of, resource_pairs, stat
 
 MISSING = "–"
 PARTIAL = "†"
+NOT_SIGNIFICANT = "n.s."
+PAPER_GROUP = "paper"  # group of the paper's reference rows
 
 
 @dataclass(frozen=True)
 class Column:
-    label: str
+    """``label`` may hold "{task}", filled with the task's label from the exported metadata (the default)."""
+
     where: dict  # row fields this column selects, e.g. {"task": "stsb"} or {"task": "r1", "split": "dev"}
+    label: str = "{task}"
     paper_task: str | None = None  # the paper's task key, when it differs from where["task"]
 
 
 @dataclass(frozen=True)
 class Average:
     label: str
-    of: tuple[str, ...]  # labels of the columns averaged
+    of: tuple[str, ...]  # tasks of the columns averaged (where["task"])
     paper_task: str | None = None  # the paper's row key for this average ("avg"), if the paper prints it
 
 
 @dataclass(frozen=True)
 class Block:
-    """A horizontal band of the table, e.g. one attack recipe in RobustEmbed Table 3."""
+    """A horizontal band of the table, e.g. one attack recipe in RobustEmbed Table 3. An empty label is
+    the exported label of the attack it selects."""
 
-    label: str
     where: dict
+    label: str = ""
 
 
 @dataclass(frozen=True)
 class Summary:
     """A column taken from another table's cell: that table's ``column`` for the same model."""
 
-    label: str
+    label: str  # may hold "{block}": the block's label
     table: str
     column: str
     better: str
-    block: str = ""  # the other table's block label
+    block: str = ""  # the other table's block, by its attack name
     paper_key: tuple = ()  # (suite, task, metric, attack) of the paper's number
 
 
@@ -81,6 +92,7 @@ class TableSpec:
     show_recipe: bool = False
     runs: str | None = None  # aggregation prefix of per-run rows (run0, run1, ...): cells average those
     resources_key: str | None = None  # key of the role -> resource map inside a row's resources JSON
+    paper_rows: bool = False  # list the paper's own rows (its backbones) as reference lines
 
     @property
     def suites(self) -> tuple[str, ...]:
@@ -92,7 +104,9 @@ class Cell:
     stat: Stat
     paper: float | None = None
     partial: bool = False  # an average over fewer cells than it names
-    bold: bool = False
+    bold: bool = False  # best in its group and column, significantly (paired test) better than the runner-up
+    mark: str = ""  # NOT_SIGNIFICANT: best, but not separable from the runner-up
+    reference: bool = False  # the paper's own number on a reference line (no result of ours)
 
     @property
     def delta(self) -> float | None:
@@ -109,6 +123,7 @@ class Line:
     model: str
     recipe: str
     cells: list[Cell]
+    reference: bool = False  # a paper row shown for reference
 
 
 @dataclass
@@ -139,18 +154,37 @@ def _cell_stat(spec: TableSpec, rows: list[dict], runs: list[dict], where: dict)
     return s if s.mean is not None else stat(rows, where, spec.prefer)
 
 
-def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str, Table] | None = None) -> Table:
-    """The filled table. ``built`` holds already-built tables that Summary columns read from."""
+def labelled(spec: TableSpec, catalog: Catalog) -> TableSpec:
+    """The spec with its labels filled from the exported metadata: column and block labels, averages
+    and summaries pointing at those labels."""
+    from dataclasses import replace
+
+    def attack(suite, name):
+        return catalog.label(suite, "attack", name)
+
+    columns = tuple(replace(c, label=c.label.format(task=catalog.task_label(spec.suite, c.where.get("task", ""))))
+                    for c in spec.columns)
+    by_task = {c.where["task"]: c.label for c in columns if set(c.where) == {"task"}}
+    averages = tuple(replace(a, of=tuple(by_task.get(t, t) for t in a.of)) for a in spec.averages)
+    blocks = tuple(replace(b, label=b.label or attack(spec.suite, b.where.get("attack", ""))) for b in spec.blocks)
+    return replace(spec, columns=columns, averages=averages, blocks=blocks)  # summaries: from the built tables
+
+
+def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str, Table] | None = None,
+          catalog: Catalog = EMPTY_CATALOG, evidence: EvidenceIndex | None = None) -> Table:
+    """The filled table (``spec`` labelled, see ``labelled``). ``built`` holds already-built tables that
+    Summary columns read from; ``catalog`` the exported model facts (groups, methods, recipes, order);
+    ``evidence`` the cells' stored per-example evidence (intervals of averages, significance)."""
     if spec.summaries:
-        return _build_summary(spec, paper, built or {})
+        return _build_summary(spec, paper, built or {}, catalog, evidence)
     ours = [r for r in rows if (r["suite"], r["metric"]) == (spec.suite, spec.metric)]
     mine = [r for r in ours if spec.aggregation is None or r["aggregation"] == spec.aggregation]
     runs = [r for r in ours if spec.runs and (r["aggregation"] or "").startswith(spec.runs)]
     mine_of, runs_of = _by_model(mine), _by_model(runs)
-    models = model_order({r["model"] for r in mine if spec.method is None or method_of(r["model"]) == spec.method})
+    models = catalog.order({r["model"] for r in mine if spec.method is None or catalog.method(r["model"]) == spec.method})
     headers = [c.label for c in spec.columns] + [a.label for a in spec.averages]
     lines = []
-    for block in spec.blocks or (Block("", {}),):
+    for block in spec.blocks or (Block({}),):
         for model in models:
             cells = []
             for col in spec.columns:
@@ -163,25 +197,61 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
                 parts = [by_label[label].stat for label in avg.of]
                 value = (paper.get(spec.paper, model, spec.suite, avg.paper_task, spec.metric,
                                    block.where.get("attack", "")) if avg.paper_task else None)
-                cells.append(Cell(mean_of(parts), value,
+                cells.append(Cell(_with_interval(mean_of(parts), evidence), value,
                                   partial=0 < sum(p.mean is not None for p in parts) < len(parts)))
-            lines.append(Line(block.label, backbone_group(model), model, recipe_text(model), cells))
+            lines.append(Line(block.label, catalog.group(model), model, catalog.recipe(model), cells))
     # A block (e.g. an attack) nobody ran is left out whole, and named in the settings sentence.
     ran = {ln.block for ln in lines if any(c.stat.mean is not None for c in ln.cells)}
     absent = [b.label for b in spec.blocks if b.label not in ran]
-    lines = _grouped([ln for ln in lines if ln.block in ran])
+    lines = [ln for ln in lines if ln.block in ran]
+    if spec.paper_rows and lines:
+        lines += _paper_lines(spec, paper, [b for b in spec.blocks if b.label in ran] or [Block({})])
+    lines = _grouped(lines)
     better = [spec.better] * len(headers)
-    _mark_best(lines, better, spec.decimals)
+    _mark_best(lines, better, spec.decimals, evidence)
     return Table(spec, headers, better, lines, settings_sentence(spec, lines, [c.label for c in spec.columns], absent))
 
 
-def _build_summary(spec: TableSpec, paper: PaperValues, built: dict[str, Table]) -> Table:
+def _with_interval(s: Stat, evidence: EvidenceIndex | None) -> Stat:
+    """An average of single-seed cells gets the bootstrap interval of the average of the cells' own
+    resamples (their stored evidence); with several seeds mean_of already gave a t-interval over seeds."""
+    if s.mean is None or s.ci.present or evidence is None or not s.parts:
+        return s
+    ev = evidence.of_stat(s)
+    return replace(s, ci=ev.interval()) if ev is not None else s
+
+
+def _paper_lines(spec: TableSpec, paper: PaperValues, blocks: list[Block]) -> list[Line]:
+    """The paper's own rows, one reference line per (block, paper row), under the group 'paper'."""
+    out = []
+    for block in blocks:
+        attack = block.where.get("attack", "")
+        for label in reference_rows(paper, spec.paper):
+            cells = [Cell(EMPTY, paper_by_label(paper, spec.paper, label, spec.suite, col.paper_task or col.where.get("task", ""),
+                                                spec.metric, attack, col.where.get("split")), reference=True)
+                     for col in spec.columns]
+            cells += [Cell(EMPTY, paper_by_label(paper, spec.paper, label, spec.suite, avg.paper_task, spec.metric, attack)
+                           if avg.paper_task else None, reference=True) for avg in spec.averages]
+            if any(c.paper is not None for c in cells):
+                out.append(Line(block.label, f"{PAPER_GROUP} ({spec.paper}, its backbones)", f"paper · {label}", "",
+                                cells, reference=True))
+    return out
+
+
+def _build_summary(spec: TableSpec, paper: PaperValues, built: dict[str, Table], catalog: Catalog,
+                   evidence: EvidenceIndex | None = None) -> Table:
     models: list[str] = []
     for s in spec.summaries:
         table = built.get(s.table)
         if table is not None:
-            models += [ln.model for ln in table.lines if spec.method is None or method_of(ln.model) == spec.method]
-    models = model_order(set(models))
+            models += [ln.model for ln in table.lines if not ln.reference
+                       and (spec.method is None or catalog.method(ln.model) == spec.method)]
+    models = catalog.order(set(models))
+    def block_label(s: Summary) -> str:  # the referenced table's label for the block's attack
+        table = built.get(s.table)
+        blocks = table.spec.blocks if table is not None else ()
+        return next((b.label for b in blocks if b.where.get("attack") == s.block), s.block) if s.block else ""
+
     lines = []
     for model in models:
         cells = []
@@ -191,38 +261,65 @@ def _build_summary(spec: TableSpec, paper: PaperValues, built: dict[str, Table])
             if table is not None:
                 idx = table.headers.index(s.column)
                 for ln in table.lines:
-                    if ln.model == model and ln.block == s.block:
+                    if ln.model == model and ln.block == block_label(s) and not ln.reference:
                         cell = Cell(ln.cells[idx].stat, partial=ln.cells[idx].partial)
             if s.paper_key:
                 suite, task, metric, attack = s.paper_key
                 cell.paper = paper.get(spec.paper, model, suite, task, metric, attack)
             cells.append(cell)
-        lines.append(Line("", backbone_group(model), model, recipe_text(model), cells))
+        lines.append(Line("", catalog.group(model), model, catalog.recipe(model), cells))
     lines = _grouped(lines)
     better = [s.better for s in spec.summaries]
-    _mark_best(lines, better, spec.decimals)
-    headers = [s.label for s in spec.summaries]
+    _mark_best(lines, better, spec.decimals, evidence)
+    headers = [s.label.format(block=block_label(s)) for s in spec.summaries]
     return Table(spec, headers, better, lines, settings_sentence(spec, lines, headers))
 
 
 def _grouped(lines: list[Line]) -> list[Line]:
-    """Lines of one block and backbone group together, blocks and groups in order of first appearance."""
+    """Lines of one backbone group together (its header shown once), then by block within the group;
+    groups and blocks in order of first appearance, the paper's reference rows last."""
     blocks = list(dict.fromkeys(ln.block for ln in lines))
-    groups = list(dict.fromkeys(ln.group for ln in lines))
-    return sorted(lines, key=lambda ln: (blocks.index(ln.block), groups.index(ln.group)))
+    groups = list(dict.fromkeys(ln.group for ln in lines if not ln.reference))
+    groups += list(dict.fromkeys(ln.group for ln in lines if ln.group not in groups))
+    return sorted(lines, key=lambda ln: (groups.index(ln.group), blocks.index(ln.block)))
 
 
-def _mark_best(lines: list[Line], better: list[str], decimals: int) -> None:
-    pick = {"higher": max, "lower": min}
-    for block, group in dict.fromkeys((ln.block, ln.group) for ln in lines):
-        mates = [ln for ln in lines if (ln.block, ln.group) == (block, group)]
+def _mark_best(lines: list[Line], better: list[str], decimals: int, evidence: EvidenceIndex | None = None) -> None:
+    """Bold the best of each (block, group, column) only when a paired test on the stored evidence
+    separates it from the runner-up; "n.s." when the test cannot; neither without evidence."""
+    for block, group in dict.fromkeys((ln.block, ln.group) for ln in lines if not ln.reference):
+        mates = [ln for ln in lines if (ln.block, ln.group) == (block, group) and not ln.reference]
         for i, direction in enumerate(better):
             scored = [ln.cells[i] for ln in mates if ln.cells[i].stat.mean is not None and not ln.cells[i].partial]
             if len(scored) < 2:  # a lone value is best of nothing
                 continue
-            best = pick[direction](round(c.stat.mean, decimals) for c in scored)
-            for c in scored:
-                c.bold = round(c.stat.mean, decimals) == best
+            sign = 1 if direction == "higher" else -1
+            ranked = sorted(scored, key=lambda c: -sign * round(c.stat.mean, decimals))
+            best, runner_up = ranked[0], ranked[1]
+            if round(best.stat.mean, decimals) == round(runner_up.stat.mean, decimals):
+                verdict = False  # a tie is not a win
+            else:
+                verdict = _better(best, runner_up, sign, evidence)
+            if verdict is None:
+                continue
+            best.bold, best.mark = verdict, "" if verdict else NOT_SIGNIFICANT
+
+
+def _better(best: Cell, runner_up: Cell, sign: int, evidence: EvidenceIndex | None) -> bool | None:
+    """Whether best − runner-up is significantly in the better direction (its paired 95% CI excludes 0);
+    None when either has no stored evidence or they share no examples."""
+    if evidence is None:
+        return None
+    ev_best, ev_runner = evidence.of_stat(best.stat), evidence.of_stat(runner_up.stat)
+    if ev_best is None or ev_runner is None:
+        return None
+    try:
+        d = paired_bootstrap(ev_runner, ev_best)
+    except ValueError:
+        return None
+    if d.low is None or d.high is None:
+        return None
+    return (d.low > 0) if sign > 0 else (d.high < 0)
 
 
 def _setting_text(value) -> str:
@@ -241,6 +338,7 @@ def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], ab
     """What produced the numbers: metric and aggregation, then each reported config key's values
     (naming the columns of each value when they differ), stand-in resources, seeds, and how to read
     bold, † and the paper values."""
+    lines = [ln for ln in lines if not ln.reference]
     rows = [r for ln in lines for c in ln.cells for r in c.stat.rows]
     parts = [spec.unit + (f", aggregation '{spec.aggregation}'" if spec.aggregation else "")
              + (f" (cells from its per-run rows '{spec.runs}<k>' where present)" if spec.runs else "")]
@@ -266,11 +364,18 @@ def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], ab
     parts.append(("runs" if spec.runs else "seeds") + " per cell: " + (", ".join(map(str, seeds)) if seeds else "none"))
     text = "Settings: " + "; ".join(parts) + ". "
     text += (f"Cells show our mean ± sample std over {'runs (attack samples) and ' if spec.runs else ''}seeds "
-             "(n, shown when above 1)"
+             "(n, shown when above 1) and its 95% CI in parentheses (one result: the row's own, see its "
+             "ci_method in leaderboard.csv; several seeds or runs: a t-interval over them; an average of "
+             "single results: a bootstrap of the average of their own resamples)"
              + (f", with {spec.paper} and the difference (ours − paper) in brackets where the model matches "
                 "a paper row" if spec.paper else "") + ". ")
+    if any(ln.reference for ln in lines):
+        text += f"Lines 'paper · <row>': the paper's own rows as printed in {spec.paper} (its backbones), for reference. "
     text += (f"Bold: best per column within a backbone group of two or more results ({'lower' if spec.better == 'lower' else 'higher'} "
-             f"is better" + (", per column as the header says" if len(set(_betters(spec))) > 1 else "") + "). ")
+             f"is better" + (", per column as the header says" if len(set(_betters(spec))) > 1 else "")
+             + "), only when a paired test on the stored per-example evidence separates it from the runner-up "
+               f"(the 95% CI of the difference excludes 0); {NOT_SIGNIFICANT}: best, but not separable from the "
+               "runner-up; neither mark where no evidence is stored. ")
     text += f"{MISSING}: no result. {PARTIAL}: average over fewer results than the columns it names."
     if absent_blocks:
         text += " No results at all for: " + ", ".join(absent_blocks) + "."
@@ -318,6 +423,7 @@ class Style:
     """How one output format spells the pieces of a cell."""
 
     bold: str  # format string with {}
+    ci: str  # format string with {low} and {high}
     pm: str
     n: str  # format string with {}
     partial: str
@@ -328,19 +434,21 @@ class Style:
     join: str = "{ours}{paper}"  # how ours and the paper part share a cell
 
 
-MD = Style(bold="**{}**", pm=" ± ", n=" (n={})", partial=PARTIAL, paper=" [paper {paper}, Δ {delta}]",
+MD = Style(bold="**{}**", ci=" ({low}–{high})", pm=" ± ", n=" (n={})", partial=PARTIAL, paper=" [paper {paper}, Δ {delta}]",
            paper_only=" [paper {paper}]", missing=MISSING, escape=lambda s: s.replace("|", "\\|"))
-TEX = Style(bold="\\textbf{{{}}}", pm="$\\pm$", n="$_{{n={}}}$", partial="$^\\dagger$",
+TEX = Style(bold="\\textbf{{{}}}", ci=" {{\\scriptsize ({low}--{high})}}", pm="$\\pm$", n="$_{{n={}}}$", partial="$^\\dagger$",
             paper=" {{\\scriptsize[{paper}, $\\Delta$ {delta}]}}", paper_only=" {{\\scriptsize[{paper}]}}",
             missing="--", escape=lambda s: tex_escape(s),
             # The paper part on a second line of the cell keeps wide tables on the page.
             join="\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{ours}\\\\{paper}\\end{{tabular}}")
-HTML = Style(bold="<b>{}</b>", pm=" ± ", n=" (n={})", partial=PARTIAL, paper=" <small>[paper {paper}, Δ {delta}]</small>",
+HTML = Style(bold="<b>{}</b>", ci=" <small>({low}–{high})</small>", pm=" ± ", n=" (n={})", partial=PARTIAL, paper=" <small>[paper {paper}, Δ {delta}]</small>",
              paper_only=" <small>[paper {paper}]</small>", missing=MISSING, escape=html.escape)
 
 
 def cell_text(cell: Cell, style: Style, decimals: int) -> str:
     s = cell.stat
+    if cell.reference:  # the paper's own number
+        return style.missing if cell.paper is None else _num(cell.paper, decimals)
     if s.mean is None:
         text = style.missing
     else:
@@ -353,6 +461,10 @@ def cell_text(cell: Cell, style: Style, decimals: int) -> str:
             text += style.partial
         if cell.bold:
             text = style.bold.format(text)
+        if cell.mark:
+            text += " " + cell.mark
+        if s.ci.present:
+            text += style.ci.format(low=_num(s.ci.low, decimals), high=_num(s.ci.high, decimals))
     if cell.paper is None:
         return text
     paper, delta = _num(cell.paper, decimals), cell.delta
@@ -384,8 +496,8 @@ def to_markdown(table: Table) -> str:
            "|" + "|".join([" --- "] * len(labels) + [" ---: "] * len(table.headers)) + "|"]
     group = None
     for line in table.lines:
-        if (line.block, line.group) != group:
-            group = (line.block, line.group)
+        if line.group != group:
+            group = line.group
             out.append("| " + " | ".join([f"*{MD.escape(line.group)}*"] + [""] * (len(head) - 1)) + " |")
         out.append("| " + " | ".join([MD.escape(x) for x in _label_cells(table, line)]
                                      + [cell_text(c, MD, spec.decimals) for c in line.cells]) + " |")
@@ -404,10 +516,10 @@ def to_latex(table: Table) -> str:
            " & ".join(head) + " \\\\", "\\hline"]
     group = None
     for line in table.lines:
-        if (line.block, line.group) != group:
+        if line.group != group:
             if group is not None:
                 out.append("\\hline")
-            group = (line.block, line.group)
+            group = line.group
             out.append(f"\\multicolumn{{{len(head)}}}{{l}}{{\\textit{{{esc(line.group)}}}}} \\\\")
         out.append(" & ".join([esc(x) for x in _label_cells(table, line)]
                               + [esc_cell(c, spec.decimals) for c in line.cells]) + " \\\\")
@@ -431,8 +543,8 @@ def to_html(table: Table) -> str:
            "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
     group = None
     for line in table.lines:
-        if (line.block, line.group) != group:
-            group = (line.block, line.group)
+        if line.group != group:
+            group = line.group
             out.append(f"<tr class=\"g\"><td colspan=\"{len(head)}\">{html.escape(line.group)}</td></tr>")
         out.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in _label_cells(table, line))
                    + "".join(f"<td class=\"n\">{cell_text(c, HTML, spec.decimals)}</td>" for c in line.cells) + "</tr>")
@@ -440,8 +552,8 @@ def to_html(table: Table) -> str:
     return "\n".join(out)
 
 
-CSV_FIELDS = ("table", "block", "backbone", "model", "column", "mean", "std", "seeds", "partial", "bold", "paper",
-              "delta", "better")
+CSV_FIELDS = ("table", "block", "backbone", "model", "column", "mean", "std", "ci_low", "ci_high", "ci_method",
+              "seeds", "partial", "bold", "mark", "paper", "delta", "better", "reference")
 
 
 def to_csv(table: Table) -> str:
@@ -456,9 +568,11 @@ def to_csv(table: Table) -> str:
         for header, better, cell in zip(table.headers, table.better, line.cells):
             writer.writerow({"table": table.spec.name, "block": line.block, "backbone": line.group,
                              "model": line.model, "column": header, "mean": num(cell.stat.mean),
-                             "std": num(cell.stat.std), "seeds": cell.stat.seeds or "",
-                             "partial": int(cell.partial), "bold": int(cell.bold), "paper": num(cell.paper),
-                             "delta": num(cell.delta), "better": better})
+                             "std": num(cell.stat.std), "ci_low": num(cell.stat.ci.low),
+                             "ci_high": num(cell.stat.ci.high), "ci_method": cell.stat.ci.method,
+                             "seeds": cell.stat.seeds or "", "partial": int(cell.partial), "bold": int(cell.bold),
+                             "mark": cell.mark, "paper": num(cell.paper), "delta": num(cell.delta), "better": better,
+                             "reference": int(cell.reference)})
     return buf.getvalue()
 
 

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import importlib
+from bench.plugins import Registry
 
-from bench.errors import lookup
-
-# name -> module. Adding a suite is one module plus one line here.
-SUITE_MODULES = {
-    "sts": "suites.sts",
-    "alignment": "suites.alignment",
-    "adversarial": "suites.adversarial",
-    "anli": "suites.anli",
-    "advsts": "suites.advsts",
-    "transfer": "suites.transfer",
-}
+# name -> "module:SUITE". Adding a suite is one module plus one line here.
+SUITES = Registry("suite", {
+    "sts": "suites.sts:SUITE",
+    "alignment": "suites.alignment:SUITE",
+    "adversarial": "suites.adversarial:SUITE",
+    "anli": "suites.anli:SUITE",
+    "advsts": "suites.advsts:SUITE",
+    "transfer": "suites.transfer:SUITE",
+})
 
 
 def get_suite(name: str):
-    return importlib.import_module(lookup("suite", SUITE_MODULES, name)).SUITE
+    return SUITES.load(name)
 
 
 def all_suites():
-    return [get_suite(name) for name in SUITE_MODULES]
+    return [get_suite(name) for name in SUITES]

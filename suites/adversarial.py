@@ -39,11 +39,11 @@ import json
 import random
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from attacks import datasets as ds
-from attacks.metrics import attack_metrics, mean_std
+from attacks.metrics import attack_evidence, attack_metrics, mean_std
 from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, QUERY_BUDGET_OPTION, RECIPE_PARAMETERS, RECIPES,
                              RECIPES_OPTION, recipe_parameters)
 from bench.errors import BenchError, lookup
@@ -91,28 +91,30 @@ class AdvTask(Task):
 
 REF = "RobustEmbed Table 3"
 SENT, NLI = ("text",), ("premise", "hypothesis")
+ADV = dict(suite="adversarial", split="attack", main_metric="attack_success_rate", main_aggregation="mean-of-runs",
+           paper_ref=REF)
 TASKS = (
-    AdvTask("adversarial", "mr", "textfooler", "attack", "attack_success_rate", "mean-of-runs",
-            "MR: TextFooler's 1000 examples; victim on SentEval MR minus them", REF,
+    AdvTask(**ADV, name="mr", label="MR", dataset="textfooler",
+            description="MR: TextFooler's 1000 examples; victim on SentEval MR minus them",
             attack_set=ds.textfooler_classification("mr"), train=ds.MR_TRAIN),
-    AdvTask("adversarial", "sst2", "sst2", "attack", "attack_success_rate", "mean-of-runs",
-            "SST-2: GLUE validation (872); victim on GLUE train", REF,
+    AdvTask(**ADV, name="sst2", label="SST2", dataset="sst2",
+            description="SST-2: GLUE validation (872); victim on GLUE train",
             attack_set=ds.sst2_dev, train=ds.SST2_TRAIN),
-    AdvTask("adversarial", "imdb", "imdb", "attack", "attack_success_rate", "mean-of-runs",
-            f"IMDB: TextFooler's 1000 examples; victim on aclImdb train cut at {ds.IMDB_MAX_WORDS} words", REF,
+    AdvTask(**ADV, name="imdb", label="IMDB", dataset="imdb",
+            description=f"IMDB: TextFooler's 1000 examples; victim on aclImdb train cut at {ds.IMDB_MAX_WORDS} words",
             attack_set=ds.textfooler_classification("imdb"), train=ds.IMDB_TRAIN),
-    AdvTask("adversarial", "yelp", "textfooler", "attack", "attack_success_rate", "mean-of-runs",
-            f"Yelp: TextFooler's 1000 examples; needs {ds.YELP_TRAIN} to train a victim", REF,
+    AdvTask(**ADV, name="yelp", label="YELP", dataset="textfooler",
+            description=f"Yelp: TextFooler's 1000 examples; needs {ds.YELP_TRAIN} to train a victim",
             attack_set=ds.textfooler_classification("yelp"), train=ds.YELP_TRAIN_SET),
-    AdvTask("adversarial", "mrpc", "glue-mrpc", "attack", "attack_success_rate", "mean-of-runs",
-            "MRPC: GLUE dev (408); victim on GLUE train", REF, columns=("sentence1", "sentence2"),
+    AdvTask(**ADV, name="mrpc", label="MRPC", dataset="glue-mrpc",
+            description="MRPC: GLUE dev (408); victim on GLUE train", columns=("sentence1", "sentence2"),
             labels=("not_equivalent", "equivalent"), attack_set=ds.mrpc_dev, train=ds.MRPC_TRAIN),
-    AdvTask("adversarial", "snli", "textfooler", "attack", "attack_success_rate", "mean-of-runs",
-            "SNLI: TextFooler's 1000 examples; victim on SNLI train", REF,
+    AdvTask(**ADV, name="snli", label="SNLI", dataset="textfooler",
+            description="SNLI: TextFooler's 1000 examples; victim on SNLI train",
             columns=NLI, labels=ds.NLI_LABELS, attack_set=ds.textfooler_nli("snli"),
             train=ds.SNLI_TRAIN_SET, substitutes=("snli-dev",)),
-    AdvTask("adversarial", "mnli_mm", "textfooler", "attack", "attack_success_rate", "mean-of-runs",
-            "MNLI mismatched: TextFooler's 1000 examples; victim on MNLI train", REF,
+    AdvTask(**ADV, name="mnli_mm", label="MNLI-mm", dataset="textfooler",
+            description="MNLI mismatched: TextFooler's 1000 examples; victim on MNLI train",
             columns=NLI, labels=ds.NLI_LABELS, attack_set=ds.textfooler_nli("mnli_mismatched"),
             train=ds.MNLI_TRAIN_SET, substitutes=("snli-dev",)),
 )
@@ -192,6 +194,9 @@ class AdversarialSuite(Suite):
     # 2: per-run victims (seed + 1000·k) and disjoint samples; SNLI/MNLI-mm victims on their own train sets;
     #    victim protocols; BERT-Attack's K an option.
     version = 2
+
+    def labels(self) -> dict:
+        return {"attack": {name: RECIPES.label(name) for name in RECIPES}}
     tasks = TASKS
     options = (RECIPES_OPTION, QUERY_BUDGET_OPTION, BERT_ATTACK_CANDIDATES_OPTION,
                Option(name="runs", type=int, default=1, minimum=1,
@@ -298,7 +303,7 @@ class AdversarialSuite(Suite):
 
         parameters = recipe_parameters([recipe], ctx.options, ctx.profile).get(recipe, {})
         protocol = self.protocol(ctx)
-        per_run, attack = [], None
+        per_run, evidence, attack = [], [], None
         for rep, victim in zip(plan, victims):
             wrapper = WRAPPERS[protocol](victim, ctx.batch_size)
             attack = build_attack(recipe, resources, wrapper, ctx.options.get("query_budget"), ctx.batch_size,
@@ -311,7 +316,8 @@ class AdversarialSuite(Suite):
                         "query_budget": ctx.options.get("query_budget"), "served": roles_used(resources),
                         "builds": builds, "run_seed": run_seed, "victim": protocol,
                         # a frozen victim's weights are its head's, which alone do not name the encoder under it
-                        "victim_base_sha256": victim.card.get("base_weights_sha256")}
+                        "victim_base_sha256": victim.card.get("base_weights_sha256"),
+                        **({"dtype": ctx.dtype} if ctx.dtype != "float32" else {})}  # fp32 logs keep their key
             if parameters:
                 identity["recipe_parameters"] = parameters
             path = (ctx.paths.results / "attack_logs" / encoder.name / task.name / recipe /
@@ -324,19 +330,21 @@ class AdversarialSuite(Suite):
                 raise BenchError(f"{path} holds examples {stale[:5]} with other texts than the attack set "
                                  f"(the data changed). Delete the log, or re-run with --overwrite always.")
             per_run.append(attack_metrics(done))
+            evidence.append(attack_evidence(done))
         provenance = json.dumps({"served": roles_used(resources), "builds": local_builds(ctx.paths, roles_used(resources)),
                                  "attack": repr(attack), "victims": [_victim_summary(v) for v in victims],
                                  "logs": str(path.parent.relative_to(ctx.paths.results))}, sort_keys=True)
         # The composed recipe, as TextAttack prints it, and the recipe's parameters.
         config = {"attack": repr(attack), **({"recipe_parameters": parameters} if parameters else {})}
         return [r for metric in RATE_METRICS
-                for r in _run_rows(task, metric, per_run, plan, provenance, config, recipe)]
+                for r in _run_rows(task, metric, per_run, plan, provenance, config, recipe, evidence=evidence)]
 
 
 def _finetuned_wrapper(victim, batch_size: int):
     from attacks.wrapper import CachedModelWrapper
 
-    return CachedModelWrapper(victim.model, victim.tokenizer, victim.max_len, batch_size)
+    return CachedModelWrapper(victim.model, victim.tokenizer, victim.max_len, batch_size,
+                              amp_dtype=getattr(victim, "amp_dtype", None))
 
 
 # victim protocol -> its TextAttack model wrapper. A frozen-encoder victim is its own wrapper: it encodes
@@ -400,17 +408,25 @@ def attack_one(attack, example, index: int, columns, seed: int) -> dict:
 
 
 def _run_rows(task, metric: str, per_run: list[dict], plan: list[Replication], provenance: str, config: dict,
-              attack: str, n: int | None = None):
+              attack: str, n: int | None = None, evidence: list[dict] | None = None):
     """The mean over runs (with its std and what varied) and, with several runs, one row per run.
-    ``n``: examples per run (default: the run's sample size)."""
+    ``n``: examples per run (default: the run's sample size). ``evidence`` (per run: metric -> per-example
+    Evidence) is what the base suite turns into CIs: Wilson or a bootstrap per run, a t-interval over runs."""
+    from bench.stats import Evidence
+
     value, std = mean_std([m[metric] for m in per_run])
     varied = what_varied(plan)
+    runs = [e.get(metric) for e in evidence or []]
+    combined = (Evidence(parts=[replace(e, label=f"run{rep.run}") for rep, e in zip(plan, runs)], combine="runs")
+                if runs and all(runs) else None)
     rows = [row(task, metric, value, n or len(plan[0].indices), aggregation="mean-of-runs", attack=attack, std=std,
-                resources=provenance, config=json.dumps({**config, "replication": varied}, sort_keys=True))]
+                resources=provenance, config=json.dumps({**config, "replication": varied}, sort_keys=True),
+                evidence=combined)]
     if len(per_run) > 1:
         rows += [row(task, metric, m[metric], n or len(rep.indices), aggregation=f"run{rep.run}", attack=attack,
-                     resources=provenance, config=json.dumps({**config, "replication": rep.describe()}, sort_keys=True))
-                 for rep, m in zip(plan, per_run)]
+                     resources=provenance, config=json.dumps({**config, "replication": rep.describe()}, sort_keys=True),
+                     evidence=runs[k] if runs else None)
+                 for k, (rep, m) in enumerate(zip(plan, per_run))]
     return rows
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from attacks.metrics import attack_metrics
+from attacks.metrics import attack_evidence, attack_metrics
 from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, QUERY_BUDGET_OPTION, RECIPE_PARAMETERS, RECIPES,
                              RECIPES_OPTION, recipe_parameters)
 from attacks.regression import COLUMNS, PERTURBED, SuccessRule
@@ -97,11 +97,13 @@ class AdvSTSTask(Task):
 
 REF = "RobustEmbed Table 4 (AdvSTS)"
 TASKS = (
-    AdvSTSTask("advsts", "stsb", "stsb", "test", "attack_success_rate", "all", "AdvSTS-B: attacked STS-B test",
-               REF, out_name="AdvSTS-B", read=read_stsb, write=write_stsb),
+    AdvSTSTask(suite="advsts", name="stsb", label="AdvSTS-B", dataset="stsb", split="test",
+               main_metric="attack_success_rate", description="AdvSTS-B: attacked STS-B test", paper_ref=REF,
+               out_name="AdvSTS-B", read=read_stsb, write=write_stsb),
     # 2: SICK's 1-5 gold scale (it was scored on 0-5).
-    AdvSTSTask("advsts", "sickr", "sick", "test", "attack_success_rate", "all", "AdvSICK-R: attacked SICK-R test",
-               REF, out_name="AdvSICK-R", read=read_sick, write=write_sick, extra=sick_entailment, rule=SICK_RULE,
+    AdvSTSTask(suite="advsts", name="sickr", label="AdvSICK-R", dataset="sick", split="test",
+               main_metric="attack_success_rate", description="AdvSICK-R: attacked SICK-R test", paper_ref=REF,
+               out_name="AdvSICK-R", read=read_sick, write=write_sick, extra=sick_entailment, rule=SICK_RULE,
                version=2),
 )
 
@@ -125,6 +127,25 @@ def pair_metrics(records: list[dict]) -> dict[str, float | None]:
     return out
 
 
+def pair_evidence(records: list[dict]) -> dict:
+    """metric -> per-pair Evidence (bench.stats) for the rows' CIs and paired tests: the attack rates as in
+    the adversarial suite, the correlations and errors over the clean and adversarial pairs."""
+    from bench.stats import Evidence, Sample
+
+    gold = [r["gold"] for r in records]
+    columns = {"gold": gold}
+    for side, key in (("clean", "original_score"), ("adversarial", "perturbed_score")):
+        columns[side] = [r[key] for r in records]
+        columns[f"abs_error_{side}"] = [abs(r[key] - g) for r, g in zip(records, gold)]
+    pairs = Sample([r["index"] for r in records], columns)
+    out = dict(attack_evidence(records))
+    for side in ("clean", "adversarial"):
+        for metric in ("pearson", "spearman"):
+            out[f"{metric}_{side}"] = Evidence(metric, pairs, (side, "gold"))
+        out[f"mean_abs_error_{side}"] = Evidence("mean", pairs, (f"abs_error_{side}",), scale=1.0)
+    return out
+
+
 ROW_METRICS = ("attack_success_rate", "pearson_clean", "pearson_adversarial", "spearman_clean",
                "spearman_adversarial", "mean_abs_error_clean", "mean_abs_error_adversarial", "avg_queries",
                "words_perturbed_pct", "examples_per_s")
@@ -132,6 +153,9 @@ ROW_METRICS = ("attack_success_rate", "pearson_clean", "pearson_adversarial", "s
 
 class AdvSTSSuite(Suite):
     name = "advsts"
+
+    def labels(self) -> dict:
+        return {"attack": {name: RECIPES.label(name) for name in RECIPES}}
     description = "AdvSTS: TextAttack recipes on STS-B / SICK-R pairs vs cosine similarity (ASR, Pearson)"
     version = 2  # 2: ASR definition recorded; BERT-Attack's K an option
     tasks = TASKS
@@ -173,7 +197,9 @@ class AdvSTSSuite(Suite):
             values = {**attack_metrics(records), **pair_metrics(records)}
             provenance = json.dumps({**provenance, "adversarial_file": str(path.relative_to(ctx.paths.results))},
                                     sort_keys=True)
-            rows += [row(task, m, values[m], len(records), attack=recipe, resources=provenance) for m in ROW_METRICS]
+            evidence = pair_evidence(records)
+            rows += [row(task, m, values[m], len(records), attack=recipe, resources=provenance,
+                         evidence=evidence.get(m)) for m in ROW_METRICS]
             ctx.log(f"  advsts {task.name} {recipe}: ASR {values['attack_success_rate']:.1f} (our rule), Pearson "
                     f"{_fmt(values['pearson_clean'])} -> {_fmt(values['pearson_adversarial'])}, Spearman "
                     f"{_fmt(values['spearman_clean'])} -> {_fmt(values['spearman_adversarial'])}, avg queries "

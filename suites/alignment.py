@@ -13,42 +13,30 @@ from __future__ import annotations
 import numpy as np
 
 from bench.data import read_stsb, require
+from bench.metrics import POSITIVE_THRESHOLD, alignment_uniformity, normalise
+from bench.stats import Evidence, Sample
 from suites.base import RunContext, Suite, Task, row
-
-POSITIVE_THRESHOLD = 4.0
-
-
-def normalise(x: np.ndarray) -> np.ndarray:
-    return x / np.clip(np.linalg.norm(x, axis=1, keepdims=True), 1e-12, None)
-
-
-def alignment(x: np.ndarray, y: np.ndarray, alpha: float = 2.0) -> float:
-    return float((np.linalg.norm(normalise(x) - normalise(y), axis=1) ** alpha).mean())
-
-
-def uniformity(x: np.ndarray, t: float = 2.0) -> float:
-    x = normalise(x).astype(np.float64)
-    sq = np.clip(2.0 - 2.0 * x @ x.T, 0.0, None)  # squared distances of unit vectors
-    iu = np.triu_indices(len(x), k=1)
-    vals = -t * sq[iu]
-    m = vals.max()
-    return float(m + np.log(np.exp(vals - m).mean()))  # log-mean-exp, stable
 
 
 class AlignmentSuite(Suite):
     name = "alignment"
     description = "Alignment / uniformity on STS-B (Wang & Isola 2020, as in SimCSE; lower is better)"
-    tasks = (Task("alignment", "stsb", "stsb", "test", "align", "mean",
-                  f"STS-B test: positives gold >= {POSITIVE_THRESHOLD}", "RobustEmbed Figure 3"),)
+    tasks = (Task(suite="alignment", name="stsb", label="STS-B", dataset="stsb", split="test", main_metric="align",
+                  main_aggregation="mean", description=f"STS-B test: positives gold >= {POSITIVE_THRESHOLD}",
+                  paper_ref="RobustEmbed Figure 3"),)
 
     def run_task(self, task, encoder, ctx: RunContext):
-        s1, s2, gold = read_stsb(require(ctx.paths.data, task.dataset), task.split).limit(ctx.limit).all_pairs()
+        pairs = read_stsb(require(ctx.paths.data, task.dataset), task.split).limit(ctx.limit)
+        align, uniform, n_pos, n_sentences = alignment_uniformity(pairs, encoder.encode)
+        # Per positive pair (embeddings cached by the encoder), for the CI (a bootstrap of the mean) and
+        # paired tests; uniformity has none (a bootstrap would need the whole pair matrix per resample).
+        s1, s2, gold = pairs.all_pairs()
         pos = [i for i, g in enumerate(gold) if g >= POSITIVE_THRESHOLD]
-        sentences = list(dict.fromkeys(s1 + s2))
-        encoder.encode(sentences)
-        align = alignment(encoder.encode([s1[i] for i in pos]), encoder.encode([s2[i] for i in pos]))
-        return [row(task, "align", align, len(pos), aggregation="mean"),
-                row(task, "uniform", uniformity(encoder.encode(sentences)), len(sentences), aggregation="mean")]
+        x, y = normalise(encoder.encode([s1[i] for i in pos])), normalise(encoder.encode([s2[i] for i in pos]))
+        sq_dist = Sample(pos, {"sq_dist": (np.linalg.norm(x - y, axis=1) ** 2) if pos else np.zeros(0)})
+        return [row(task, "align", align, n_pos, aggregation="mean",
+                    evidence=Evidence("mean", sq_dist, ("sq_dist",), scale=1.0) if pos else None),
+                row(task, "uniform", uniform, n_sentences, aggregation="mean")]
 
 
 SUITE = AlignmentSuite()

@@ -34,6 +34,7 @@ from typing import Callable
 
 from bench.data import require
 from bench.errors import BenchError
+from bench.stats import Evidence, Sample
 from suites.base import RunContext, Suite, Task, row
 
 LABELS = ("entailment", "neutral", "contradiction")
@@ -180,10 +181,12 @@ class ANLITask(Task):
 
 
 REF = "V-advCSE Table 3 (ANLI R1-R3 dev/test)"
-TASKS = tuple(ANLITask("anli", r.lower(), "anli", "test", "accuracy", "all", f"ANLI {r}", REF, rounds=(r,))
-              for r in ROUNDS) + (ANLITask("anli", "all", "anli", "test", "accuracy", "mean-of-rounds",
-                                           "ANLI All: unweighted mean of R1-R3 (the paper's); also pooled", REF,
-                                           rounds=ROUNDS, version=2),)
+TASKS = tuple(ANLITask(suite="anli", name=r.lower(), label=r, dataset="anli", split="test", main_metric="accuracy",
+                       description=f"ANLI {r}", paper_ref=REF, rounds=(r,)) for r in ROUNDS) + (
+    ANLITask(suite="anli", name="all", label="ALL", dataset="anli", split="test", main_metric="accuracy",
+             main_aggregation="mean-of-rounds",
+             description="ANLI All: unweighted mean of R1-R3 (the paper's); also pooled", paper_ref=REF,
+             rounds=ROUNDS, version=2),)
 
 
 def mix_for(profile: str, data_root: Path) -> tuple[list[MixPart], list[str]]:
@@ -256,14 +259,18 @@ class ANLISuite(Suite):
             if not rounds:
                 continue
             per_round = []  # (correct, n) per round
+            ids, hits = [], []  # per example, for the pooled row's Wilson interval and paired tests
             for rnd in rounds:
                 data = read_anli(root, rnd, split).head(cap)
                 preds = self.predictions(clf, data, encoder, ctx, rnd, split)
+                ids += [f"{rnd}:{uid}" for uid in data.ids]
+                hits += [float(preds[uid] == y) for uid, y in zip(data.ids, data.labels)]
                 per_round.append((sum(int(preds[uid] == y) for uid, y in zip(data.ids, data.labels)), len(data.ids)))
             correct, n = sum(c for c, _ in per_round), sum(k for _, k in per_round)
+            evidence = Evidence("proportion", Sample(ids, {"correct": hits}), ("correct",)) if n else None
             if len(task.rounds) == 1:
                 rows.append(row(task, "accuracy", 100.0 * correct / n if n else None, n, split=split,
-                                resources=resources))
+                                resources=resources, evidence=evidence))
                 continue
             # "All": the paper's unweighted mean of the rounds (n = every example scored), and the pooled accuracy.
             # The mean is the paper's All only over all three rounds (dev may report fewer: those not trained on).
@@ -272,7 +279,8 @@ class ANLISuite(Suite):
             rows.append(row(task, "accuracy", mean, n, aggregation="mean-of-rounds", split=split, resources=resources,
                             config=json.dumps({"rounds": list(rounds)})))
             rows.append(row(task, "accuracy", 100.0 * correct / n if n else None, n, aggregation="pooled",
-                            split=split, resources=resources, config=json.dumps({"rounds": list(rounds)})))
+                            split=split, resources=resources, config=json.dumps({"rounds": list(rounds)}),
+                            evidence=evidence))
         return rows
 
     def predictions(self, clf, data: NLISet, encoder, ctx: RunContext, rnd: str, split: str) -> dict[str, int]:

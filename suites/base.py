@@ -13,25 +13,36 @@ from pathlib import Path
 from typing import Callable
 
 from bench.errors import BenchError, lookup
+from bench.metadata import export as export_metadata
+from bench.papers import paper_values
 from bench.plugins import Option
 from bench.paths import Paths
 from bench.registry import ModelSpec
 from bench.store import CellKey, Result, ResultStore, config_hash, git_commit, now_iso, package_versions
+from bench.uncertainty import AverageOf, apply_uncertainty, summary_uncertainty  # noqa: F401 (AverageOf: for suites)
 
 OVERWRITE_MODES = ("never", "only-missing", "always")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Task:
+    """A task record, by keyword. ``label`` is how tables print it (the papers' spelling, e.g. "STS-B")."""
+
     suite: str
     name: str
     dataset: str
     split: str
     main_metric: str
     main_aggregation: str = "all"
+    label: str = ""
     description: str = ""
     paper_ref: str = ""
     version: int = 1  # the task's scorer version: bump it with any change that moves its numbers
+
+    def describe(self) -> dict:
+        return {"name": self.name, "label": self.label or self.name, "dataset": self.dataset, "split": self.split,
+                "main_metric": self.main_metric, "main_aggregation": self.main_aggregation,
+                "description": self.description, "paper_ref": self.paper_ref, "version": self.version}
 
 
 @dataclass
@@ -44,8 +55,10 @@ class RunContext:
     profile: str = "smoke"
     overwrite: str = "only-missing"
     options: dict = field(default_factory=dict)  # suite options by name (each suite declares its own)
+    dtype: str = "float32"  # what the network runs in (Encoder.dtype): 'float32', 'bfloat16', ...
     progress: object | None = None  # a rich Progress, or None when quiet
     log: Callable[[str], None] = print
+    allow_unverified_data: bool = False  # use data files whose sha256 differs from bench/data_files.tsv
 
     def __post_init__(self):
         if self.overwrite not in OVERWRITE_MODES:
@@ -89,15 +102,35 @@ class Suite:
     needs_encoder: bool = True
     summary_task: Task | None = None  # the Task that summary rows (averages) belong to
 
+    label: str = ""  # how reports name the suite
+
     def task(self, name: str) -> Task:
         return lookup("task", {t.name: t for t in self.tasks}, name)
+
+    def describe(self) -> dict:
+        """The suite's self-description, exported beside the results (``bench.metadata``) for reports."""
+        tasks = list(self.tasks) + ([self.summary_task] if self.summary_task is not None else [])
+        return {"name": self.name, "label": self.label or self.name, "description": self.description,
+                "version": self.version, "options": [o.describe() for o in self.options],
+                "tasks": {t.name: t.describe() for t in tasks}, "labels": self.labels()}
+
+    def labels(self) -> dict:
+        """Extra display labels a suite's rows need (e.g. attack recipes: {"attack": {name: label}})."""
+        return {}
 
     def config(self, task: Task, ctx: RunContext) -> dict:
         # The scorer version is part of the configuration, so a fix that moves numbers never reuses old cells.
         cfg = {"suite": self.name, "task": task.name, "split": task.split, "limit": ctx.limit,
                "profile": ctx.profile, "scorer_version": f"{self.name}-{self.version}.{task.version}"}
         cfg.update({opt.name: ctx.options.get(opt.name) for opt in self.options if opt.changes_numbers})
-        return cfg
+        cfg.update(data_config(self.datasets(task), ctx))
+        return {**cfg, **precision_config(ctx)}
+
+    def datasets(self, task: Task) -> tuple[str, ...]:
+        """The datasets whose content decides the task's numbers; their fingerprints enter the cell
+        configuration. Default: the task's own dataset. A suite that also reads others (e.g. training
+        data that is always present) adds them here."""
+        return (task.dataset,) if task.dataset else ()
 
     def seeds(self, ctx: RunContext) -> list[int]:
         return [ctx.seed]
@@ -110,17 +143,44 @@ class Suite:
         return []
 
 
+def precision_config(ctx: RunContext) -> dict:
+    """The precision in a cell's configuration: float32 (the reference) adds nothing, so cells written
+    before --dtype existed stay valid; any other dtype is a separate cell."""
+    return {} if ctx.dtype == "float32" else {"dtype": ctx.dtype}
+
+
+def data_config(datasets, ctx: RunContext) -> dict:
+    """``{"data": {dataset: fingerprint}}`` after checking every file's sha256 against
+    bench/data_files.tsv (cached by file identity, so a re-run re-reads nothing). A mismatch is a
+    BenchError naming the file, unless ``ctx.allow_unverified_data``: then the differing files are
+    listed under ``data_unverified`` (so in every row's config) and the fingerprint keeps those cells
+    apart from cells on the reference data."""
+    from bench.data import check_content
+
+    checks = [check_content(ctx.paths.data, name, ctx.paths.cache, ctx.allow_unverified_data)
+              for name in dict.fromkeys(datasets)]
+    out: dict = {"data": {c.dataset: c.fingerprint for c in checks}} if checks else {}
+    unverified = [f"{c.dataset}/{u}" for c in checks for u in c.unverified]
+    if unverified:
+        out["data_unverified"] = unverified
+    return out
+
+
 def _stamp(row: Result, spec: ModelSpec, encoder, ctx: RunContext, task: Task | None, cfg: dict,
            cfg_hash: str, wall_s: float, seed: int) -> Result:
     main = task is not None and (row.metric, row.aggregation) == (task.main_metric, task.main_aggregation)
-    paper = spec.paper.get(f"{row.suite}/{row.task}") if main else None
+    paper, paper_source = (row.paper_value, row.paper_source) if row.paper_value is not None else (None, "")
+    if main and paper is None:  # the one source of paper values: reports/paper_values.csv
+        paper, paper_source = paper_values().for_row(spec.name, row.suite, row.task, row.metric, row.attack,
+                                                     row.split, prefer=spec.paper_ref)
     return replace(
         row, model=spec.name, seed=seed, pooler=spec.pooler, method=spec.method or "",
-        weights_sha256=encoder.weights_sha256, batch_size=ctx.batch_size, dtype=encoder.dtype,
+        weights_sha256=encoder.weights_sha256, model_source=spec.model_source, batch_size=ctx.batch_size,
+        dtype=encoder.dtype,
         device=encoder.device, profile=ctx.profile, config_hash=cfg_hash,
         # A row may add its own settings (e.g. the attack's repr) to the run configuration.
         config=json.dumps({**cfg, **(json.loads(row.config) if row.config else {})}, sort_keys=True, default=str),
-        paper_value=row.paper_value if row.paper_value is not None else paper,
+        paper_value=paper, paper_source=paper_source,
         package_versions=package_versions(), git_commit=git_commit(), created_at=now_iso(),
         wall_s=row.wall_s if row.wall_s is not None else wall_s,
     )
@@ -138,7 +198,9 @@ def summary_config(suite: Suite, tasks: list[Task], ctx: RunContext) -> dict:
     return {"suite": suite.name, "summary_of": sorted(t.name for t in tasks), "limit": ctx.limit,
             "scorer_version": f"{suite.name}-{suite.version}." + ".".join(str(t.version) for t in tasks),
             "profile": ctx.profile, **{o.name: resolved.get(o.name, ctx.options.get(o.name)) for o in suite.options
-                                        if o.changes_numbers}}
+                                        if o.changes_numbers},
+            # the summary averages cells computed on this data: another data set is another summary cell
+            **data_config([d for t in tasks for d in suite.datasets(t)], ctx), **precision_config(ctx)}
 
 
 def run_cell(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task: Task, store=None) -> TaskOutcome:
@@ -153,7 +215,8 @@ def run_cell(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task: Task
     rows = suite.run_task(task, encoder, ctx)
     wall = time.perf_counter() - start
     rows = [_stamp(r, spec, encoder, ctx, task, cfg, key.config_hash, wall, ctx.seed) for r in rows]
-    path = store.write(key, rows, cfg)
+    evidence = apply_uncertainty(rows)  # 95% CIs from the rows' per-example evidence (bench/stats.py)
+    path = store.write(key, rows, cfg, evidence=evidence)
     return TaskOutcome(task.name, store.read(path)["results"], path, False, wall)
 
 
@@ -171,7 +234,8 @@ def run_summary(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, tasks: 
     if found is not None and all(o.cached for o in seed_outcomes):
         return TaskOutcome(summary[0].task, store.read(found)["results"], found, True, 0.0)
     rows = [_stamp(r, spec, encoder, ctx, suite.summary_task, cfg, key.config_hash, 0.0, ctx.seed) for r in summary]
-    path = store.write(key, rows, cfg)
+    evidence = summary_uncertainty(rows, [(o.path, o.rows) for o in seed_outcomes], store)
+    path = store.write(key, rows, cfg, evidence=evidence)
     return TaskOutcome(summary[0].task, store.read(path)["results"], path, False, 0.0)
 
 
@@ -188,11 +252,17 @@ def run_suite(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task_name
         if summary is not None:
             outcomes.append(summary)
     store.write_leaderboard()
+    export_metadata(ctx.paths.results, suites=[suite], models=[spec],  # labels, model facts, dev curves for reports
+                    models_dir=ctx.paths.models)
     return outcomes
 
 
 def row(task: Task, metric: str, value, n: int | None, aggregation: str | None = None,
         split: str | None = None, **extra) -> Result:
-    """A Result for ``task`` with the provenance fields left for the runner to stamp."""
+    """A Result for ``task`` with the provenance fields left for the runner to stamp.
+
+    ``evidence=`` (a ``bench.stats.Evidence``: per-pair predictions and gold, per-example outcomes)
+    is what the base turns into the row's 95% CI and stores beside the cell for paired tests; a
+    summary row passes ``evidence=AverageOf(task rows)`` for an average over tasks."""
     return Result(model="", suite=task.suite, task=task.name, split=split or task.split, metric=metric,
                   aggregation=aggregation or task.main_aggregation, value=value, n=n, **extra)

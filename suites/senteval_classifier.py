@@ -233,7 +233,7 @@ class Outcome:
     dev_acc: float  # x100, SentEval's "devacc"
     test_acc: float  # x100, SentEval's "acc"
     test_std: float | None = None  # over outer folds (k-fold protocol), else None
-    predictions: np.ndarray | None = None  # test predictions (KFold: for MRPC's F1)
+    predictions: np.ndarray | None = None  # test predictions, per test example (outer folds: each example once)
     l2: list[float] | None = None  # chosen penalty per outer fold / once
 
 
@@ -264,6 +264,7 @@ def inner_kfold(X, y, nclasses: int, proto: Protocol, seed: int, track: Track = 
     """MR, CR, SUBJ, MPQA: outer k folds for test; inner k folds on each outer train for the L2 penalty."""
     X, y = np.asarray(X, dtype=np.float32), np.asarray(y)
     devs, tests, chosen = [], [], []
+    predictions = np.empty(len(y), dtype=np.int64)  # each example is in exactly one outer test fold
     outer = stratified_folds(y, proto.kfold, seed)
     for fold, (train, test) in enumerate(track(outer, len(outer), f"{label} outer folds")):
         Xtr, ytr = X[train], y[train]
@@ -273,10 +274,11 @@ def inner_kfold(X, y, nclasses: int, proto: Protocol, seed: int, track: Track = 
         reg = L2_GRID[int(np.argmax(scores))]
         devs.append(float(scores.max()))
         _, model = fit(Xtr, ytr, [reg], proto, nclasses, seed)
-        tests.append(round(100 * float(model.accuracy(X[test], y[test])[0]), 2))
+        predictions[test] = model.predict(X[test])[:, 0]
+        tests.append(round(100 * float((predictions[test] == y[test]).mean()), 2))
         chosen.append(reg)
     return Outcome(round(float(np.mean(devs)), 2), round(float(np.mean(tests)), 2),
-                   float(np.std(tests)), None, chosen)
+                   float(np.std(tests)), predictions, chosen)
 
 
 def kfold(Xtrain, ytrain, Xtest, ytest, nclasses: int, proto: Protocol, seed: int,
@@ -304,5 +306,6 @@ def split(Xtrain, ytrain, Xdev, ydev, Xtest, ytest, nclasses: int, proto: Protoc
     scores = np.round(100 * acc, 2)
     col = int(np.argmax(scores))
     chosen = LinearModels(models.weight[:, col:col + 1], models.bias[:, col:col + 1])
-    test = round(100 * float(chosen.accuracy(np.asarray(Xtest, dtype=np.float32), ytest)[0]), 2)
-    return Outcome(float(scores.max()), test, None, None, [L2_GRID[col]])
+    predictions = chosen.predict(np.asarray(Xtest, dtype=np.float32))[:, 0]
+    test = round(100 * float((predictions == np.asarray(ytest)).mean()), 2)
+    return Outcome(float(scores.max()), test, None, predictions, [L2_GRID[col]])

@@ -6,6 +6,10 @@ Pearson under two aggregations:
 - ``all``: one correlation over all pairs of the task (SimCSE's headline setting);
 - ``wmean``: per-subset correlations averaged with subset sizes as weights (SentEval's "wmean").
 An ``avg`` row averages the main score (Spearman, all) over the tasks that ran.
+
+95% CIs (bench/stats.py, applied by the base suite): percentile bootstrap over pairs, 1,000
+resamples, seeded; ``wmean`` resamples within each subset; ``avg`` bootstraps the average of the
+tasks' own resamples. Per-pair predicted cosines and gold scores are stored beside each cell.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.data import PairSet, read_semeval_sts, read_sick, read_stsb, require
+from bench.metrics import correlations, cosine
+from bench.stats import Evidence, Sample
+from bench.uncertainty import AverageOf
 from suites.base import RunContext, Suite, Task, row
 
 
@@ -40,8 +47,9 @@ class SICKTask(Task):
 
 
 def _sts(name, subsets, ref):
-    return SemEvalTask("sts", name, name, "test", "spearman", "all", f"SemEval {name.upper()} test",
-                       ref, subsets=subsets)
+    return SemEvalTask(suite="sts", name=name, label=name.upper(), dataset=name, split="test",
+                       main_metric="spearman", main_aggregation="all", description=f"SemEval {name.upper()} test",
+                       paper_ref=ref, subsets=subsets)
 
 
 REF = "RobustEmbed Table 1 / SimCSE Table 5"
@@ -51,36 +59,36 @@ TASKS = (
     _sts("sts14", ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"), REF),
     _sts("sts15", ("answers-forums", "answers-students", "belief", "headlines", "images"), REF),
     _sts("sts16", ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"), REF),
-    STSBTask("sts", "stsb", "stsb", "test", "spearman", "all", "STS Benchmark test", REF),
-    SICKTask("sts", "sickr", "sick", "test", "spearman", "all", "SICK relatedness test", REF),
+    STSBTask(suite="sts", name="stsb", label="STS-B", dataset="stsb", split="test", main_metric="spearman",
+             description="STS Benchmark test", paper_ref=REF),
+    SICKTask(suite="sts", name="sickr", label="SICK-R", dataset="sick", split="test", main_metric="spearman",
+             description="SICK relatedness test", paper_ref=REF),
 )
 
-AVG = Task("sts", "avg", "", "test", "spearman", "mean-of-tasks", "mean of the task headline scores", REF)
+AVG = Task(suite="sts", name="avg", label="Avg.", dataset="", split="test", main_metric="spearman",
+           main_aggregation="mean-of-tasks", description="mean of the task headline scores", paper_ref=REF)
 
 
-def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a = a / np.clip(np.linalg.norm(a, axis=1, keepdims=True), 1e-12, None)
-    b = b / np.clip(np.linalg.norm(b, axis=1, keepdims=True), 1e-12, None)
-    return (a * b).sum(1)
+def pair_sample(pairs: PairSet, encode) -> Sample:
+    """Per pair: predicted cosine, gold score and subset (stratum), ids = position in the task's pair order."""
+    preds, golds, strata = [], [], []
+    for name, (s1, s2, gold) in pairs.subsets.items():
+        preds.append(cosine(encode(s1), encode(s2)))
+        golds += list(gold)
+        strata += [name] * len(gold)
+    pred = np.concatenate(preds) if preds else np.zeros(0)
+    return Sample(list(range(len(golds))), {"pred": pred, "gold": np.asarray(golds, dtype=np.float64)},
+                  np.asarray(strata))
 
 
-def correlations(pred, gold) -> dict[str, float]:
-    from scipy.stats import pearsonr, spearmanr
-
-    return {"spearman": 100.0 * float(spearmanr(pred, gold)[0]),
-            "pearson": 100.0 * float(pearsonr(pred, gold)[0])}
-
-
-def score_pairs(pairs: PairSet, encode) -> dict[tuple[str, str], float]:
-    """{(metric, aggregation): value} for one task, from an ``encode(list[str])`` function."""
-    per_subset, sizes, all_pred, all_gold = [], [], [], []
-    for s1, s2, gold in pairs.subsets.values():
-        pred = cosine(encode(s1), encode(s2))
-        per_subset.append(correlations(pred, gold))
-        sizes.append(len(gold))
-        all_pred.append(pred)
-        all_gold += gold
-    overall = correlations(np.concatenate(all_pred), all_gold)
+def score_sample(sample: Sample) -> dict[tuple[str, str], float]:
+    """As ``bench.metrics.score_pairs``, from a pair sample: ``all`` over every pair, ``wmean`` by subset."""
+    per_subset, sizes = [], []
+    for name in dict.fromkeys(sample.strata.tolist()):
+        members = np.flatnonzero(sample.strata == name)
+        per_subset.append(correlations(sample.columns["pred"][members], sample.columns["gold"][members]))
+        sizes.append(len(members))
+    overall = correlations(sample.columns["pred"], sample.columns["gold"])
     out = {}
     for metric in ("spearman", "pearson"):
         out[(metric, "all")] = overall[metric]
@@ -88,8 +96,14 @@ def score_pairs(pairs: PairSet, encode) -> dict[tuple[str, str], float]:
     return out
 
 
+def evidence(sample: Sample, metric: str, aggregation: str) -> Evidence:
+    """A row's CI: bootstrap over pairs ('all'), or within subsets ('wmean': SentEval's weighted mean)."""
+    return Evidence(metric if aggregation == "all" else f"{metric}_wmean", sample, ("pred", "gold"))
+
+
 class STSSuite(Suite):
     name = "sts"
+    label = "STS"
     description = "Semantic textual similarity: STS12-16, STS-B, SICK-R (cosine, Spearman x100)"
     tasks = TASKS
     summary_task = AVG
@@ -99,16 +113,18 @@ class STSSuite(Suite):
         n = len(pairs.all_pairs()[2])
         sentences = [s for s1, s2, _ in pairs.subsets.values() for s in s1 + s2]
         encoder.encode(list(ctx.track([sentences], 1, f"encode {task.name}"))[0])  # fills the cache once
-        scores = score_pairs(pairs, encoder.encode)
-        return [row(task, metric, value, n, aggregation=agg) for (metric, agg), value in scores.items()]
+        sample = pair_sample(pairs, encoder.encode)
+        return [row(task, metric, value, n, aggregation=agg, evidence=evidence(sample, metric, agg))
+                for (metric, agg), value in score_sample(sample).items()]
 
     def summarize(self, rows, ctx):
         headline = [r for r in rows if r["aggregation"] == "all" and r["task"] != "avg"]
         out = []
         for metric in ("spearman", "pearson"):
-            values = [r["value"] for r in headline if r["metric"] == metric and r["value"] is not None]
-            if values:
-                out.append(row(AVG, metric, float(np.mean(values)), len(values), aggregation="mean-of-tasks"))
+            used = [r for r in headline if r["metric"] == metric and r["value"] is not None]
+            if used:
+                out.append(row(AVG, metric, float(np.mean([r["value"] for r in used])), len(used),
+                               aggregation="mean-of-tasks", evidence=AverageOf(used)))
         return out
 
 

@@ -17,6 +17,9 @@ label), so folds match SentEval's for the same seed. Each unique sentence is enc
 Rows: ``acc`` (split test, x100) and ``dev_acc`` (split dev, x100: SentEval's "devacc") per task;
 under task ``avg``, ``acc`` with aggregation ``mean-of-6-tasks`` (no TREC: RobustEmbed Table 2) and
 ``mean-of-7-tasks``, each emitted only when all its tasks ran in the same configuration.
+95% CIs (applied by the base suite): ``acc`` Wilson over the test examples (outer-fold predictions
+pooled for the k-fold tasks), MRPC ``f1`` a bootstrap over test pairs, the averages a bootstrap of
+the tasks' own resamples; ``dev_acc`` none (it is the best of the L2 grid, selected on itself).
 
 Open choices:
 - MRPC features: the issue text says ``[u, v, |u-v|, u*v]``; SentEval's code (and so every
@@ -38,6 +41,8 @@ import numpy as np
 from bench.data import require
 from bench.errors import BenchError
 from bench.plugins import Option
+from bench.stats import Evidence, Sample
+from bench.uncertainty import AverageOf
 from suites.base import RunContext, Suite, Task, row
 from suites.senteval_classifier import (L2_GRID, SENTEVAL_SEED, Outcome, Protocol, inner_kfold, kfold,
                                         protocol, single_thread, split)
@@ -91,6 +96,7 @@ class TaskScores:
     n_dev: int
     n_test: int
     extra: dict
+    test_labels: np.ndarray | None = None  # gold labels in the order of outcome.predictions
 
 
 @dataclass(frozen=True)
@@ -128,7 +134,7 @@ class BinaryTask(TransferTask):
 
     def evaluate(self, data, embed, proto, seed, track):
         X, y = embed(data[0]), np.array(data[1])
-        return TaskScores(inner_kfold(X, y, self.nclasses, proto, seed, track, self.name), len(y), len(y), {})
+        return TaskScores(inner_kfold(X, y, self.nclasses, proto, seed, track, self.name), len(y), len(y), {}, y)
 
 
 @dataclass(frozen=True)
@@ -148,7 +154,8 @@ class SSTTask(TransferTask):
     def evaluate(self, data, embed, proto, seed, track):
         (Xtr, ytr), (Xdv, ydv), (Xte, yte) = [(embed(data[p][0]), np.array(data[p][1]))
                                               for p in ("train", "dev", "test")]
-        return TaskScores(split(Xtr, ytr, Xdv, ydv, Xte, yte, self.nclasses, proto, seed), len(ydv), len(yte), {})
+        return TaskScores(split(Xtr, ytr, Xdv, ydv, Xte, yte, self.nclasses, proto, seed), len(ydv), len(yte), {},
+                          yte)
 
 
 TREC_CLASSES = {"ABBR": 0, "DESC": 1, "ENTY": 2, "HUM": 3, "LOC": 4, "NUM": 5}  # SentEval trec.py
@@ -180,7 +187,7 @@ class TRECTask(TransferTask):
     def evaluate(self, data, embed, proto, seed, track):
         (Xtr, ytr), (Xte, yte) = [(embed(data[p][0]), np.array(data[p][1])) for p in ("train", "test")]
         out = kfold(Xtr, ytr, Xte, yte, self.nclasses, proto, seed, track, self.name)
-        return TaskScores(out, len(ytr), len(yte), {})
+        return TaskScores(out, len(ytr), len(yte), {}, yte)
 
 
 def parse_mrpc(lines: list[str]) -> tuple[list[Tokens], list[Tokens], list[int]]:
@@ -218,31 +225,38 @@ class MRPCTask(TransferTask):
         (Xtr, ytr), (Xte, yte) = [(self.pair_features(embed(data[p][0]), embed(data[p][1])), np.array(data[p][2]))
                                   for p in ("train", "test")]
         out = kfold(Xtr, ytr, Xte, yte, self.nclasses, proto, seed, track, self.name)
-        return TaskScores(out, len(ytr), len(yte), {"f1": round(100 * float(f1_score(yte, out.predictions)), 2)})
+        return TaskScores(out, len(ytr), len(yte), {"f1": round(100 * float(f1_score(yte, out.predictions)), 2)},
+                          yte)
 
 
 SENTEVAL_DIR = "senteval/downstream"
 TASKS = (
-    BinaryTask("transfer", "mr", "mr", "test", "acc", "kfold-mean", "Movie review polarity (10,662)", REF,
+    BinaryTask(suite="transfer", name="mr", label="MR", dataset="mr", split="test", main_metric="acc",
+               main_aggregation="kfold-mean", description="Movie review polarity (10,662)", paper_ref=REF,
                label1_file="rt-polarity.pos", label0_file="rt-polarity.neg"),
-    BinaryTask("transfer", "cr", "cr", "test", "acc", "kfold-mean", "Customer review polarity (3,775)", REF,
+    BinaryTask(suite="transfer", name="cr", label="CR", dataset="cr", split="test", main_metric="acc",
+               main_aggregation="kfold-mean", description="Customer review polarity (3,775)", paper_ref=REF,
                label1_file="custrev.pos", label0_file="custrev.neg"),
-    BinaryTask("transfer", "subj", "subj", "test", "acc", "kfold-mean", "Subjectivity (10,000)", REF,
+    BinaryTask(suite="transfer", name="subj", label="SUBJ", dataset="subj", split="test", main_metric="acc",
+               main_aggregation="kfold-mean", description="Subjectivity (10,000)", paper_ref=REF,
                label1_file="subj.objective", label0_file="subj.subjective"),
-    BinaryTask("transfer", "mpqa", "mpqa", "test", "acc", "kfold-mean", "MPQA opinion polarity (10,606)", REF,
+    BinaryTask(suite="transfer", name="mpqa", label="MPQA", dataset="mpqa", split="test", main_metric="acc",
+               main_aggregation="kfold-mean", description="MPQA opinion polarity (10,606)", paper_ref=REF,
                label1_file="mpqa.pos", label0_file="mpqa.neg"),
-    SSTTask("transfer", "sst2", "sst2", "test", "acc", "all", "SST-2 binary (train 67,349 phrases / dev 872 / "
-            "test 1,821)", REF, dev_aggregation="all", notes=(("train", "GLUE SST-2 phrase train, 67,349 (SentEval/SimCSE file)"),)),
-    TRECTask("transfer", "trec", "trec", "test", "acc", "all", "TREC question type, 6 classes (5,452 / 500)",
-             REF, nclasses=6),
-    MRPCTask("transfer", "mrpc", "mrpc", "test", "acc", "all", "MRPC paraphrase (4,076 / 1,725 pairs)", REF,
-             notes=(("pair_features", MRPC_FEATURES),)),
+    SSTTask(suite="transfer", name="sst2", label="SST2", dataset="sst2", split="test", main_metric="acc",
+            description="SST-2 binary (train 67,349 phrases / dev 872 / test 1,821)", paper_ref=REF,
+            dev_aggregation="all", notes=(("train", "GLUE SST-2 phrase train, 67,349 (SentEval/SimCSE file)"),)),
+    TRECTask(suite="transfer", name="trec", label="TREC", dataset="trec", split="test", main_metric="acc",
+             description="TREC question type, 6 classes (5,452 / 500)", paper_ref=REF, nclasses=6),
+    MRPCTask(suite="transfer", name="mrpc", label="MRPC", dataset="mrpc", split="test", main_metric="acc",
+             description="MRPC paraphrase (4,076 / 1,725 pairs)", paper_ref=REF, notes=(("pair_features", MRPC_FEATURES),)),
 )
 AVERAGES = {
     "mean-of-6-tasks": ("mr", "cr", "subj", "mpqa", "sst2", "mrpc"),  # RobustEmbed Table 2 (no TREC)
     "mean-of-7-tasks": ("mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc"),
 }
-AVG = Task("transfer", "avg", "", "test", "acc", "mean-of-7-tasks", "mean of the task test accuracies", REF)
+AVG = Task(suite="transfer", name="avg", label="Avg.", dataset="", split="test", main_metric="acc",
+           main_aggregation="mean-of-7-tasks", description="mean of the task test accuracies", paper_ref=REF)
 
 
 def embedding_dir(encoder, ctx: RunContext) -> Path:
@@ -289,6 +303,19 @@ def embedder(encoder, ctx: RunContext, task: TransferTask, data):
         np.zeros((0, 0), dtype=np.float32)
 
 
+EXTRA_STATISTICS = {"f1": "f1"}  # extra test metric -> bench.stats statistic of (pred, gold)
+
+
+def test_sample(result: TaskScores) -> Sample | None:
+    """Per test example (ids: position in SentEval's sorted order, the same for every encoder): correct,
+    prediction and gold; the acc row's Wilson interval and paired tests read it."""
+    preds, gold = result.outcome.predictions, result.test_labels
+    if preds is None or gold is None or len(preds) != len(gold):
+        return None
+    preds, gold = np.asarray(preds), np.asarray(gold)
+    return Sample(list(range(len(gold))), {"correct": (preds == gold).astype(float), "pred": preds, "gold": gold})
+
+
 class TransferSuite(Suite):
     name = "transfer"
     description = "SentEval transfer: logistic regression on frozen embeddings (MR CR SUBJ MPQA SST-2 TREC MRPC)"
@@ -319,10 +346,16 @@ class TransferSuite(Suite):
         ctx.log(f"  {task.name}: encoding {encoded - start:.1f}s, classifier {time.perf_counter() - encoded:.1f}s "
                 f"(L2 chosen: {sorted(set(result.outcome.l2 or []))})")
         out = result.outcome
-        rows = [row(task, "acc", out.test_acc, result.n_test, split="test", std=out.test_std),
+        sample = test_sample(result)
+        rows = [row(task, "acc", out.test_acc, result.n_test, split="test", std=out.test_std,
+                    evidence=sample and Evidence("proportion", sample, ("correct",))),
+                # SentEval's devacc is the best of the L2 grid (selected on itself): no interval.
                 row(task, "dev_acc", out.dev_acc, result.n_dev, split="dev",
                     aggregation=task.dev_aggregation)]
-        rows += [row(task, metric, value, result.n_test, split="test") for metric, value in result.extra.items()]
+        rows += [row(task, metric, value, result.n_test, split="test",
+                     evidence=sample and EXTRA_STATISTICS.get(metric) and
+                     Evidence(EXTRA_STATISTICS[metric], sample, ("pred", "gold")))
+                 for metric, value in result.extra.items()]
         return rows
 
     def summarize(self, rows, ctx):
@@ -331,8 +364,9 @@ class TransferSuite(Suite):
         out = []
         for aggregation, names in AVERAGES.items():
             if all(test.get(t) is not None for t in names):
+                used = [r for r in rows if r["metric"] == "acc" and r["split"] == "test" and r["task"] in names]
                 out.append(row(AVG, "acc", round(float(np.mean([test[t] for t in names])), 2), len(names),
-                               aggregation=aggregation))
+                               aggregation=aggregation, evidence=AverageOf(used)))
         return out
 
 

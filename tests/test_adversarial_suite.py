@@ -27,6 +27,11 @@ def adv_env(bench_env, tiny_model, monkeypatch):
     mr.mkdir(parents=True)
     (mr / "rt-polarity.pos").write_text("".join(f"{t}\n" for t in POS * 4 + ["a good actor"]))
     (mr / "rt-polarity.neg").write_text("".join(f"{t}\n" for t in NEG * 4))
+    from tests.conftest import register_fixture_dataset
+
+    # the fixtures stand for the datasets the run checks (content hashes enter the cell configuration)
+    register_fixture_dataset(monkeypatch, root, "textfooler", "textfooler_attack_sets")
+    register_fixture_dataset(monkeypatch, root, "mr", "senteval/downstream/MR")
     monkeypatch.setitem(adversarial.VICTIM_SETTINGS["finetune"], "smoke",
                         {"max_examples": 64, "epochs": 3, "max_len": 32, "lr": 1e-3, "head_lr": 1e-2,
                          "batch_size": 8})

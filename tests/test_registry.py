@@ -24,5 +24,23 @@ def test_unknown_model_suggests_close_names():
 def test_offline_default_and_released_checkpoints_are_registered():
     assert MODELS["minilm"].pooler == "avg"
     assert MODELS["simcse-bert"].pooler == "cls_before_pooler"
-    assert MODELS["simcse-bert"].paper["sts/avg"] == pytest.approx(76.25)
+    assert MODELS["simcse-bert"].paper_ref == "SimCSE Table 5"  # its value: reports/paper_values.csv
     assert MODELS["sup-simcse-bert"].pooler == "cls"
+
+
+def test_one_registry_helper_serves_every_kind():
+    from attacks.recipes import RECIPES
+    from bench.cli import COMMANDS
+    from bench.methods import METHODS
+    from bench.plugins import Registry
+    from suites import SUITES
+
+    for registry in (MODELS, SUITES, METHODS, RECIPES, COMMANDS):
+        assert isinstance(registry, Registry)
+    assert SUITES.load("sts").name == "sts"  # lazy "module:attr", imported on first use
+    assert RECIPES.label("bert-attack") == "BERTAttack"
+    for registry, typo, meant in ((SUITES, "stss", "sts"), (METHODS, "simcsee", "simcse"),
+                                  (RECIPES, "textfool", "textfooler"), (COMMANDS, "rnu", "run")):
+        with pytest.raises(UnknownName) as err:
+            registry.load(typo)
+        assert meant in err.value.close

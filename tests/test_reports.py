@@ -11,22 +11,29 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from bench.stats import Evidence, Sample
 from bench.store import CellKey, Result, ResultStore, config_hash
+from bench.uncertainty import apply_uncertainty
 
 STS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 TRANSFER = ("mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc")
 MODELS = {"simcse-bert": 0.0, "robustembed-bert": 2.0, "minilm": -5.0}  # model -> offset added to every score
+MODELS_USED = tuple(MODELS)
 
 
-def _cell(store: ResultStore, model: str, suite: str, task: str, seed: int, rows: list[tuple], **options):
-    """One result cell; rows are (metric, value[, aggregation[, split[, attack[, std]]]])."""
+def _cell(store: ResultStore, model: str, suite: str, task: str, seed: int, rows: list[tuple], evidence=None,
+          **options):
+    """One result cell; rows are (metric, value[, aggregation[, split[, attack[, std]]]]); ``evidence`` maps
+    (metric, aggregation, attack) to a bench.stats.Evidence stored beside the cell, as the base suite does."""
     cfg = {"suite": suite, "task": task, "split": "test", "limit": None, "profile": "smoke", **options}
     key = CellKey(model, "ab" * 32, suite, task, seed, config_hash(cfg))
     served = json.dumps({"served": {"word_embedding": "glove6b50d-counterfitted-local"}, "attack": "Attack(...)" * 50})
@@ -37,8 +44,34 @@ def _cell(store: ResultStore, model: str, suite: str, task: str, seed: int, rows
                               value=value, attack=attack, n=100, seed=seed, std=std, profile="smoke",
                               config=json.dumps(cfg, sort_keys=True), device="cpu", config_hash=key.config_hash,
                               created_at=f"2026-11-21T20:00:{seed:02d}+00:00",
-                              resources=served if suite in ("adversarial", "advsts") else ""))
-    store.write(key, results, cfg)
+                              resources=served if suite in ("adversarial", "advsts") else "",
+                              evidence=(evidence or {}).get((metric, aggregation, attack))))
+    store.write(key, results, cfg, evidence=apply_uncertainty(results))
+
+
+# Per-example evidence for the significance marks: STS12 separates robustembed-bert from simcse-bert
+# (its predictions are closer to gold), STS13 does not (nearly the same predictions); TextFooler on MR:
+# robustembed-bert's successes are a subset of simcse-bert's in every run.
+_RNG = np.random.default_rng(0)
+_GOLD = _RNG.uniform(0, 5, 300)
+_NOISE = _RNG.normal(0, 1.0, 300)
+_JITTER = _RNG.normal(0, 0.01, 300)
+
+
+def _sts_evidence(model: str, task: str):
+    if model not in ("simcse-bert", "robustembed-bert") or task not in ("sts12", "sts13"):
+        return None
+    noise = _NOISE * (0.6 if (model, task) == ("robustembed-bert", "sts12") else 1.0)
+    pred = _GOLD + noise + (_JITTER if (model, task) == ("robustembed-bert", "sts13") else 0.0)
+    return {("spearman", "all", ""): Evidence("spearman", Sample(list(range(300)), {"p": pred, "g": _GOLD}), ("p", "g"))}
+
+
+def _attack_evidence(model: str, task: str, recipe: str, successes: list[int]):
+    if model not in ("simcse-bert", "robustembed-bert") or (task, recipe) != ("mr", "textfooler"):
+        return {}
+    return {("attack_success_rate", f"run{k}", recipe):
+            Evidence("proportion", Sample(list(range(100)), {"s": [1.0] * s + [0.0] * (100 - s)}), ("s",))
+            for k, s in enumerate(successes)}
 
 
 def _runs(metric: str, values: list[float], attack: str) -> list[tuple]:
@@ -55,21 +88,22 @@ def write_fixture(root: Path) -> Path:
             if model == "robustembed-bert" and task == "sickr":
                 continue
             _cell(store, model, "sts", task, 0, [("spearman", 70.0 + i + off), ("spearman", 60.0 + i + off, "wmean"),
-                                                 ("pearson", 69.0 + i + off)])
+                                                 ("pearson", 69.0 + i + off)], evidence=_sts_evidence(model, task))
         for i, task in enumerate(TRANSFER):
             if model == "robustembed-bert" and task == "trec":
                 continue
             _cell(store, model, "transfer", task, 0, [("acc", 80.0 + i + off, "kfold-mean", "test", "", 0.7),
                                                       ("dev_acc", 81.0 + i, "kfold-mean", "dev")], mode="test")
         for task in ("mr", "sst2"):
-            rows = [("clean_accuracy", 85.0)]
+            rows, evidence = [("clean_accuracy", 85.0)], {}
             for recipe, base in (("textfooler", 60.0), ("pwws", 50.0)):
                 asr = [base - 4 * off + run for run in range(3)]
+                evidence.update(_attack_evidence(model, task, recipe, [int(a) for a in asr]))
                 rows += _runs("attack_success_rate", asr, recipe)
                 rows += _runs("accuracy_reduction", [85.0 * a / 100 for a in asr], recipe)
                 rows += _runs("avg_queries", [100.0 + 10 * off + run + (50 if recipe == "pwws" else 0)
                                               for run in range(3)], recipe)
-            _cell(store, model, "adversarial", task, 0, rows, recipes=["textfooler", "pwws"], runs=3)
+            _cell(store, model, "adversarial", task, 0, rows, evidence=evidence, recipes=["textfooler", "pwws"], runs=3)
         if model != "minilm":
             for i, task in enumerate(("stsb", "sickr")):
                 _cell(store, model, "advsts", task, 0, [("attack_success_rate", 20.0 - off + i, "all", "test", "textfooler"),
@@ -85,7 +119,17 @@ def write_fixture(root: Path) -> Path:
                                                    ("accuracy", 44.0, "mean-of-rounds", "dev"),
                                                    ("accuracy", 99.0, "pooled", "dev")])
     store.write_leaderboard()
+    export_metadata(root)
     return root
+
+
+def export_metadata(root: Path) -> None:
+    """What `bench run` exports beside its results: the suites' labels and the models' facts."""
+    from bench import metadata
+    from bench.registry import MODELS
+    from suites import all_suites
+
+    metadata.export(root, suites=all_suites(), models=[MODELS[m] for m in MODELS_USED])
 
 
 @pytest.fixture
@@ -132,21 +176,81 @@ def test_missing_cell_is_a_dash_and_short_average_is_marked(generated):
     assert "†" in files["robustembed-table2.tex"] or "dagger" in files["robustembed-table2.tex"]
 
 
-def test_bold_is_column_best_within_backbone_group(generated):
+def test_bold_only_when_significantly_better_than_the_runner_up(generated):
     files = generated
     t1 = _cells(files["robustembed-table1.csv"])
-    assert t1[("", "robustembed-bert", "STS12")]["bold"] == "1"  # higher is better
+    # STS12: robustembed-bert's stored per-pair predictions beat simcse-bert's in a paired bootstrap.
+    assert (t1[("", "robustembed-bert", "STS12")]["bold"], t1[("", "robustembed-bert", "STS12")]["mark"]) == ("1", "")
     assert t1[("", "simcse-bert", "STS12")]["bold"] == "0"
+    # STS13: best by value, but the paired test cannot separate it from the runner-up.
+    assert (t1[("", "robustembed-bert", "STS13")]["bold"], t1[("", "robustembed-bert", "STS13")]["mark"]) == ("0", "n.s.")
+    # STS-B: best by value, no stored evidence: neither bold nor n.s.
+    assert (t1[("", "robustembed-bert", "STS-B")]["bold"], t1[("", "robustembed-bert", "STS-B")]["mark"]) == ("0", "")
     assert t1[("", "minilm", "STS12")]["bold"] == "0"  # alone in its backbone group: best of nothing
     assert t1[("", "simcse-bert", "SICK-R")]["bold"] == "0"  # the only BERT value in that column
-    assert t1[("", "simcse-bert", "STS-B")]["bold"] == "0" and t1[("", "robustembed-bert", "STS-B")]["bold"] == "1"
+    md1 = files["robustembed-table1.md"]
+    assert "73.00 n.s." in md1 and "**72.00**" in md1
     t3 = _cells(files["robustembed-table3.csv"])
-    assert t3[("TextFooler", "robustembed-bert", "MR")]["bold"] == "1"  # lower ASR is better
+    assert t3[("TextFooler", "robustembed-bert", "MR")]["bold"] == "1"  # lower ASR is better, paired over runs
     assert t3[("TextFooler", "simcse-bert", "MR")]["bold"] == "0"
+    assert t3[("TextFooler", "robustembed-bert", "SST2")]["bold"] == "0"  # no evidence stored for SST-2
     md = files["robustembed-table3.md"]
-    assert "| TextFooler | robustembed-bert | – [paper 40.55] | **53.00 ± 1.00 (n=3)** [paper 32.69, Δ +20.31] |" in md
-    assert "| TextFooler | simcse-bert | – [paper 75.32] | 61.00 ± 1.00 (n=3) [paper 65.53, Δ -4.53] |" in md
+    # 3 runs: t-interval over runs, 53 +- t(0.975, 2) * 1 / sqrt(3)
+    assert ("| TextFooler | robustembed-bert | – [paper 40.55] | **53.00 ± 1.00 (n=3)** (50.52–55.48) "
+            "[paper 32.69, Δ +20.31] |") in md
+    assert "| TextFooler | simcse-bert | – [paper 75.32] | 61.00 ± 1.00 (n=3) (58.52–63.48) [paper 65.53, Δ -4.53] |" in md
     assert "| BAE |" not in md and "No results at all for: TextBugger, BAE, BERTAttack." in md
+
+
+def test_cells_carry_the_rows_intervals(generated):
+    t1 = _cells(generated["robustembed-table1.csv"])
+    cell = t1[("", "robustembed-bert", "STS12")]
+    assert cell["ci_method"] == "bootstrap(B=1000,seed=0)" and float(cell["ci_low"]) < float(cell["ci_high"])
+    assert t1[("", "simcse-bert", "STS14")]["ci_low"] == ""  # no evidence, no interval
+    t3 = _cells(generated["robustembed-table3.csv"])
+    assert t3[("PWWS", "simcse-bert", "SST2")]["ci_method"] == "t-over-3-runs"
+
+
+def test_paper_reference_rows_and_one_header_per_group(generated):
+    md = generated["robustembed-table3.md"]
+    assert "| TextFooler | paper · SimCSE-BERT_base | 75.32 | 65.53 | 71.49 | 79.67 | 80.07 | 72.65 | 68.54 | 72.61 |" in md
+    assert "| PWWS | paper · RobustEmbed-BERT_base |" in md
+    headers = [ln for ln in md.splitlines() if ln.startswith("| *")]
+    assert len(headers) == len(set(headers))  # each group header once, not once per recipe block
+    assert headers[-1].startswith("| *paper (RobustEmbed Table 3, its backbones)*")
+    t3 = _cells(generated["robustembed-table3.csv"])
+    ref = t3[("TextFooler", "paper · RobustEmbed-BERT_base", "MR")]
+    assert (ref["reference"], ref["paper"], ref["mean"], ref["bold"]) == ("1", "32.69", "", "0")
+    assert "paper · SimCSE-BERT_base" in generated["robustembed-table1.md"]
+    assert "paper · SimCSE-BERT_base" not in generated["robustembed-table7.md"]  # summaries list our models only
+
+
+def test_report_card(results, tmp_path):
+    from bench import metadata, registry
+    from reports.card import card
+
+    # Two trained models from simcse-bert at one profile; the card knows them from plugins.json, as reports do.
+    metadata.export(results, models=[
+        registry.ModelSpec(name="simcse-x", backbone="b", method="simcse", base="simcse-bert", profile="smoke"),
+        registry.ModelSpec(name="robust-x", backbone="b", method="robustembed", base="simcse-bert", profile="smoke")])
+    store = ResultStore(results)
+    for model, task_evidence in (("simcse-x", _sts_evidence("simcse-bert", "sts12")),
+                                 ("robust-x", _sts_evidence("robustembed-bert", "sts12"))):
+        _cell(store, model, "sts", "sts12", 0, [("spearman", 71.0), ("spearman", 60.0, "wmean")], evidence=task_evidence)
+    files = card(results, "robust-x")
+    md, page = files["card-robust-x.md"], files["card-robust-x.html"]
+    line = next(ln for ln in md.splitlines() if ln.startswith("| sts12 |"))
+    assert "bootstrap(B=1000,seed=0)" in line and "significant" in line  # vs base (simcse-bert) and vs SimCSE
+    assert line.count("significant") == 2 and "wmean" not in md
+    assert "Δ vs base (simcse-bert)" in md and "Δ vs SimCSE (simcse-x)" in md
+    assert "profile=smoke" in md and "<table>" in page and "robust-x" in page
+    assert "glove6b50d-counterfitted-local" not in md  # no attack rows of its own
+    env = {"BENCH_RESULTS_DIR": str(results)}
+    bad = _bench("report", "--card", "nobody", "--out", str(tmp_path / "r"), env_extra=env)
+    assert bad.returncode == 2 and "nobody" in bad.stderr
+    ok = _bench("report", "--card", "simcse-bert", "--out", str(tmp_path / "r"), env_extra=env)
+    assert ok.returncode == 0, ok.stderr
+    assert (tmp_path / "r" / "card-simcse-bert.md").exists() and (tmp_path / "r" / "card-simcse-bert.html").exists()
 
 
 def test_seeds_give_mean_std_and_n(generated):
@@ -182,14 +286,15 @@ def test_anli_and_advsts_tables(generated):
     assert "not the paper's undefined one" in files["robustembed-table4.md"]
     assert "41.0 [paper 53.8, Δ -12.8]" in files["vadvcse-table3.md"]
     adv = _cells(files["robustembed-table4.csv"])
-    assert adv[("TextFooler", "robustembed-bert", "AdvSTS-B")]["bold"] == "1"  # lower ASR
+    assert adv[("TextFooler", "robustembed-bert", "AdvSTS-B")]["bold"] == "0"  # lower ASR, but no evidence stored
     assert float(adv[("TextFooler", "robustembed-bert", "Avg.")]["paper"]) == 8.22
 
 
 def test_paper_value_and_difference_beside_ours(generated):
     files = generated
     # RobustEmbed Table 1, SimCSE-BERT_base, STS12 = 68.66; ours 70.00.
-    assert "70.00 [paper 68.66, Δ +1.34]" in files["robustembed-table1.md"]
+    # (with its stored evidence, the cell's 95% CI sits between our value and the paper's)
+    assert re.search(r"\| 70\.00 \([\d.]+–[\d.]+\) \[paper 68\.66, Δ \+1\.34\] \|", files["robustembed-table1.md"])
     t1 = _cells(files["robustembed-table1.csv"])
     assert t1[("", "minilm", "STS12")]["paper"] == ""  # no paper row for MiniLM
     # Table 3, TextFooler, RobustEmbed-BERT_base, MR = 32.69; ours mean of 52, 53, 54 = 53.
@@ -210,7 +315,11 @@ def test_settings_that_differ_name_their_columns(tmp_path):
     store = ResultStore(tmp_path)
     _cell(store, "minilm", "transfer", "mr", 0, [("acc", 70.0)], mode="fasttest")
     _cell(store, "minilm", "transfer", "cr", 0, [("acc", 75.0)], mode="test")
+    bare = generate(tmp_path, formats=["md"]).reports["robustembed-table2.md"]
+    assert "| mr ↑ | cr ↑ |" in bare and "not in the registry" in bare  # no metadata: names, no groups
+    export_metadata(tmp_path)
     md = generate(tmp_path, formats=["md"]).reports["robustembed-table2.md"]
+    assert "| MR ↑ | CR ↑ |" in md  # the labels the transfer suite exported
     assert "mode: fasttest (minilm: MR), test (minilm: CR)" in md
     _cell(store, "simcse-bert", "transfer", "mr", 0, [("acc", 70.0)], mode="test")
     md = generate(tmp_path, formats=["md"]).reports["robustembed-table2.md"]
@@ -290,7 +399,7 @@ def test_latex_compiles(generated, tmp_path):
 
 
 def test_reports_import_no_torch_suites_or_attacks():
-    code = ("import sys, reports, reports.specs, bench.commands.report; "
+    code = ("import sys, reports, reports.specs, reports.card, bench.commands.report, bench.commands.compare; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'suites', 'attacks', 'transformers')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -308,11 +417,24 @@ def test_paper_values_are_read_from_the_papers():
     tab-separated; and each table has as many values as the paper prints."""
     from reports.paper import PaperValues
 
-    texts = {"RobustEmbed": (_papers_dir() / "robustembed.txt").read_text(encoding="utf-8"),
-             "V-advCSE": (_papers_dir() / "v-advcse.txt").read_text(encoding="utf-8")}
+    def text(name):
+        return (_papers_dir() / name).read_text(encoding="utf-8")
+
+    # SimCSE's own paper is not in shared/papers: its Table 5 row is checked against AdCSE's reprint.
+    texts = {"RobustEmbed": text("robustembed.txt"), "V-advCSE": text("v-advcse.txt"), "AdCSE": text("adcse.txt"),
+             "L2P-CSR": text("l2p-csr.txt"), "SimCSE": text("adcse.txt")}
     rows = PaperValues.load().rows
     for r in rows:
+        if r["note"].startswith("not checkable here"):
+            continue
         assert r["value"] in texts[r["paper"]], r
+    # Rows of the other papers' STS tables sit on one line of the paper, in task order.
+    for paper, table in (("AdCSE", "Table 1"), ("L2P-CSR", "Table 1"), ("V-advCSE", "Table 1"), ("SimCSE", "Table 5")):
+        block = [r for r in rows if (r["paper"], r["table"]) == (paper, table) and r["suite"] == "sts"]
+        for label in dict.fromkeys(r["row_model"] for r in block):
+            values = [r["value"] for r in block if r["row_model"] == label]
+            if len(values) == 8:
+                assert any(re.sub(r"<[^>]+>", "", ln).split()[-8:] == values for ln in texts[paper].splitlines()), label
     counts = {}
     for r in rows:
         counts[(r["paper"], r["table"])] = counts.get((r["paper"], r["table"]), 0) + 1
@@ -330,14 +452,23 @@ def test_paper_values_are_read_from_the_papers():
 
 
 REPO = Path(__file__).resolve().parents[1]
+from bench.paths import PUBLISHED_REPORTS, PUBLISHED_RESULTS, Paths  # noqa: E402
 
 
-@pytest.mark.skipif(not (REPO / "reports" / "index.md").exists() or not (REPO / "results" / "cells").is_dir(),
-                    reason="no committed reports/ and results/ to compare")
+@pytest.mark.skipif(not (PUBLISHED_REPORTS / "index.md").exists() or not (PUBLISHED_RESULTS / "cells").is_dir(),
+                    reason="no committed reports/generated/ and results/ to compare")
 def test_committed_reports_match_committed_results():
-    """The committed reports/ is what the committed code makes from the committed results/."""
+    """The committed reports/generated/ is what the committed code makes from the committed results/."""
     from reports import compare, generate
 
-    artifacts = generate(REPO / "results")
-    problems = compare(artifacts.reports, REPO / "reports") + compare(artifacts.results, REPO / "results", prune=False)
-    assert not problems, "stale reports; run `BENCH_RESULTS_DIR=results bench report` and commit:\n" + "\n".join(problems)
+    artifacts = generate(PUBLISHED_RESULTS)
+    problems = compare(artifacts.reports, PUBLISHED_REPORTS) + compare(artifacts.results, PUBLISHED_RESULTS, prune=False)
+    assert not problems, ("stale reports; run `bench report --results-dir results` and commit:\n"
+                          + "\n".join(problems))
+
+
+def test_generated_reports_sit_apart_from_the_report_code():
+    assert PUBLISHED_REPORTS == REPO / "reports" / "generated"
+    assert not list(PUBLISHED_REPORTS.glob("*.py")) and not list((REPO / "reports").glob("*.md"))
+    assert Paths(home=REPO, data=REPO, results=PUBLISHED_RESULTS.resolve()).reports == PUBLISHED_REPORTS.resolve()
+    assert Paths(home=REPO, data=REPO, results=Path("/x/results")).reports == Path("/x/reports")

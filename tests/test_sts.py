@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from bench.data import PairSet, read_semeval_sts
-from suites.sts import score_pairs
+from bench.metrics import score_pairs
 
 
 def _fake_encoder(vectors):

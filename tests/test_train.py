@@ -102,7 +102,7 @@ def test_training_keeps_the_best_dev_checkpoint_and_writes_a_full_card(tiny_bert
     assert len(card["data"]["sha256"]) == 64 and card["data"]["sentences"] == 64
     # the saved weights are the best step's: re-scoring them gives the recorded dev score
     from bench.data import read_stsb
-    from suites.sts import score_pairs
+    from bench.metrics import score_pairs
 
     model, tokenizer = load_hf(str(out))
     encoder = Encoder(model, tokenizer, pooler="cls_before_pooler", max_len=64)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.table import Table
 
+from bench.commands import output_console
 from bench.errors import BenchError
 
 
@@ -18,7 +18,7 @@ def main(args) -> int:
     from bench.paths import Paths
 
     paths = Paths.from_env()
-    console = Console()
+    console = output_console()  # piped: whole values, no '…'
     names = [get_dataset(args.dataset).name] if args.dataset else list(DATASETS)
     console.print(f"Data root: {paths.data} (set BENCH_DATA_DIR to change it)")
     if args.action == "fetch":

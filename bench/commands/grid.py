@@ -4,11 +4,14 @@ on Ray (local by default, --address for a cluster), skipping cells already in th
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from bench.commands import (add_unverified_data_flag, nonnegative_float, nonnegative_int, output_console,
+                            positive_float, positive_int)
 from bench.errors import BenchError
 
 STATE_STYLE = {"pending": "dim", "running": "cyan", "done": "green", "stored": "blue", "failed": "red",
@@ -16,18 +19,20 @@ STATE_STYLE = {"pending": "dim", "running": "cyan", "done": "green", "stored": "
 
 
 def add_arguments(parser):
-    parser.add_argument("--models", required=True, help="comma-separated model names (see `bench ls models`)")
+    parser.add_argument("--models", required=True,
+                        help="comma-separated: names (`bench ls models`, $BENCH_HOME/models.toml), hf:ORG/NAME, "
+                             "or model directories")
     parser.add_argument("--suites", required=True, help="comma-separated suite names (see `bench ls suites`)")
     parser.add_argument("--tasks", help="comma-separated: task (in every chosen suite that has it) or suite/task; "
                                         "default: all tasks of each suite")
-    parser.add_argument("--seeds", type=int, default=1, metavar="N", help="run seeds 0..N-1 (default 1)")
+    parser.add_argument("--seeds", type=positive_int, default=1, metavar="N", help="run seeds 0..N-1 (default 1)")
     parser.add_argument("--address", help="join a running Ray cluster: auto or HOST:PORT (default: start a local "
                                           "Ray instance sized to this machine)")
-    parser.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all of this machine's)")
-    parser.add_argument("--gpus-per-cell", type=float, default=0.0, metavar="G",
+    parser.add_argument("--num-cpus", type=positive_int, help="CPUs of the local Ray instance (default: all of this machine's)")
+    parser.add_argument("--gpus-per-cell", type=nonnegative_float, default=0.0, metavar="G",
                         help="GPUs each cell reserves (fractions share a GPU; default 0 = CPU cells)")
-    parser.add_argument("--cpus-per-cell", type=float, default=1.0, help="CPUs each cell reserves (default 1)")
-    parser.add_argument("--retries", type=int, default=1, metavar="R", help="retries of a failing cell (default 1)")
+    parser.add_argument("--cpus-per-cell", type=positive_float, default=1.0, help="CPUs each cell reserves (default 1)")
+    parser.add_argument("--retries", type=nonnegative_int, default=1, metavar="R", help="retries of a failing cell (default 1)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the cells and their estimated cost from earlier runs; run nothing")
     from bench.plugins import PROFILE_HELP, PROFILES
@@ -35,20 +40,33 @@ def add_arguments(parser):
     parser.add_argument("--profile", choices=PROFILES, default="smoke", help=PROFILE_HELP)
     parser.add_argument("--device", default="auto",
                         help="device inside each cell; auto: cuda when --gpus-per-cell > 0, else cpu")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--limit", type=int, help="use only the first N examples of each task")
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--limit", type=positive_int, help="use only the first N examples of each task")
+    add_unverified_data_flag(parser)
+    parser.add_argument("--results-dir", type=Path,
+                        help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
+                             "`--results-dir results` writes the checkout's published leaderboard")
+    from bench.commands import add_dtype_argument
+
+    add_dtype_argument(parser)
     from bench.plugins import add_option_flags
+    from bench.registry import add_model_flags
     from suites import all_suites
 
+    add_model_flags(parser)
     add_option_flags(parser, all_suites())
 
 
 def build_plan(args):
     from bench.grid import CellSettings, Plan, select_tasks, split_list
     from bench.paths import Paths
-    from bench.registry import get_model
+    from bench.registry import resolve_model
 
-    models = [get_model(name) for name in dict.fromkeys(split_list(args.models))]
+    paths = Paths.from_env().with_results(getattr(args, "results_dir", None))
+    models = [resolve_model(name, paths, pooler=args.pooler, models_file=args.models_file)
+              for name in dict.fromkeys(split_list(args.models))]
+    if len({m.name for m in models}) < len(models):
+        raise BenchError("--models names one model twice (two references resolve to the same name).")
     suites = split_list(args.suites)
     if not models or not suites:
         raise BenchError("--models and --suites each need at least one name (comma-separated).")
@@ -61,15 +79,18 @@ def build_plan(args):
     device = args.device if args.device != "auto" else ("cuda" if args.gpus_per_cell > 0 else "cpu")
     if device.startswith("cuda") and args.gpus_per_cell <= 0:
         raise BenchError("--device cuda needs --gpus-per-cell > 0, so Ray gives each cell a GPU.")
+    if args.dtype == "fp16" and not device.startswith("cuda"):
+        raise BenchError(f"--dtype fp16 is a CUDA option (cells run on {device}); use --dtype bf16 or fp32.")
     from bench.plugins import options_from_args
     from suites import all_suites
 
     given = options_from_args(args, all_suites())
     options = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in given.items()))
     settings = CellSettings(profile=args.profile, limit=args.limit, batch_size=args.batch_size, device=device,
-                            options=options)
+                            options=options, allow_unverified_data=args.allow_unverified_data,
+                            dtype=args.dtype)
     return Plan(models=models, tasks=select_tasks(suites, split_list(args.tasks)), seeds=list(range(args.seeds)),
-                settings=settings, paths=Paths.from_env())
+                settings=settings, paths=paths)
 
 
 def fmt_s(seconds) -> str:
@@ -195,10 +216,13 @@ def main(args) -> int:
     from bench.grid import import_ray, run_grid
 
     plan = build_plan(args)
-    console = Console()
+    console = output_console()  # piped: whole values, no '…'
     if args.dry_run:
         return dry_run(plan, console)
     import_ray()  # exit 2 with the install hint before anything starts
+    from bench.store import ResultStore
+
+    ResultStore(plan.paths.results).check_writable()  # a read-only or full results dir: exit 2 before any cell
     with Live(Text("starting Ray…"), console=console, refresh_per_second=4, transient=True) as live:
         result = run_grid(plan, address=args.address, num_cpus=args.num_cpus, gpus_per_cell=args.gpus_per_cell,
                           cpus_per_cell=args.cpus_per_cell, retries=args.retries, on_tick=LiveView(live))

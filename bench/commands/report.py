@@ -1,4 +1,4 @@
-"""bench report [--suite S]... [--format md|tex|csv|html]... [--out DIR] [--check]
+"""bench report [--suite S]... [--format md|tex|csv|html]... [--out DIR] [--results-dir DIR] [--check] [--card MODEL]...
 
 Regenerates the paper tables and figures, results/leaderboard.csv and the per-suite leaderboards from
 the result files. ``--check`` writes nothing and exits 1 when the reports or leaderboards on disk
@@ -7,7 +7,11 @@ differ from a regeneration (text files byte for byte; PNG/PDF by presence).
 
 from __future__ import annotations
 
+import sys
+import warnings
 from pathlib import Path
+
+from bench.errors import BenchWarning
 
 FORMAT_NAMES = ("md", "tex", "csv", "html")
 
@@ -17,9 +21,16 @@ def add_arguments(parser):
                         help="repeatable; only tables and figures of these suites (default: all)")
     parser.add_argument("--format", action="append", dest="formats", choices=FORMAT_NAMES,
                         help="repeatable; table formats (default: all four). Figures are always PNG + PDF")
-    parser.add_argument("--out", type=Path, help="reports directory (default: reports/ beside the results directory)")
+    parser.add_argument("--out", type=Path, help="reports directory (default: reports/ beside the results directory; "
+                                                 "reports/generated/ for the checkout's results/)")
+    parser.add_argument("--results-dir", type=Path,
+                        help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
+                             "`--results-dir results` reports the checkout's published leaderboard")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if the reports on disk differ from a regeneration")
+    parser.add_argument("--card", action="append", dest="cards", metavar="MODEL",
+                        help="repeatable; write only the robustness card of MODEL (card-MODEL.md and .html): every "
+                             "headline with its 95%% CI and the paired difference from its base model and from SimCSE")
 
 
 def main(args) -> int:
@@ -29,9 +40,33 @@ def main(args) -> int:
     from bench.paths import Paths
 
     console = Console(soft_wrap=True)  # file paths stay whole, one per line
-    paths = Paths.from_env()
-    out = (args.out or paths.results.parent / "reports").expanduser().resolve()
-    artifacts = reports.generate(paths.results, suites=args.suites, formats=args.formats)
+    paths = Paths.from_env().with_results(args.results_dir)
+    out = (args.out or paths.reports).expanduser().resolve()
+    if args.cards:
+        from reports.card import card
+
+        written = []
+        for model in args.cards:
+            written += reports.write(card(paths.results, model), out)
+        console.print("Wrote " + ", ".join(str(p) for p in written))
+        return 0
+    if not args.check:  # it writes the reports and the leaderboards: refuse a read-only or full disk first
+        from bench.store import check_writable
+
+        check_writable(paths.results, "results directory", "BENCH_RESULTS_DIR")
+        check_writable(out, "reports directory", "--out")
+    with warnings.catch_warnings(record=True) as caught:  # unreadable cells: skipped, listed below
+        warnings.simplefilter("always", BenchWarning)
+        artifacts = reports.generate(paths.results, suites=args.suites, formats=args.formats)
+    skipped = [str(w.message) for w in caught if issubclass(w.category, BenchWarning)]
+    for message in dict.fromkeys(skipped):
+        print(f"bench: warning: {message}", file=sys.stderr)
+    for w in caught:
+        if not issubclass(w.category, BenchWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if skipped:
+        console.print(f"[yellow]{len(set(skipped))} unreadable result cell(s) skipped[/yellow]: the reports below "
+                      f"lack their rows (see the warnings). Re-run their `bench run` to recompute them.")
     complete = not args.suites and not args.formats
     if args.check:
         problems = reports.compare(artifacts.reports, out, prune=complete)

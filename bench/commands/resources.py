@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
-from rich.console import Console
 from rich.table import Table
+
+from bench.commands import output_console
 
 # part -> (builder "module:function", what it builds). Each builder takes (paths, force, log, options).
 PARTS = {
@@ -24,6 +25,9 @@ def add_arguments(parser):
     parser.add_argument("--mlm-resume", action="store_true",
                         help="continue training the built MLM head for --mlm-minutes more")
     parser.add_argument("--offline", action="store_true", help="status: do not probe the network for real resources")
+    from bench.commands import add_dtype_argument
+
+    add_dtype_argument(parser)  # the masked LM's training and evaluation read it (bench.encoder.requested_dtype)
 
 
 def _figures(report: dict) -> str:
@@ -48,12 +52,16 @@ def main(args) -> int:
     from attacks.resources import OFFLINE_ENV, Resources
     from bench.paths import Paths
 
-    console = Console()
+    console = output_console()  # piped: whole values, no '…'
     paths = Paths.from_env()
     if args.offline:
         os.environ[OFFLINE_ENV] = "1"
     if args.action == "build":
-        options = {"mlm_minutes": args.mlm_minutes, "mlm_resume": args.mlm_resume}
+        from bench.encoder import resolve_dtype, use_dtype
+
+        resolve_dtype("cpu", args.dtype)  # the stand-ins build on CPU: fp16 fails here (exit 2)
+        use_dtype(args.dtype)
+        options = {"mlm_minutes": args.mlm_minutes, "mlm_resume": args.mlm_resume, "dtype": args.dtype}
         for part in args.only or list(PARTS):
             target, what = PARTS[part]
             module, _, func = target.partition(":")

@@ -3,31 +3,44 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bench.errors import BenchError
+from bench.commands import add_unverified_data_flag, nonnegative_int, output_console, positive_int
 
 
 def add_arguments(parser):
     parser.add_argument("--suite", required=True, help="see `bench ls suites`")
-    parser.add_argument("--model", required=True, help="see `bench ls models`")
+    parser.add_argument("--model", required=True,
+                        help="a name (`bench ls models`, $BENCH_HOME/models.toml), hf:ORG/NAME[@REVISION], or a "
+                             "local model directory (bench checkpoint, sentence-transformers or Hugging Face)")
     parser.add_argument("--task", action="append", dest="tasks", metavar="T", help="repeatable; default: all")
     from bench.plugins import PROFILE_HELP, PROFILES
 
     parser.add_argument("--profile", choices=PROFILES, default="smoke", help=PROFILE_HELP)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps (auto: cuda, mps, cpu)")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--limit", type=int, help="use only the first N examples of each task")
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--limit", type=positive_int, help="use only the first N examples of each task")
+    from bench.commands import add_dtype_argument
+
+    add_dtype_argument(parser)
     parser.add_argument("--overwrite", choices=["never", "only-missing", "always"], default="only-missing",
                         help="never: keep any existing cell; only-missing (default): compute cells missing for "
                              "this configuration; always: recompute")
+    add_unverified_data_flag(parser)
+    parser.add_argument("--results-dir", type=Path,
+                        help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
+                             "`--results-dir results` writes the checkout's published leaderboard")
     from bench.plugins import add_option_flags
+    from bench.registry import add_model_flags
     from suites import all_suites
 
+    add_model_flags(parser)
     add_option_flags(parser, all_suites())
 
 
@@ -38,23 +51,8 @@ def suite_options(args) -> dict:
     return options_from_args(args, all_suites())
 
 
-def open_encoder(spec, paths, device: str, batch_size: int, seed: int = 0, log=print):
-    """The model's encoder, training it first if it is a registered method model with no checkpoint."""
-    from bench.encoder import CheckpointMissing, Encoder
-
-    try:
-        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
-    except CheckpointMissing:
-        log(f"Model '{spec.name}' has no checkpoint yet: training it now "
-            f"({spec.method} from {spec.base}, {spec.profile} profile).")
-        from bench.train import train_registered
-
-        train_registered(spec, paths, device=device, seed=seed)
-        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
-
-
 def results_table(outcomes, title: str) -> Table:
-    """One line per (task, attack, split, aggregation, seed), one column per metric; paper values beside ours."""
+    """One line per (task, attack, split, aggregation, seed), one column per metric: value [95% CI], paper value."""
     metrics, lines = [], {}
     for outcome in outcomes:
         for r in outcome.rows:
@@ -71,7 +69,9 @@ def results_table(outcomes, title: str) -> Table:
         if r is None or r["value"] is None:
             return "–"
         paper = f" [dim](paper {r['paper_value']:.2f})[/dim]" if r.get("paper_value") is not None else ""
-        return f"{r['value']:.2f}{paper}"
+        ci = (f" [dim][{r['ci_low']:.2f}, {r['ci_high']:.2f}][/dim]"
+              if r.get("ci_low") is not None and r.get("ci_high") is not None else "")
+        return f"{r['value']:.2f}{ci}{paper}"
 
     for (task, split, agg, seed), cells in lines.items():
         n = next(iter(cells.values()))["n"]
@@ -80,28 +80,45 @@ def results_table(outcomes, title: str) -> Table:
 
 
 def main(args) -> int:
+    from bench.encoder import open_encoder
     from bench.paths import Paths
-    from bench.registry import get_model
+    from bench.registry import resolve_model
+    from bench.store import ResultStore, model_dir
+    from bench.train import train_registered
     from suites import get_suite
-    from suites.base import RunContext, run_suite
+    from suites.base import RunContext, data_config, run_suite
 
-    console = Console()
+    console = output_console()
     start = time.perf_counter()
-    spec = get_model(args.model)
+    paths = Paths.from_env().with_results(args.results_dir)
+    spec = resolve_model(args.model, paths, pooler=args.pooler, models_file=args.models_file)
     suite = get_suite(args.suite)
-    for name in args.tasks or []:
-        suite.task(name)  # unknown task names fail before any model loads
-    if args.limit is not None and args.limit <= 0:
-        raise BenchError("--limit must be a positive number of examples")
-    paths = Paths.from_env()
+    tasks = [suite.task(name) for name in args.tasks or []] or list(suite.tasks)  # unknown names fail here
+    # Everything that can be refused is refused before the model loads or any work starts.
+    ResultStore(paths.results).check_writable()
+    from bench.encoder import pick_device, resolve_dtype, slow_dtype_note, use_dtype
+
+    use_dtype(args.dtype)  # for code without a dtype argument (the masked-LM stand-in)
+    device = pick_device(args.device)
+    note = slow_dtype_note(device, resolve_dtype(device, args.dtype))  # fp16 off CUDA fails here (exit 2)
+    if note:
+        console.print(f"[yellow]{note}[/yellow]")
+    ctx = RunContext(paths=paths, seed=args.seed, device=args.device, batch_size=args.batch_size,
+                     limit=args.limit, profile=args.profile, overwrite=args.overwrite,
+                     options=suite_options(args), log=console.print,
+                     allow_unverified_data=args.allow_unverified_data)
+    checked = data_config([d for t in tasks for d in suite.datasets(t)], ctx)
+    for item in checked.get("data_unverified", []):
+        console.print(f"[yellow]Unverified data (--allow-unverified-data; recorded in each row):[/yellow] {item}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
-        encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print)
-        ctx = RunContext(paths=paths, seed=args.seed, device=encoder.device, batch_size=args.batch_size,
-                         limit=args.limit, profile=args.profile, overwrite=args.overwrite,
-                         options=suite_options(args), progress=progress, log=console.print)
+        encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print,
+                               train_missing=partial(train_registered,
+                                                     allow_unverified_data=args.allow_unverified_data),
+                               dtype=args.dtype)
+        ctx = replace(ctx, device=encoder.device, dtype=encoder.dtype, progress=progress)
         outcomes = run_suite(suite, spec, ctx, encoder, args.tasks)
-    console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler})"))
+    console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler}, {encoder.dtype})"))
     cached = [o.task for o in outcomes if o.cached]
     fresh = [o for o in outcomes if not o.cached]
     if cached:
@@ -109,7 +126,7 @@ def main(args) -> int:
                       f"({', '.join(cached)}). Use --overwrite always to recompute.")
     for o in fresh:
         console.print(f"  {o.task}: {o.wall_s:.1f}s")
-    console.print(f"Results: {paths.results} (cells under cells/{spec.name}/{suite.name}/, "
+    console.print(f"Results: {paths.results} (cells under cells/{model_dir(spec.name)}/{suite.name}/, "
                   f"leaderboard {paths.results / 'leaderboard.csv'})")
     console.print(f"Wall time: {time.perf_counter() - start:.1f}s")
     return 0

@@ -1,8 +1,9 @@
 """bench train --method M --backbone B [--profile smoke|study|paper]: train a sentence encoder (bench/train.py).
 
 The checkpoint lands in $BENCH_HOME/models/<name>; <name> is the registered model with the same
-(method, base, profile) when there is one (so `bench run --model <name>` finds it), else
-<method>-<backbone>-<profile>, or --name. Re-running the same command resumes an interrupted run.
+(method, base, profile) when there is one, else <method>-<backbone>-<profile>, or --name. A name that
+is not built in is declared in $BENCH_HOME/models.toml, so `bench run --model <name>` finds it at once.
+Re-running the same command resumes an interrupted run.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import time
 
+from bench.commands import add_unverified_data_flag, nonnegative_int, positive_float, positive_int
 from bench.errors import BenchError
 
 LAUNCHERS = ("none", "accelerate")
@@ -28,20 +30,24 @@ def add_arguments(parser):
                              "curve, sized for 2 CPU cores; paper: the paper's settings")
     parser.add_argument("--data", help="'wiki' (default: wiki1m when present, else the 11.9k wiki sample) or a text "
                                        "file with one sentence per line")
-    parser.add_argument("--steps", type=int, help="stop after N optimiser steps")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=positive_int, help="stop after N optimiser steps (N >= 1)")
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--device", default="auto", help="auto|cpu|cuda|mps")
-    parser.add_argument("--batch-size", type=int)
-    parser.add_argument("--lr", type=float)
-    parser.add_argument("--eval-every", type=int, help="STS-B dev every N steps (0: never)")
+    from bench.commands import add_dtype_argument
+
+    add_dtype_argument(parser)
+    parser.add_argument("--batch-size", type=positive_int)
+    parser.add_argument("--lr", type=positive_float)
+    parser.add_argument("--eval-every", type=nonnegative_int, help="STS-B dev every N steps (0: never)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="any method hyper-parameter or trainer setting, repeatable "
                              "(e.g. --set norm=2 --set epsilon=0.05 --set reg_weight=1/64)")
     parser.add_argument("--name", help="save under this model name instead of the registered one")
+    add_unverified_data_flag(parser)
     parser.add_argument("--restart", action="store_true", help="discard an unfinished or finished run and start over")
     parser.add_argument("--launcher", choices=LAUNCHERS, default="none",
                         help="accelerate: re-run this command under `accelerate launch` (multi-GPU DDP)")
-    parser.add_argument("--num-processes", type=int, default=0,
+    parser.add_argument("--num-processes", type=nonnegative_int, default=0,
                         help="with --launcher accelerate: processes (default: visible GPUs)")
 
 
@@ -87,6 +93,7 @@ def relaunch_with_accelerate(args, argv: list[str]) -> int:
 
 
 def main(args) -> int:
+    from bench.encoder import pick_device, resolve_dtype, use_dtype
     from bench.paths import Paths
     from bench.train import build_job, run_training
 
@@ -94,21 +101,47 @@ def main(args) -> int:
         return relaunch_with_accelerate(args, sys.argv[1:])
     start = time.perf_counter()
     paths = Paths.from_env()
+    from bench.registry import MODELS, NAME_PATTERN
+
+    if args.name is not None and not NAME_PATTERN.match(args.name):
+        raise BenchError(f"--name {args.name!r}: use letters, digits and . _ + - (it names a directory and a "
+                         f"models.toml entry).")
+    if args.name in MODELS and (MODELS[args.name].method, MODELS[args.name].base) != (args.method, args.backbone):
+        raise BenchError(f"--name {args.name} is a built-in model ({MODELS[args.name].method} from "
+                         f"{MODELS[args.name].base}); choose another name for this run.")
+
+    from bench.store import check_writable
+
+    check_writable(paths.home, "BENCH_HOME directory (checkpoints, resume state)", "BENCH_HOME")
+    resolve_dtype(pick_device(args.device), args.dtype)  # fp16 off CUDA fails here (exit 2), before any data loads
+    use_dtype(args.dtype)
     job = build_job(args.method, args.backbone, args.profile, paths, data=args.data,
-                    settings=settings_from_args(args), name=args.name, device=args.device)
+                    settings=settings_from_args(args), name=args.name, device=args.device,
+                    allow_unverified_data=args.allow_unverified_data, dtype=args.dtype)
     card = run_training(job, paths.home, restart=args.restart)
     if os.environ.get("RANK", "0") != "0":  # under accelerate launch, only the main process reports
         return 0
     best = card.get("best") or {}
     print(f"Model '{job.name}': {paths.models / job.name} · steps {card.get('steps')} · STS-B dev before "
           f"{card.get('stsb_dev_before')} · best {best.get('stsb_dev_spearman')} at step {best.get('step')}")
-    print(f"Evaluate it with: bench run --suite sts --model {job.name}" if job.name in _registered() else
-          f"Register it with bench.registry.trained(...) to evaluate it with `bench run`.")
+    where = register_trained(job, paths)
+    if where is not None:
+        print(f"Registered '{job.name}' in {where}.")
+    print(f"Evaluate it with: bench run --suite sts --model {job.name}")
     print(f"Wall time: {time.perf_counter() - start:.1f}s")
     return 0
 
 
-def _registered() -> set[str]:
+def register_trained(job, paths):
+    """Declare the trained model in $BENCH_HOME/models.toml (method, base, profile, the --set recipe and
+    its pooler), so `bench run --model NAME` finds it at once and can re-train it with the same recipe.
+    Built-in models are declared already; returns the file written, or None."""
+    from bench.models_file import write_entry
     from bench.registry import MODELS
 
-    return set(MODELS)
+    if job.name in MODELS:
+        return None
+    recipe = {k: v for k, v in job.overrides.items()}
+    fields = {"method": job.method, "base": job.base, "profile": job.profile, "pooler": job.pooler,
+              "max_len": job.eval_max_len, "recipe": recipe}
+    return write_entry(paths.home / "models.toml", job.name, fields, comment="written by bench train")

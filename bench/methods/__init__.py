@@ -6,23 +6,21 @@ Adding a method is one file in this package plus one line here.
 
 from __future__ import annotations
 
-import importlib
+from bench.plugins import Registry
 
-from bench.errors import lookup
-
-# name -> module
-METHOD_MODULES = {
-    "simcse": "bench.methods.simcse",
-    "robustembed": "bench.methods.robustembed",
-    "vadvcse": "bench.methods.vadvcse",
-    "adcse": "bench.methods.adcse",
-    "dcl": "bench.methods.dcl",
-    "l2pcsr": "bench.methods.l2pcsr",
-    "consert": "bench.methods.consert",
-    "uscal": "bench.methods.uscal",
-}
+# name -> "module:METHOD"
+METHODS = Registry("method", {
+    "simcse": "bench.methods.simcse:METHOD",
+    "robustembed": "bench.methods.robustembed:METHOD",
+    "vadvcse": "bench.methods.vadvcse:METHOD",
+    "adcse": "bench.methods.adcse:METHOD",
+    "dcl": "bench.methods.dcl:METHOD",
+    "l2pcsr": "bench.methods.l2pcsr:METHOD",
+    "consert": "bench.methods.consert:METHOD",
+    "uscal": "bench.methods.uscal:METHOD",
+})
 
 
 def get_method(name: str):
     """The Method subclass registered as ``name`` (did-you-mean on a typo)."""
-    return importlib.import_module(lookup("method", METHOD_MODULES, name)).METHOD
+    return METHODS.load(name)

@@ -1,0 +1,131 @@
+"""bench compare A B [--suite S] [--task T] [--metric M]... [--per-run] [--json]
+
+Paired differences B - A over every result cell the two models share (same suite, task, seed and
+configuration; only the model differs), from the stored results and their evidence sidecars alone
+(no model is loaded). Per row: both values, B - A, its 95% CI and a p-value:
+
+- STS and other correlations: paired bootstrap over the same pairs (1,000 resamples, seeded);
+- attack rates (success rate, accuracy under attack, ...) and accuracies: paired bootstrap over the
+  same examples for the CI, McNemar's mid-p for the p-value. For the success rate an example skipped
+  (already misclassified) by one victim but attacked by the other counts in that victim's rate only,
+  as in each model's own number; McNemar uses the examples both victims attacked, and the counts of
+  examples attacked by one victim only are reported;
+- continuous per-example measures (queries, % words perturbed): paired bootstrap of the mean difference;
+- averages (STS avg, transfer avg) and means over runs: the parts pair up (task with task, run with
+  run) and the difference of the averages is bootstrapped from each part's paired resamples.
+
+A difference whose CI excludes 0 is flagged (*). Rows without stored evidence show the difference of
+the values only.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+
+PER_RUN = re.compile(r"^run\d+$")
+
+
+def add_arguments(parser):
+    parser.add_argument("model_a", metavar="A", help="baseline model (its cells must be in the result store)")
+    parser.add_argument("model_b", metavar="B", help="model compared with A: differences are B - A")
+    parser.add_argument("--suite", help="only this suite's cells")
+    parser.add_argument("--task", help="only this task's cells")
+    parser.add_argument("--metric", action="append", dest="metrics", metavar="M",
+                        help="repeatable; only these metrics (default: every metric with a stored interval)")
+    parser.add_argument("--per-run", action="store_true",
+                        help="also list each replication's rows (run0, run1, ...), not just their mean")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _models_with_cells(store) -> list[str]:
+    root = store.root / "cells"
+    return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+
+
+def _fmt(x, signed=False) -> str:
+    if x is None:
+        return "–"
+    return f"{x:+.2f}" if signed else f"{x:.2f}"
+
+
+def _p(p) -> str:
+    if p is None:
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _short_method(method: str) -> str:
+    return ("McNemar" if "McNemar" in method else "bootstrap") if method else "values only"
+
+
+def main(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from bench.errors import BenchError
+    from bench.paths import Paths
+    from bench.store import ResultStore
+    from bench.uncertainty import compare_models
+
+    store = ResultStore(Paths.from_env().results)
+    known = _models_with_cells(store)
+    for name in (args.model_a, args.model_b):
+        if name not in known:
+            if not known:
+                raise BenchError(f"No result cells under {store.root / 'cells'}. Run `bench run` for both models "
+                                 f"first, or point BENCH_RESULTS_DIR at a results directory.")
+            close = difflib.get_close_matches(name, known, n=5, cutoff=0.4)
+            raise BenchError(f"No stored results for model '{name}' under {store.root / 'cells'}."
+                             + (f" Did you mean: {', '.join(close)}?" if close else "")
+                             + f" Models with results: {', '.join(known)}. Run `bench run --model {name} ...` first.")
+    if args.model_a == args.model_b:
+        raise BenchError("compare needs two different models (A and B).")
+
+    def include(key: dict) -> bool:
+        if args.metrics and key["metric"] not in args.metrics:
+            return False
+        return args.per_run or not PER_RUN.match(key["aggregation"] or "")
+
+    diffs, counts = compare_models(store, args.model_a, args.model_b, args.suite, args.task, include)
+    if not args.metrics:  # by default, the rows a paired test exists for
+        diffs = [d for d in diffs if d.diff is not None]
+    if args.json:
+        print(json.dumps({"a": args.model_a, "b": args.model_b, "difference": "B - A", **counts,
+                          "rows": [d.as_dict() for d in diffs]}, indent=1))
+        return 0
+    console = Console()
+    if not counts["shared_cells"]:
+        console.print(f"{args.model_a} and {args.model_b} share no result cell"
+                      f"{' in suite ' + args.suite if args.suite else ''}{' for task ' + args.task if args.task else ''} "
+                      f"(same suite, task, seed and configuration). Cells only {args.model_a}: {counts['only_a']}, "
+                      f"only {args.model_b}: {counts['only_b']}. Run the missing cells with the same options.")
+        return 0
+    table = Table(title=f"{args.model_b} − {args.model_a} (paired, 95% CI)")
+    for col, justify in (("suite", "left"), ("task", "left"), ("attack", "left"), ("metric", "left"),
+                         ("agg.", "left"), ("seed", "right"), ("A", "right"), ("B", "right"), ("B − A", "right"),
+                         ("95% CI", "right"), ("p", "right"), ("test", "left"), ("pairs", "right")):
+        table.add_column(col, justify=justify)
+    for d in diffs:
+        x = d.diff
+        ci = f"[{_fmt(x.low, True)}, {_fmt(x.high, True)}]" if x is not None and x.low is not None else "–"
+        flag = " *" if d.significant else ""
+        table.add_row(d.suite, d.task, d.key["attack"], d.key["metric"], d.key["aggregation"], str(d.seed),
+                      _fmt(d.a), _fmt(d.b), _fmt(d.estimate, True) + flag, ci, _p(x.p if x else None),
+                      _short_method(x.method if x else ""), str(x.n) if x else "–")
+    console.print(table)
+    unmatched = sum(d.diff.extra.get("unmatched", 0) for d in diffs if d.diff)
+    one_sided = sum(d.diff.extra.get("counted_by_one", 0) for d in diffs if d.diff and "mcnemar" in d.diff.extra)
+    console.print(f"{counts['shared_cells']} shared cell(s); cells only {args.model_a}: {counts['only_a']}, only "
+                  f"{args.model_b}: {counts['only_b']}. *: the 95% CI of B − A excludes 0. CIs: paired bootstrap "
+                  f"(1,000 resamples, seed 0) over the examples both cells scored; p: McNemar mid-p for per-example "
+                  f"binary outcomes (on examples both counted), else the bootstrap's.")
+    if one_sided or unmatched:
+        console.print(f"Examples counted by one model only (e.g. skipped by one victim): {one_sided}, in that "
+                      f"model's rate and the CI, not in McNemar's test; examples in one cell only: {unmatched}, "
+                      f"left out.")
+    missing = [d for d in diffs if d.diff is None]
+    if missing:
+        console.print(f"{len(missing)} row(s) without stored evidence show the difference of values only.")
+    return 0

@@ -1,0 +1,78 @@
+"""bench publish --model M [--model M]... [--suite S]... [--from DIR] [--to DIR]: copy chosen result cells
+from a development results directory into the published leaderboard (the checkout's results/).
+
+Development runs write to $BENCH_HOME/results (or $BENCH_RESULTS_DIR), never into the checkout; this
+step is how cells reach the committed results/. It copies the cells of the chosen models (and suites)
+as they are, merges their plug-in metadata (plugins.json), and rewrites the destination's
+leaderboard. `bench report --results-dir results` then regenerates reports/generated/.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from bench.errors import BenchError
+
+
+def add_arguments(parser):
+    parser.add_argument("--model", action="append", dest="models", required=True, metavar="M",
+                        help="repeatable; a model name as it appears in the rows")
+    parser.add_argument("--suite", action="append", dest="suites", metavar="S", help="repeatable; default: all")
+    parser.add_argument("--from", dest="source", type=Path,
+                        help="results to copy from (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results)")
+    parser.add_argument("--to", dest="dest", type=Path,
+                        help="published results directory (default: this checkout's results/)")
+    parser.add_argument("--dry-run", action="store_true", help="list the cells; copy nothing")
+
+
+def main(args) -> int:
+    from bench import metadata
+    from bench.data import atomic_write_text
+    from bench.paths import PUBLISHED_RESULTS, Paths
+    from bench.store import ResultStore, model_dir
+
+    source = (args.source or Paths.from_env().results).expanduser().resolve()
+    dest = (args.dest or PUBLISHED_RESULTS).expanduser().resolve()
+    if source == dest:
+        raise BenchError(f"--from and --to are both {source}: nothing to publish.")
+    if not (source / "cells").is_dir():
+        raise BenchError(f"No result cells under {source / 'cells'}. Run `bench run` first, or pass --from DIR.")
+    chosen = []
+    for model in dict.fromkeys(args.models):
+        cells = sorted((source / "cells" / model_dir(model)).glob("*/*/*.json"))
+        cells = [c for c in cells if not args.suites or c.parent.parent.name in args.suites]
+        if not cells:
+            raise BenchError(f"No cells of model '{model}'{' in suites ' + ', '.join(args.suites) if args.suites else ''} "
+                             f"under {source / 'cells'}.")
+        chosen += cells
+    for cell in chosen:
+        ResultStore.read(cell)  # corrupt input is detected before anything is copied
+    if args.dry_run:
+        print("\n".join(str(c.relative_to(source)) for c in chosen))
+        print(f"{len(chosen)} cell(s) would be copied to {dest}.")
+        return 0
+    for cell in chosen:
+        # The cell's evidence sidecar (per-example data for CIs and paired tests) travels with it, first.
+        side = ResultStore.evidence_path(cell)
+        for src in ([side] if side.exists() else []) + [cell]:
+            target = dest / src.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.tmp")
+            shutil.copyfile(src, tmp)
+            tmp.replace(target)
+    # The metadata of what was copied: the models' entries and the suites' descriptions.
+    src_meta, dst_meta = metadata.read(source), metadata.read(dest)
+    suites = {c.parent.parent.name for c in chosen}
+    for key, names in (("models", set(args.models)), ("suites", suites)):
+        merged = dict(dst_meta.get(key) or {})
+        merged.update({k: v for k, v in (src_meta.get(key) or {}).items() if k in names})
+        dst_meta[key] = dict(sorted(merged.items()))
+    for key in ("bench_version", "package_versions"):
+        dst_meta.setdefault(key, src_meta.get(key))
+    atomic_write_text(dest / metadata.FILE, json.dumps(dst_meta, indent=1, default=str) + "\n")
+    board = ResultStore(dest).write_leaderboard()
+    print(f"Published {len(chosen)} cell(s) of {', '.join(args.models)} to {dest} (leaderboard {board}).")
+    print(f"Regenerate the reports with: bench report --results-dir {dest}")
+    return 0

@@ -1,0 +1,83 @@
+"""Plug-in metadata exported beside the results: ``<results>/plugins.json``.
+
+Each run merges in the self-description of the suites it ran (labels, typed options, tasks with their
+labels, versions, extra labels such as attack recipes'), the models it evaluated (backbone, base,
+method, recipe, pooler, family, source, display order) and the package versions. Reports read
+labels and model facts from this file only, so reports/ never imports the registry, suites or
+attacks, and a results directory carries what is needed to render it. Written atomically; entries
+are replaced by name, never removed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.data import atomic_write_text
+
+FILE = "plugins.json"
+
+
+def read(results_dir: Path) -> dict:
+    path = Path(results_dir) / FILE
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def model_entry(spec, known: dict | None = None) -> dict:
+    from bench.registry import MODELS, backbone_family
+
+    order = list(MODELS).index(spec.name) if spec.name in MODELS else len(MODELS)
+    return {"backbone": spec.backbone, "base": spec.base or "", "method": spec.method or "",
+            "profile": spec.profile or "", "recipe": dict(spec.recipe), "pooler": spec.pooler,
+            "family": backbone_family(spec, known), "source": spec.model_source, "builtin": spec.name in MODELS,
+            "order": order, "description": spec.description}
+
+
+# What a trained model's card lends to the results: its training budget and the dev curve (reports draw it).
+TRAINING_FIELDS = ("method", "profile", "steps", "epochs_seen", "wall_s", "amp", "device", "stsb_dev_before", "best",
+                   "dev_history", "final_loss", "git_commit")
+
+
+def training_entry(spec, models_dir: Path | None) -> dict:
+    """The card facts of a trained model's checkpoint, or {} (not trained here, or no card)."""
+    if models_dir is None or not spec.method:
+        return {}
+    path = Path(models_dir) / spec.name / "bench_card.json"
+    try:
+        card = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    entry = {k: card[k] for k in TRAINING_FIELDS if k in card}
+    entry["batch_size"] = (card.get("train_config") or {}).get("batch_size")
+    return entry
+
+
+def export(results_dir: Path, *, suites=(), models=(), known: dict | None = None,
+           models_dir: Path | None = None) -> Path:
+    """Merge ``suites`` (objects with ``describe()``) and ``models`` (ModelSpecs; with ``models_dir``, the
+    training facts of their cards) into ``plugins.json``."""
+    from bench import __version__
+    from bench.store import package_versions
+
+    data = read(results_dir)
+    data["bench_version"] = __version__
+    data["package_versions"] = json.loads(package_versions())
+    for suite in suites:
+        data.setdefault("suites", {})[suite.name] = suite.describe()
+    for spec in models:
+        entry = model_entry(spec, known)
+        training = training_entry(spec, models_dir)
+        if training:
+            entry["training"] = training
+        data.setdefault("models", {})[spec.name] = entry
+    data["suites"] = dict(sorted(data.get("suites", {}).items()))
+    data["models"] = dict(sorted(data.get("models", {}).items()))
+    path = Path(results_dir) / FILE
+    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=False, default=str) + "\n")
+    return path

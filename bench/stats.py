@@ -1,0 +1,539 @@
+"""Uncertainty: 95% confidence intervals for single numbers and paired tests between two models.
+
+numpy/scipy only (kernel). Every interval is two-sided at ``LEVEL`` and on the scale of the row's
+``value`` (x100 for correlations and rates). The choices, each recorded in a row's ``ci_method``:
+
+- statistic over per-example data (a correlation over STS pairs, a mean over attacked examples):
+  percentile bootstrap, ``RESAMPLES`` resamples of the examples with replacement drawn by
+  ``numpy.random.default_rng(seed)`` (``BOOTSTRAP_SEED`` unless told), the same index matrix for
+  every statistic of one sample size, so a paired comparison resamples the same pairs for both models;
+  with strata (STS subsets for the ``wmean`` aggregation) each stratum is resampled within itself;
+- a proportion (accuracy, attack success rate): Wilson score interval (no resampling needed);
+- an average over tasks: percentile bootstrap of the average of the tasks' own bootstrap statistics,
+  resample b of every task averaged (tasks are independent samples, so resample b of one task may
+  be paired with resample b of another);
+- a mean over seeds or runs (k >= 2 values): Student-t interval, mean +- t(0.975, k-1) s / sqrt(k);
+  it treats the runs as a sample of replications and is wide for small k (k = 2 multiplies s by 8.98);
+- paired differences (B - A, same examples): percentile bootstrap of the difference with one shared
+  index matrix; p-value from the bootstrap distribution shifted to the null (two-sided:
+  (1 + #{|d*_b - d| >= |d|}) / (B + 1)); for per-example binary outcomes McNemar's test on the
+  discordant pairs, exact binomial and mid-p (the mid-p is the reported p: Fagerland, Lydersen and
+  Laake 2013 recommend it; the exact p is kept beside it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+LEVEL = 0.95
+RESAMPLES = 1000
+BOOTSTRAP_SEED = 0
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float | None
+    high: float | None
+    method: str
+
+    @property
+    def present(self) -> bool:
+        return self.low is not None and self.high is not None
+
+
+NO_INTERVAL = Interval(None, None, "")
+
+
+def _finite(x) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+# ---------------------------------------------------------------- resampling ---------------------
+
+def resample_indices(n: int, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                     strata: np.ndarray | None = None) -> np.ndarray:
+    """(resamples, n) indices drawn with replacement; with ``strata``, position i draws from i's stratum,
+    so stratum sizes stay fixed and position i still belongs to stratum strata[i]."""
+    rng = np.random.default_rng(seed)
+    if strata is None:
+        return rng.integers(0, n, size=(resamples, n))
+    strata = np.asarray(strata)
+    out = np.empty((resamples, n), dtype=np.int64)
+    for s in np.unique(strata):
+        members = np.flatnonzero(strata == s)
+        out[:, members] = members[rng.integers(0, len(members), size=(resamples, len(members)))]
+    return out
+
+
+def _counts(idx: np.ndarray | None, n: int) -> np.ndarray:
+    """(B, n) multiplicity of each example in each resample ((1, n) ones for the data itself)."""
+    if idx is None:
+        return np.ones((1, n))
+    b = idx.shape[0]
+    flat = (idx + n * np.arange(b)[:, None]).ravel()
+    return np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64)
+
+
+def _weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Pearson r of (x, y) with per-example weights w (B, n): a resample's r, its copies as weights."""
+    total = w.sum(-1, keepdims=True)
+    mx = (w * x).sum(-1, keepdims=True) / total
+    my = (w * y).sum(-1, keepdims=True) / total
+    dx, dy = x - mx, y - my
+    den = np.sqrt((w * dx * dx).sum(-1) * (w * dy * dy).sum(-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 1e-300, (w * dx * dy).sum(-1) / np.where(den > 1e-300, den, 1.0), np.nan)
+
+
+def _weighted_ranks(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Average ranks (ties averaged, as scipy's rankdata) of every example within each resample whose
+    multiplicities are w (B, n): the rank of x_i among the resampled values, for all B at once."""
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])  # first sorted position of each tie group
+    group = np.cumsum(np.r_[True, xs[1:] != xs[:-1]]) - 1
+    ends = np.r_[starts[1:], len(xs)]
+    cum = np.cumsum(w[:, order], axis=-1)
+    below = np.where(starts > 0, cum[:, np.maximum(starts - 1, 0)], 0.0)
+    within = cum[:, ends - 1] - below
+    ranks_sorted = (below + (within + 1.0) / 2.0)[:, group]
+    ranks = np.empty_like(ranks_sorted)
+    ranks[:, order] = ranks_sorted
+    return ranks
+
+
+def pearson(x, y, idx: np.ndarray | None = None) -> np.ndarray:
+    """Pearson r of the data (idx None) or of each resample (idx (B, n))."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    return _squeeze(_weighted_pearson(x[None, :], y[None, :], _counts(idx, len(x))), idx)
+
+
+def spearman(x, y, idx: np.ndarray | None = None) -> np.ndarray:
+    """Spearman rho (Pearson r of average ranks) of the data or of each resample; computed from each
+    resample's multiplicities, so equal to ranking every resample and far cheaper."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    w = _counts(idx, len(x))
+    return _squeeze(_weighted_pearson(_weighted_ranks(x, w), _weighted_ranks(y, w), w), idx)
+
+
+def _squeeze(values: np.ndarray, idx) -> np.ndarray:
+    return values[0] if idx is None else values
+
+
+def _gathered(fn):
+    """A statistic of the gathered resample values (fn over the last axis)."""
+    def apply(*cols_and_idx):
+        *cols, idx = cols_and_idx
+        cols = [np.asarray(c, dtype=np.float64) for c in cols]
+        return fn(*(c if idx is None else c[idx] for c in cols))
+    return apply
+
+
+def nan_mean(v: np.ndarray) -> np.ndarray:
+    """Mean over the last axis of the non-missing (non-NaN) values; NaN where none is present."""
+    v = np.asarray(v, dtype=np.float64)
+    present = ~np.isnan(v)
+    count = present.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, np.where(present, v, 0.0).sum(-1) / np.maximum(count, 1), np.nan)
+
+
+def f1_binary(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """F1 of the positive class (label 1) over the last axis, as sklearn's f1_score."""
+    pred, gold = np.asarray(pred) == 1, np.asarray(gold) == 1
+    tp = (pred & gold).sum(-1)
+    den = pred.sum(-1) + gold.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, 2.0 * tp / np.maximum(den, 1), 0.0)
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """A statistic of per-example columns: ``fn(*columns, idx)`` gives the data's value (idx None) or
+    one value per resample (idx: (B, n) indices)."""
+
+    name: str
+    columns: int  # how many columns it reads
+    fn: Callable[..., np.ndarray]
+    interval: str = "bootstrap"  # "bootstrap" or "wilson"
+
+
+def _stratified(fn):
+    """Weighted mean (weights = stratum sizes) of ``fn`` within strata: SentEval's 'wmean'. Stratified
+    resamples keep each position in its stratum, so a stratum's resamples are its own positions."""
+    def within(strata, *cols_and_idx):
+        *cols, idx = cols_and_idx
+        total, weight = 0.0, 0
+        for s in np.unique(strata):
+            members = np.flatnonzero(strata == s)
+            local = None if idx is None else np.searchsorted(members, idx[:, members])
+            total = total + len(members) * fn(*(np.asarray(c)[members] for c in cols), local)
+            weight += len(members)
+        return total / weight
+    return within
+
+
+STATISTICS: dict[str, Statistic] = {s.name: s for s in (
+    Statistic("spearman", 2, spearman),
+    Statistic("pearson", 2, pearson),
+    Statistic("spearman_wmean", 2, _stratified(spearman)),
+    Statistic("pearson_wmean", 2, _stratified(pearson)),
+    Statistic("mean", 1, _gathered(nan_mean)),
+    Statistic("proportion", 1, _gathered(nan_mean), interval="wilson"),  # 0/1 outcomes, NaN = not counted
+    Statistic("f1", 2, _gathered(f1_binary)),
+)}
+
+
+# ---------------------------------------------------------------- evidence -----------------------
+
+@dataclass
+class Sample:
+    """Per-example columns of one scored set: the unit a bootstrap resamples and a paired test matches.
+
+    ``ids`` name the examples (pair index, attack-set index, uid) so two models' samples can be
+    matched; ``columns`` are float arrays with NaN for "not counted" (e.g. a skipped attack);
+    ``strata`` (optional) label each example's subset for stratified resampling."""
+
+    ids: list
+    columns: dict[str, np.ndarray]
+    strata: np.ndarray | None = None
+
+    def __post_init__(self):
+        self.ids = [i if isinstance(i, (int, str)) else str(i) for i in self.ids]
+        self.columns = {k: np.asarray(v, dtype=np.float64) for k, v in self.columns.items()}
+        if self.strata is not None:
+            self.strata = np.asarray(self.strata)
+        sizes = {len(v) for v in self.columns.values()} | {len(self.ids)}
+        if len(sizes) != 1:
+            raise ValueError(f"sample columns and ids differ in length: {sorted(sizes)}")
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def subset(self, positions: np.ndarray) -> "Sample":
+        return Sample([self.ids[i] for i in positions], {k: v[positions] for k, v in self.columns.items()},
+                      None if self.strata is None else self.strata[positions])
+
+
+@dataclass
+class Evidence:
+    """What one row's interval (and a paired test) is computed from.
+
+    Either a ``statistic`` of ``columns`` of a ``sample`` (scaled by ``scale``: 100 for correlations
+    and proportions, so intervals sit on the row's x100 scale), or ``parts`` combined by ``combine``:
+    ``"average"`` (an average over tasks: bootstrap of the parts' resamples averaged) or ``"runs"``
+    (a mean over runs or seeds: t-interval over the parts' values; a single part is that part)."""
+
+    statistic: str = ""
+    sample: Sample | None = None
+    columns: tuple[str, ...] = ()
+    scale: float = 100.0
+    parts: list["Evidence"] = field(default_factory=list)
+    combine: str = ""  # "" | "average" | "runs"
+    label: str = ""  # names a part (its task or run), so two rows' parts pair up by name
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)  # (resamples, seed) -> bootstrap
+
+    def __post_init__(self):
+        if self.parts or self.combine:
+            if self.combine not in ("average", "runs") or not self.parts:
+                raise ValueError("combined evidence needs combine='average'|'runs' and at least one part")
+        else:
+            stat = STATISTICS.get(self.statistic)
+            if stat is None or self.sample is None or len(self.columns) != stat.columns:
+                raise ValueError(f"evidence needs a known statistic ({sorted(STATISTICS)}), a sample and "
+                                 f"{stat.columns if stat else 'its'} column(s); got {self.statistic!r}, {self.columns}")
+            missing = [c for c in self.columns if c not in self.sample.columns]
+            if missing:
+                raise ValueError(f"sample has no column(s) {missing}")
+
+    # -- point and bootstrap values --
+    def _apply(self, sample: Sample, idx: np.ndarray | None) -> np.ndarray:
+        stat = STATISTICS[self.statistic]
+        cols = [sample.columns[c] for c in self.columns]
+        if self.statistic.endswith("_wmean"):
+            return self.scale * stat.fn(sample.strata, *cols, idx)
+        return self.scale * stat.fn(*cols, idx)
+
+    def point(self) -> float | None:
+        if self.combine:
+            values = [p.point() for p in self.parts]
+            return None if any(v is None for v in values) else float(np.mean(values))
+        return _finite(self._apply(self.sample, None))
+
+    def bootstrap(self, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> np.ndarray:
+        """(resamples,) bootstrap values of the statistic (NaN where a resample leaves it undefined)."""
+        if (resamples, seed) not in self._memo:
+            if self.combine:
+                values = np.mean([p.bootstrap(resamples, seed) for p in self.parts], axis=0)
+            else:
+                idx = resample_indices(len(self.sample), resamples, seed, self.sample.strata)
+                values = np.asarray(self._apply(self.sample, idx), dtype=np.float64)
+            self._memo[(resamples, seed)] = values
+        return self._memo[(resamples, seed)]
+
+    # -- the row's interval --
+    def interval(self, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED, level: float = LEVEL) -> Interval:
+        if self.combine == "runs":
+            if len(self.parts) == 1:
+                return self.parts[0].interval(resamples, seed, level)
+            values = [p.point() for p in self.parts]
+            if any(v is None for v in values):
+                return NO_INTERVAL
+            return t_interval(values, level, what="runs")
+        if self.combine == "average":
+            dist = self.bootstrap(resamples, seed)
+            return percentile_interval(dist, level, f"bootstrap-average-of-{len(self.parts)}"
+                                                    f"(B={resamples},seed={seed})")
+        stat = STATISTICS[self.statistic]
+        if stat.interval == "wilson":
+            v = self.sample.columns[self.columns[0]]
+            v = v[~np.isnan(v)]
+            return wilson(int(round(float(v.sum()))), len(v), level, scale=self.scale)
+        strat = "-stratified" if self.statistic.endswith("_wmean") else ""
+        return percentile_interval(self.bootstrap(resamples, seed), level,
+                                   f"bootstrap{strat}(B={resamples},seed={seed})")
+
+
+# ---------------------------------------------------------------- intervals ----------------------
+
+def percentile_interval(dist: np.ndarray, level: float = LEVEL, method: str = "bootstrap") -> Interval:
+    """The central ``level`` range of a bootstrap distribution; NaN resamples (undefined statistic) dropped.
+    No interval when more than half the resamples are undefined."""
+    dist = np.asarray(dist, dtype=np.float64)
+    ok = dist[np.isfinite(dist)]
+    if len(ok) < max(2, len(dist) // 2):
+        return NO_INTERVAL
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(ok, [alpha, 1.0 - alpha])
+    return Interval(float(low), float(high), method)
+
+
+def wilson(successes: int, n: int, level: float = LEVEL, scale: float = 100.0) -> Interval:
+    """Wilson score interval for successes / n (Wilson 1927); none for n = 0."""
+    from scipy.stats import norm
+
+    if n <= 0:
+        return NO_INTERVAL
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes {successes} outside 0..{n}")
+    z = float(norm.ppf(0.5 + level / 2.0))
+    p = successes / n
+    den = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    low = 0.0 if successes == 0 else max(0.0, centre - half)  # exact at the edges (no rounding past them)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return Interval(scale * low, scale * high, "wilson")
+
+
+def t_interval(values, level: float = LEVEL, what: str = "runs") -> Interval:
+    """Student-t interval of the mean of k >= 2 values (runs or seeds); none for fewer."""
+    from scipy.stats import t
+
+    vals = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
+    k = len(vals)
+    if k < 2:
+        return NO_INTERVAL
+    half = float(t.ppf(0.5 + level / 2.0, k - 1)) * float(vals.std(ddof=1)) / math.sqrt(k)
+    mean = float(vals.mean())
+    return Interval(mean - half, mean + half, f"t-over-{k}-{what}")
+
+
+def mean_std_interval(values, level: float = LEVEL, what: str = "seeds") -> tuple[float | None, float | None, Interval]:
+    """Mean, sample std (None for one value) and the t-interval over seeds or runs."""
+    vals = [float(v) for v in values if v is not None and math.isfinite(v)]
+    if not vals:
+        return None, None, NO_INTERVAL
+    std = float(np.std(vals, ddof=1)) if len(vals) > 1 else None
+    return float(np.mean(vals)), std, t_interval(vals, level, what)
+
+
+# ---------------------------------------------------------------- paired tests -------------------
+
+@dataclass(frozen=True)
+class Difference:
+    """B - A on the same examples: the estimate, its interval, a p-value and how they were made."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    p: float | None
+    method: str
+    n: int  # matched examples (pairs)
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def significant(self) -> bool:
+        """The interval excludes 0."""
+        return self.low is not None and self.high is not None and (self.low > 0 or self.high < 0)
+
+
+def bootstrap_p(dist: np.ndarray, estimate: float) -> float | None:
+    """Two-sided p of 'no difference' from a bootstrap distribution of the difference, shifted to the
+    null: (1 + #{|d*_b - d| >= |d|}) / (B + 1)."""
+    ok = np.asarray(dist, dtype=np.float64)
+    ok = ok[np.isfinite(ok)]
+    if not len(ok) or estimate is None:
+        return None
+    return float((1 + np.sum(np.abs(ok - estimate) >= abs(estimate) - 1e-12)) / (len(ok) + 1))
+
+
+def mcnemar(a, b) -> dict:
+    """McNemar's test of paired binary outcomes (1/0 each, same examples): the discordant counts,
+    the exact two-sided binomial p and the mid-p."""
+    from scipy.stats import binom
+
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    only_a = int(np.sum((a == 1) & (b == 0)))
+    only_b = int(np.sum((a == 0) & (b == 1)))
+    n = only_a + only_b
+    if n == 0:
+        return {"a_only": 0, "b_only": 0, "p_exact": 1.0, "p_mid": 1.0}
+    k = min(only_a, only_b)
+    exact = min(1.0, 2.0 * float(binom.cdf(k, n, 0.5)))
+    mid = min(1.0, 2.0 * float(binom.cdf(k, n, 0.5)) - float(binom.pmf(k, n, 0.5)))
+    return {"a_only": only_a, "b_only": only_b, "p_exact": exact, "p_mid": mid}
+
+
+def paired_bootstrap(a: Evidence, b: Evidence, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                     level: float = LEVEL) -> Difference:
+    """B - A for two evidences of the same statistic over the same examples (matched by id; examples
+    in only one are left out and counted). For proportions the p-value is McNemar's mid-p on the
+    examples both count (non-missing in both), the interval the paired bootstrap's.
+
+    Combined evidence (an average over tasks, a mean over runs) pairs part with part (by label, else
+    in order); the difference of the averages is bootstrapped from each part's own paired resamples,
+    and McNemar's counts are pooled over the parts."""
+    diff, _ = _paired(a, b, resamples, seed, level)
+    return diff
+
+
+def _paired(a: Evidence, b: Evidence, resamples: int, seed: int, level: float) -> tuple[Difference, np.ndarray | None]:
+    if a.combine or b.combine:
+        return _paired_parts(a, b, resamples, seed, level)
+    if (a.statistic, a.columns) != (b.statistic, b.columns):
+        raise ValueError(f"cannot pair {a.statistic}{a.columns} with {b.statistic}{b.columns}")
+    sa, sb, dropped = match(a.sample, b.sample)
+    if not len(sa):
+        return Difference(None, None, None, None, "no shared examples", 0, {"unmatched": dropped}), None
+    ea, eb = Evidence(a.statistic, sa, a.columns, a.scale), Evidence(b.statistic, sb, b.columns, b.scale)
+    pa, pb = ea.point(), eb.point()
+    estimate = None if pa is None or pb is None else pb - pa
+    dist = eb.bootstrap(resamples, seed) - ea.bootstrap(resamples, seed)
+    ci = percentile_interval(dist, level)
+    extra = {"unmatched": dropped, "a": pa, "b": pb}
+    strat = "-stratified" if a.statistic.endswith("_wmean") else ""
+    method = f"paired-bootstrap{strat}(B={resamples},seed={seed})"
+    p = bootstrap_p(dist, estimate) if estimate is not None else None
+    if STATISTICS[a.statistic].interval == "wilson":
+        va, vb = sa.columns[a.columns[0]], sb.columns[b.columns[0]]
+        both = ~np.isnan(va) & ~np.isnan(vb)
+        test = mcnemar(va[both], vb[both])
+        extra.update(mcnemar=test, counted_by_both=int(both.sum()),
+                     counted_by_one=int(np.sum(np.isnan(va) != np.isnan(vb))))
+        p = test["p_mid"]
+        method += "; McNemar mid-p on examples counted by both"
+    return Difference(estimate, ci.low, ci.high, p, method, len(sa), extra), dist
+
+
+def _pair_parts(a: Evidence, b: Evidence) -> list[tuple[Evidence, Evidence]] | None:
+    if all(p.label for p in a.parts + b.parts):
+        where_b = {p.label: p for p in b.parts}
+        if {p.label for p in a.parts} != set(where_b):
+            return None
+        return [(p, where_b[p.label]) for p in a.parts]
+    return list(zip(a.parts, b.parts)) if len(a.parts) == len(b.parts) else None
+
+
+def _paired_parts(a: Evidence, b: Evidence, resamples: int, seed: int, level: float):
+    pairs = _pair_parts(a, b) if a.combine == b.combine else None
+    if pairs is None:
+        return Difference(None, None, None, None, "the two rows combine different parts", 0), None
+    leaves = [_paired(pa, pb, resamples, seed, level) for pa, pb in pairs]
+    if any(d.estimate is None or dist is None for d, dist in leaves):
+        return Difference(None, None, None, None, "a part has no shared examples", 0), None
+    dist = np.mean([dist for _, dist in leaves], axis=0)
+    diffs = [d for d, _ in leaves]
+    estimate = float(np.mean([d.estimate for d in diffs]))
+    ci = percentile_interval(dist, level)
+    extra = {"parts": len(diffs), "unmatched": sum(d.extra.get("unmatched", 0) for d in diffs)}
+    method = f"paired-bootstrap-{a.combine}-of-{len(diffs)}(B={resamples},seed={seed})"
+    p = bootstrap_p(dist, estimate)
+    tests = [d.extra["mcnemar"] for d in diffs if "mcnemar" in d.extra]
+    if tests and len(tests) == len(diffs):
+        a_only, b_only = sum(t["a_only"] for t in tests), sum(t["b_only"] for t in tests)
+        pooled = mcnemar([1] * a_only + [0] * b_only, [0] * a_only + [1] * b_only)
+        extra.update(mcnemar=pooled, counted_by_both=sum(d.extra["counted_by_both"] for d in diffs),
+                     counted_by_one=sum(d.extra["counted_by_one"] for d in diffs))
+        p = pooled["p_mid"]
+        method += "; McNemar mid-p pooled over parts"
+    return Difference(estimate, ci.low, ci.high, p, method, sum(d.n for d in diffs), extra), dist
+
+
+def match(a: Sample, b: Sample) -> tuple[Sample, Sample, int]:
+    """The examples both samples hold, in A's order, and how many were in only one."""
+    where_b = {i: k for k, i in enumerate(b.ids)}
+    pos_a = [k for k, i in enumerate(a.ids) if i in where_b]
+    pos_b = [where_b[a.ids[k]] for k in pos_a]
+    dropped = (len(a) - len(pos_a)) + (len(b) - len(pos_b))
+    return a.subset(np.asarray(pos_a, dtype=np.int64)), b.subset(np.asarray(pos_b, dtype=np.int64)), dropped
+
+
+# ---------------------------------------------------------------- storage form -------------------
+
+def _num(x: float) -> float | None:
+    return None if not math.isfinite(x) else float(np.round(x, 6))
+
+
+def sample_to_dict(s: Sample) -> dict:
+    out = {"ids": list(s.ids), "columns": {k: [_num(x) for x in v.tolist()] for k, v in s.columns.items()}}
+    if s.strata is not None:
+        out["strata"] = [x if isinstance(x, str) else int(x) for x in s.strata.tolist()]
+    return out
+
+
+def sample_from_dict(d: dict) -> Sample:
+    return Sample(d["ids"], {k: np.array([np.nan if x is None else x for x in v], dtype=np.float64)
+                             for k, v in d["columns"].items()},
+                  None if d.get("strata") is None else np.asarray(d["strata"]))
+
+
+EVIDENCE_FORMAT = "bench-evidence/1"
+
+
+def evidence_to_dict(ev: Evidence, samples: dict[int, tuple[str, Sample]]) -> dict:
+    """Storage form of an evidence; samples are stored once per cell (``samples``: id -> (name, sample)),
+    since several rows (Spearman and Pearson, say) read the same one."""
+    if ev.combine:
+        out = {"combine": ev.combine, "parts": [evidence_to_dict(p, samples) for p in ev.parts]}
+    else:
+        name = samples.setdefault(id(ev.sample), (f"s{len(samples)}", ev.sample))[0]
+        out = {"statistic": ev.statistic, "sample": name, "columns": list(ev.columns), "scale": ev.scale}
+    if ev.label:
+        out["label"] = ev.label
+    return out
+
+
+def evidence_from_dict(d: dict, samples: dict[str, Sample], resolve=None) -> Evidence | None:
+    """The evidence again. A part may be ``{"ref": {"cell": <cell path relative to the results dir>,
+    "key": <row key>}}`` (an average's task, stored in that task's cell): ``resolve(ref)`` loads it
+    (None if it cannot, and then the whole evidence is None)."""
+    if "ref" in d:
+        found = resolve(d["ref"]) if resolve else None
+        if found is not None and d.get("label"):
+            found.label = d["label"]
+        return found
+    if d.get("combine"):
+        parts = [evidence_from_dict(p, samples, resolve) for p in d["parts"]]
+        if any(p is None for p in parts):
+            return None
+        return Evidence(parts=parts, combine=d["combine"], label=d.get("label", ""))
+    return Evidence(d["statistic"], samples[d["sample"]], tuple(d["columns"]), d.get("scale", 100.0),
+                    label=d.get("label", ""))

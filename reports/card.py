@@ -1,0 +1,213 @@
+"""A robustness report card for one model: every headline number across suites with its 95% CI, the
+paired difference from its base model and from SimCSE at the same profile (bench compare's machinery,
+marked significant or not), the resources that served and the settings. One Markdown and one HTML page,
+from the result files only (``bench report --card MODEL``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.errors import BenchError
+from bench.store import ResultStore
+from bench.uncertainty import compare_models, model_cells, row_key
+from reports.results import Catalog, resource_pairs
+from reports.specs import CARD_HEADLINES, CARD_SETTINGS
+
+PER_RUN = re.compile(r"^run\d+$")
+SUITE_ORDER = ("sts", "transfer", "alignment", "adversarial", "advsts", "anli")
+
+
+@dataclass
+class Section:
+    title: str
+    paragraphs: list[str] = field(default_factory=list)
+    headers: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+
+
+def baselines(model: str, catalog: Catalog) -> dict[str, str]:
+    """role -> model: the base model the method started from, and SimCSE trained from the same base
+    at the same profile (model facts from the results' plugins.json; neither for a model that is not
+    trained, nor SimCSE for SimCSE itself)."""
+    entry = catalog.models.get(model) or {}
+    out = {}
+    if not entry.get("method"):
+        return out
+    if entry.get("base"):
+        out["base"] = entry["base"]
+    if entry["method"] != "simcse":
+        simcse = sorted(name for name, m in catalog.models.items()
+                        if m.get("method") == "simcse" and m.get("base") == entry.get("base")
+                        and m.get("profile") == entry.get("profile"))
+        if simcse:
+            out["SimCSE"] = simcse[0]
+    return out
+
+
+def _headline(suite: str, row: dict) -> bool:
+    wanted = CARD_HEADLINES.get(suite)
+    if wanted is None:  # a suite the card does not know: every row with an interval, runs folded
+        return row.get("ci_low") is not None and not PER_RUN.match(row.get("aggregation") or "")
+    return any(row["metric"] == metric and (agg is None or row["aggregation"] == agg)
+               and (split is None or row["split"] == split) for metric, agg, split in wanted)
+
+
+def _num(x, decimals=2, signed=False) -> str:
+    if x is None:
+        return "–"
+    return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
+
+
+def _diff_text(d) -> str:
+    if d is None:
+        return "–"
+    if d.diff is None or d.diff.low is None:
+        return f"{_num(d.estimate, signed=True)} (no paired evidence)"
+    p = d.diff.p
+    ptext = "–" if p is None else ("<0.001" if p < 0.001 else f"{p:.3f}")
+    verdict = "significant" if d.significant else "n.s."
+    return f"{_num(d.estimate, signed=True)} ({_num(d.diff.low, signed=True)}, {_num(d.diff.high, signed=True)}), p {ptext}, {verdict}"
+
+
+def _settings_text(config: dict) -> str:
+    parts = []
+    for key in CARD_SETTINGS:
+        if key in config and config[key] not in (None, [], {}):
+            value = config[key]
+            parts.append(f"{key}={json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value}")
+    return "; ".join(parts)
+
+
+def card(results_dir: Path, model: str) -> dict[str, str]:
+    """{'card-<model>.md': ..., 'card-<model>.html': ...}."""
+    store = ResultStore(results_dir)
+    cells = model_cells(store, model)
+    if not cells:
+        known = sorted(p.name for p in (Path(results_dir) / "cells").glob("*") if p.is_dir())
+        raise BenchError(f"No stored results for model '{model}' under {Path(results_dir) / 'cells'}. Models with "
+                         f"results: {', '.join(known) or 'none'}. Run `bench run --model {model} ...` first.")
+    catalog = Catalog.load(results_dir)
+    others = baselines(model, catalog)
+    diffs = {}
+    for role, other in others.items():
+        found, _ = compare_models(store, other, model)
+        diffs[role] = {(d.suite, d.task, d.seed, d.config_hash, tuple(d.key.values())): d for d in found}
+    sections = [_identity(model, catalog.models.get(model), others)]
+    suites = sorted({k[0] for k in cells}, key=lambda s: (SUITE_ORDER.index(s) if s in SUITE_ORDER else 99, s))
+    all_rows = []
+    for suite in suites:
+        sec = Section(f"{suite}", headers=["task", "attack", "metric", "aggregation", "split", "value", "95% CI",
+                                           "CI method", "n", "seed"]
+                      + [f"Δ vs {role} ({other}) [95% CI], p" for role, other in others.items()] + ["settings"])
+        settings = set()
+        for key in sorted((k for k in cells if k[0] == suite), key=lambda k: (str(k[1]), k[2] or 0, k[3] or "")):
+            cell = store.read(cells[key])
+            for r in cell["results"]:
+                if not _headline(suite, r):
+                    continue
+                all_rows.append(r)
+                kt = tuple(row_key(r).values())
+                line = [r["task"], r.get("attack") or "", r["metric"], r["aggregation"], r["split"], _num(r["value"]),
+                        f"{_num(r.get('ci_low'))} – {_num(r.get('ci_high'))}" if r.get("ci_low") is not None else "–",
+                        r.get("ci_method") or "", "" if r.get("n") is None else str(r["n"]), str(r.get("seed"))]
+                line += [_diff_text(diffs[role].get((suite, r["task"], key[2], key[3], kt))) for role in others]
+                text = _settings_text(cell.get("config", {}))
+                settings.add(text)
+                line.append(text)
+                sec.rows.append(line)
+        if sec.rows:
+            sections.append(sec)
+    sections.append(_resources(all_rows))
+    sections.append(_provenance(all_rows, others))
+    name = f"card-{model}"
+    return {f"{name}.md": to_markdown(model, sections), f"{name}.html": to_html(model, sections)}
+
+
+def _identity(model: str, entry: dict | None, others: dict[str, str]) -> Section:
+    sec = Section("Model")
+    if not entry:
+        sec.paragraphs.append(f"No facts about '{model}' in the results' plugins.json (results only).")
+    else:
+        training = entry.get("training") or {}
+        facts = [("backbone", entry.get("backbone")), ("family", entry.get("family")), ("pooler", entry.get("pooler")),
+                 ("method", entry.get("method") or "none (pretrained)"), ("base", entry.get("base") or "–"),
+                 ("training profile", entry.get("profile") or "–"),
+                 ("recipe", ", ".join(f"{k}={v}" for k, v in sorted((entry.get("recipe") or {}).items()))
+                  or "method defaults"),
+                 ("training steps", training.get("steps")), ("training wall time (s)", training.get("wall_s")),
+                 ("description", entry.get("description"))]
+        sec.headers, sec.rows = ["", ""], [[k, str(v)] for k, v in facts if v not in (None, "")]
+    if others:
+        sec.paragraphs.append("Differences are this model − " + " and this model − ".join(
+            f"{role} ({other})" for role, other in others.items())
+            + " on the cells both have (same suite, task, seed and configuration): paired bootstrap over the same "
+              "pairs/examples (1,000 resamples, seed 0), McNemar mid-p for per-example binary outcomes; "
+              "'significant' when the 95% CI of the difference excludes 0; '–' where the other model has no such cell.")
+    else:
+        sec.paragraphs.append("Not a trained method model: no base or SimCSE comparison.")
+    sec.paragraphs.append("Values ×100 for correlations and rates (queries and alignment/uniformity as measured). "
+                          "95% CIs as recorded in each row (ci_method): bootstrap over pairs/examples, Wilson for "
+                          "proportions, t-interval over runs, bootstrap of the tasks' resamples for averages.")
+    return sec
+
+
+def _resources(rows: list[dict]) -> Section:
+    sec = Section("Resources that served")
+    served = sorted(resource_pairs(rows, "served"))
+    sec.paragraphs.append(", ".join(served) if served else "No attack resources recorded (no attack suite rows).")
+    return sec
+
+
+def _provenance(rows: list[dict], others: dict) -> Section:
+    sec = Section("Provenance")
+
+    def distinct(key):
+        return sorted({str(r.get(key)) for r in rows if r.get(key) not in (None, "")})
+
+    for key in ("profile", "weights_sha256", "device", "dtype", "git_commit", "bench_version", "package_versions"):
+        values = distinct(key)
+        if values:
+            sec.paragraphs.append(f"{key}: " + "; ".join(values))
+    return sec
+
+
+def _md_escape(x: str) -> str:
+    return x.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(model: str, sections: list[Section]) -> str:
+    out = [f"# Robustness card: {model}", "",
+           "Generated by `bench report --card` from the result files; do not edit.", ""]
+    for sec in sections:
+        out += [f"## {sec.title}", ""]
+        for p in sec.paragraphs:
+            out += [p, ""]
+        if sec.rows:
+            out.append("| " + " | ".join(_md_escape(h) for h in sec.headers) + " |")
+            out.append("|" + "|".join([" --- "] * len(sec.headers)) + "|")
+            out += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in sec.rows]
+            out.append("")
+    return "\n".join(out)
+
+
+def to_html(model: str, sections: list[Section]) -> str:
+    esc = html.escape
+    out = ["<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\">", f"<title>Robustness card: {esc(model)}</title>",
+           "<style>body{font-family:sans-serif}table{border-collapse:collapse}td,th{padding:2px 8px;"
+           "border-bottom:1px solid #ddd;text-align:left}</style></head><body>",
+           f"<h1>Robustness card: {esc(model)}</h1>",
+           "<p>Generated by <code>bench report --card</code> from the result files; do not edit.</p>"]
+    for sec in sections:
+        out.append(f"<h2>{esc(sec.title)}</h2>")
+        out += [f"<p>{esc(p)}</p>" for p in sec.paragraphs]
+        if sec.rows:
+            out.append("<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in sec.headers) + "</tr>")
+            out += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in sec.rows]
+            out.append("</table>")
+    out += ["</body></html>", ""]
+    return "\n".join(out)

@@ -1,0 +1,136 @@
+"""Uncertainty end to end: rows carry CIs, evidence sidecars sit beside cells, `bench compare` pairs them."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from bench.cli import main
+from bench.store import CellKey, Result, ResultStore
+from bench.uncertainty import apply_uncertainty, compare_models, stored_evidence
+
+
+@pytest.fixture
+def two_tiny_models(tiny_model, tmp_path_factory, monkeypatch):
+    from bench import registry
+    from tests.conftest import write_tiny_bert
+
+    other = write_tiny_bert(tmp_path_factory.mktemp("tiny-bert-2"), seed=1)
+    spec = registry.ModelSpec(name="tiny2", backbone=str(other), pooler="avg", max_len=64)
+    monkeypatch.setitem(registry.MODELS, "tiny2", spec)
+    return "tiny", "tiny2"
+
+
+def test_sts_rows_carry_cis_and_sidecars(bench_env, two_tiny_models, capsys):
+    assert main(["run", "--suite", "sts", "--model", "tiny", "--task", "stsb", "--task", "sts12"]) == 0
+    store = ResultStore(bench_env.results)
+    rows = {(r["task"], r["metric"], r["aggregation"]): r for r in store.rows()}
+    for key in (("stsb", "spearman", "all"), ("sts12", "pearson", "all"), ("sts12", "spearman", "wmean"),
+                ("avg", "spearman", "mean-of-tasks")):
+        r = rows[key]
+        assert r["ci_low"] is not None and r["ci_low"] <= r["value"] <= r["ci_high"], key
+        assert isinstance(r["ci_low"], float) and r["ci_method"], key
+    assert rows[("stsb", "spearman", "all")]["ci_method"] == "bootstrap(B=1000,seed=0)"
+    assert rows[("sts12", "spearman", "wmean")]["ci_method"] == "bootstrap-stratified(B=1000,seed=0)"
+    assert rows[("avg", "spearman", "mean-of-tasks")]["ci_method"] == "bootstrap-average-of-2(B=1000,seed=0)"
+    cell = next(p for p in store.cells() if "/stsb/" in str(p))
+    side = store.evidence_path(cell)
+    payload = json.loads(gzip.decompress(side.read_bytes()))
+    sample = next(iter(payload["samples"].values()))
+    assert set(sample["columns"]) == {"pred", "gold"} and len(sample["ids"]) == 8
+    assert len(payload["samples"]) == 1  # one stored sample for the four STS rows
+    # The stored evidence reproduces the row's value and interval.
+    ev = stored_evidence(store, cell)[("spearman", "all", "", "test")]
+    r = rows[("stsb", "spearman", "all")]
+    assert ev.point() == pytest.approx(r["value"], abs=1e-3)
+    assert (ev.interval().low, ev.interval().high) == pytest.approx((r["ci_low"], r["ci_high"]), abs=1e-3)
+    board = (bench_env.results / "leaderboard.csv").read_text().splitlines()[0].split(",")
+    assert {"ci_low", "ci_high", "ci_method"} <= set(board)
+    assert not any(p.name.endswith(".tmp") for p in side.parent.iterdir())
+
+
+def test_compare_from_stored_results(bench_env, two_tiny_models, capsys, monkeypatch):
+    for model in two_tiny_models:
+        assert main(["run", "--suite", "sts", "--model", model, "--task", "stsb", "--task", "sickr"]) == 0
+    capsys.readouterr()
+    import bench.encoder
+
+    def no_loading(*a, **k):
+        raise AssertionError("compare must not load a model")
+
+    monkeypatch.setattr(bench.encoder.Encoder, "from_spec", no_loading)
+    assert main(["compare", "tiny", "tiny2", "--suite", "sts", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["shared_cells"] == 3  # stsb, sickr, avg
+    rows = {(r["task"], r["metric"], r["aggregation"]): r for r in out["rows"]}
+    stsb = rows[("stsb", "spearman", "all")]
+    assert stsb["difference"] == pytest.approx(stsb["b"] - stsb["a"], abs=1e-3)
+    assert stsb["ci_low"] <= stsb["difference"] <= stsb["ci_high"] and 0 < stsb["p"] <= 1
+    assert stsb["pairs"] == 8 and stsb["method"].startswith("paired-bootstrap")
+    avg = rows[("avg", "spearman", "mean-of-tasks")]
+    assert avg["method"].startswith("paired-bootstrap-average-of-2")
+    assert avg["difference"] == pytest.approx((stsb["difference"] + rows[("sickr", "spearman", "all")]["difference"]) / 2,
+                                              abs=1e-3)
+    monkeypatch.setenv("COLUMNS", "250")  # rich wraps cells in narrow consoles
+    assert main(["compare", "tiny", "tiny2", "--suite", "sts", "--task", "stsb"]) == 0
+    text = capsys.readouterr().out
+    assert "stsb" in text and "95% CI" in text and "sickr" not in text
+    assert main(["compare", "tiny", "tiny3"]) == 2
+    assert "tiny" in capsys.readouterr().err
+
+
+def _attack_cell(store, model, outcomes, queries, run_ids=(0,)):
+    """An adversarial-like cell: per-example outcomes through attacks.metrics' evidence, as the suite does."""
+    from attacks.metrics import attack_evidence, attack_metrics
+    from bench.stats import Evidence
+
+    runs = []
+    for run in run_ids:
+        records = [{"index": i, "result_type": k, "num_queries": q, "words_changed": 1, "num_words": 10}
+                   for i, (k, q) in enumerate(zip(outcomes, queries))]
+        runs.append((attack_metrics(records), attack_evidence(records)))
+    rows = []
+    for metric in ("attack_success_rate", "avg_queries"):
+        ev = Evidence(parts=[e[metric] for _, e in runs], combine="runs")
+        rows.append(Result(model=model, suite="adversarial", task="mr", split="attack", metric=metric,
+                           aggregation="mean-of-runs", attack="textfooler", n=len(outcomes), seed=0,
+                           value=float(np.mean([m[metric] for m, _ in runs])), evidence=ev))
+    key = CellKey(model, "ab" * 32, "adversarial", "mr", 0, "c" * 16)
+    store.write(key, rows, {"suite": "adversarial"}, evidence=apply_uncertainty(rows))
+    return rows
+
+
+def test_attack_rows_wilson_and_mcnemar_with_skips(tmp_path):
+    store = ResultStore(tmp_path)
+    n = 120
+    a_kinds = ["skipped"] * 10 + ["successful"] * 100 + ["failed"] * 10
+    b_kinds = ["successful"] * 10 + ["successful"] * 60 + ["failed"] * 40 + ["skipped"] * 10
+    rows_a = _attack_cell(store, "a", a_kinds, [50.0] * n)
+    _attack_cell(store, "b", b_kinds, [70.0] * n)
+    asr = rows_a[0]
+    assert asr.ci_method == "wilson" and asr.ci_low < asr.value < asr.ci_high
+    assert rows_a[1].ci_method == "bootstrap(B=1000,seed=0)"
+    diffs, counts = compare_models(store, "a", "b")
+    assert counts == {"shared_cells": 1, "only_a": 0, "only_b": 0}
+    d = {x.key["metric"]: x for x in diffs}
+    asr_d = d["attack_success_rate"].diff
+    # Each victim's own rate: A 100/110, B 70/110; McNemar on the 100 examples both attacked.
+    assert asr_d.estimate == pytest.approx(100 * 70 / 110 - 100 * 100 / 110)
+    assert asr_d.extra["counted_by_both"] == 100 and asr_d.extra["counted_by_one"] == 20
+    assert asr_d.extra["mcnemar"]["a_only"] == 40 and asr_d.extra["mcnemar"]["b_only"] == 0
+    assert asr_d.p < 1e-6 and d["attack_success_rate"].significant
+    q = d["avg_queries"].diff
+    assert q.estimate == pytest.approx(20.0) and q.low == pytest.approx(20.0) and "McNemar" not in q.method
+
+
+def test_summary_without_evidence_has_no_interval(tmp_path):
+    store = ResultStore(tmp_path)
+    row = Result(model="m", suite="sts", task="stsb", split="test", metric="spearman", aggregation="all", value=80.0)
+    key = CellKey("m", "ab" * 32, "sts", "stsb", 0, "d" * 16)
+    path = store.write(key, [row], {}, evidence=apply_uncertainty([row]))
+    assert not store.evidence_path(path).exists()
+    r = store.read(path)["results"][0]
+    assert r["ci_low"] is None and r["ci_method"] == "" and "evidence" not in r

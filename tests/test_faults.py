@@ -1,0 +1,701 @@
+"""Fault suite (issue 16): bad inputs and faults as a new user or an unlucky operator meets them.
+
+Each test asserts the exit code, that the message names the fix, and that no finished result
+changed (the cells written before the fault keep their bytes and modification times).
+Every test's docstring starts with the case and ``exit N``; ``python tests/test_faults.py --table``
+prints the README's "Reliability" table from them (a test below checks the README holds it).
+Directory faults use a tiny tmpfs (we mount one where we may; else the test is skipped with the reason).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO)) if __name__ == "__main__" else None  # `python tests/test_faults.py --table`
+
+from bench.cli import main  # noqa: E402
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def bench(*args: str, capsys) -> tuple[int, str, str]:
+    """Run the CLI in-process: (exit code, stdout, stderr). argparse's own exit counts as the exit code."""
+    capsys.readouterr()
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, " ".join(err.split())  # messages are wrapped by no one, but be safe
+
+
+def cells(results: Path) -> dict[str, tuple[bytes, int]]:
+    """Every finished cell: relative path -> (bytes, mtime_ns)."""
+    return {p.relative_to(results).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
+            for p in sorted((results / "cells").rglob("*.json"))}
+
+
+def assert_unchanged(before: dict, results: Path) -> None:
+    after = cells(results)
+    for rel, (blob, mtime) in before.items():
+        assert rel in after, f"finished cell {rel} disappeared"
+        assert after[rel] == (blob, mtime), f"finished cell {rel} changed"
+
+
+def stsb_value(results: Path, model: str = "tiny") -> dict[str, float]:
+    """config_hash -> the STS-B Spearman ('all') of each stored stsb cell."""
+    out = {}
+    for path in (results / "cells" / model / "sts" / "stsb").glob("*.json"):
+        for r in json.loads(path.read_text())["results"]:
+            if (r["metric"], r["aggregation"]) == ("spearman", "all"):
+                out[r["config_hash"]] = r["value"]
+    return out
+
+
+RUN = ("run", "--device", "cpu", "--suite", "sts", "--model", "tiny")
+STSB_TEST = "senteval/downstream/STS/STSBenchmark/sts-test.csv"
+
+
+@pytest.fixture
+def finished(bench_env, tiny_model, monkeypatch, capsys):
+    """The tiny model's STS-B cell (and the STS average over it) finished on the fixture data, with gold
+    scores written as in the real file ("2.500"); returns the results dir's cells before the fault."""
+    from tests.conftest import STS_PAIRS, register_fixture_dataset
+
+    stsb = bench_env.data / "senteval/downstream/STS/STSBenchmark"
+    pairs = [(a, b, 2.5 if (a, b) == ("a child is happy", "a child is sad") else g) for a, b, g in STS_PAIRS]
+    for split in ("train", "dev", "test"):
+        (stsb / f"sts-{split}.csv").write_text("".join(
+            f"main-captions\tMSRvid\t2012test\t{i:04d}\t{g:.3f}\t{a}\t{b}\n" for i, (a, b, g) in enumerate(pairs)))
+    register_fixture_dataset(monkeypatch, bench_env.data, "stsb", "senteval/downstream/STS/STSBenchmark")
+    code, out, err = bench(*RUN, "--task", "stsb", capsys=capsys)
+    assert code == 0, err
+    return cells(bench_env.results)
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str):
+    """A tiny tmpfs at ``path`` for the test's duration, or a skip naming why it cannot be mounted."""
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (run the fault suite as root, or in a container, to cover it)")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}): no CAP_SYS_ADMIN?")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+# --- unknown names ---------------------------------------------------------------------------
+
+def test_unknown_model(capsys):
+    """Unknown model name: exit 2; the message suggests close names and `bench ls models`."""
+    code, _, err = bench(*RUN[:5], "--model", "simcse-bertt", capsys=capsys)
+    assert code == 2 and "Did you mean: simcse-bert" in err and "bench ls models" in err
+
+
+def test_unknown_suite(capsys):
+    """Unknown suite name: exit 2; the message suggests close names and `bench ls suites`."""
+    code, _, err = bench("run", "--suite", "stss", "--model", "minilm", capsys=capsys)
+    assert code == 2 and "sts" in err and "bench ls suites" in err
+
+
+def test_unknown_task(finished, bench_env, capsys):
+    """Unknown task name: exit 2; before any model loads, the message lists close names and `bench ls tasks`."""
+    code, _, err = bench(*RUN, "--task", "sts17", capsys=capsys)
+    assert code == 2 and "sts12" in err and "bench ls tasks" in err
+    assert_unchanged(finished, bench_env.results)
+
+
+def test_unknown_method_points_to_bench_ls_methods(tmp_path, capsys):
+    """Unknown training method: exit 2; the message names `bench ls methods`, which exists and lists them."""
+    code, _, err = bench("train", "--method", "simcsee", "--backbone", "minilm", capsys=capsys)
+    assert code == 2 and "Did you mean: simcse" in err and "bench ls methods" in err
+    code, out, _ = bench("ls", "methods", capsys=capsys)
+    assert code == 0 and "\nsimcse\t" in out
+
+
+# --- bad values ------------------------------------------------------------------------------
+
+def test_bad_overwrite_value(finished, bench_env, capsys):
+    """`--overwrite sometimes`: exit 2; the message lists the accepted values."""
+    code, _, err = bench(*RUN, "--overwrite", "sometimes", capsys=capsys)
+    assert code == 2 and "never" in err and "only-missing" in err and "always" in err
+    assert_unchanged(finished, bench_env.results)
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "ten"])
+def test_bad_limit(finished, bench_env, capsys, value):
+    """`--limit 0`, `-3` or `ten`: exit 2; at parse time, the message names the flag and the accepted range."""
+    code, _, err = bench(*RUN, "--limit", value, capsys=capsys)
+    assert code == 2 and "--limit" in err and ("integer >= 1" in err or "expected an integer" in err)
+    assert_unchanged(finished, bench_env.results)
+
+
+@pytest.mark.parametrize("command", ["run", "train"])
+def test_bad_batch_size(finished, bench_env, tiny_bert_dir, capsys, command):
+    """`--batch-size 0` or `-3` for run and train: exit 2; at parse time, naming the flag and the range (was a
+    traceback)."""
+    for value in ("0", "-3"):
+        args = (*RUN, "--batch-size", value) if command == "run" else (
+            "train", "--method", "simcse", "--backbone", str(tiny_bert_dir), "--batch-size", value)
+        code, _, err = bench(*args, capsys=capsys)
+        assert code == 2 and "--batch-size" in err and "integer >= 1" in err
+    assert_unchanged(finished, bench_env.results)
+    assert not (bench_env.home / "train").exists()  # nothing started
+
+
+@pytest.mark.parametrize("value", ["-5", "0"])
+def test_bad_train_steps(bench_env, tiny_bert_dir, capsys, value):
+    """`bench train --steps -5` or `0`: exit 2; at parse time, naming the flag and the range (it used to train
+    a whole epoch)."""
+    code, _, err = bench("train", "--method", "simcse", "--backbone", str(tiny_bert_dir), "--steps", value,
+                         capsys=capsys)
+    assert code == 2 and "--steps" in err and "integer >= 1" in err
+    assert not (bench_env.home / "train").exists()
+
+
+# --- data ------------------------------------------------------------------------------------
+
+def test_missing_data_file(finished, bench_env, capsys):
+    """A missing data file: exit 2; the message names the file and `bench data fetch`."""
+    (bench_env.data / STSB_TEST).unlink()
+    code, _, err = bench(*RUN, "--task", "stsb", "--overwrite", "always", capsys=capsys)
+    assert code == 2 and "sts-test.csv" in err and "missing" in err and "bench data fetch stsb" in err
+    assert_unchanged(finished, bench_env.results)
+
+
+def test_truncated_data_file(finished, bench_env, capsys):
+    """A truncated data file: exit 2; the message names the file, the sizes and `bench data fetch`."""
+    path = bench_env.data / STSB_TEST
+    path.write_bytes(path.read_bytes()[:-20])
+    code, _, err = bench(*RUN, "--task", "stsb", "--overwrite", "always", capsys=capsys)
+    assert code == 2 and "sts-test.csv" in err and "bytes" in err and "bench data fetch stsb" in err
+    assert_unchanged(finished, bench_env.results)
+
+
+def test_same_size_corruption_is_refused_and_never_reuses_a_cell(finished, bench_env, capsys):
+    """One-byte same-size corruption (STS-B gold 2.500 -> 0.500): exit 2; the message names the file, the
+    restore and --allow-unverified-data; with that flag a separate cell (recorded as unverified), never the clean one."""
+    path = bench_env.data / STSB_TEST
+    clean_text = path.read_text()
+    assert clean_text.count("\t2.500\t") == 1
+    path.write_text(clean_text.replace("\t2.500\t", "\t0.500\t"))
+    assert len(path.read_bytes()) == len(clean_text.encode())  # same size: a size check cannot see it
+    for overwrite in ("only-missing", "always"):
+        code, _, err = bench(*RUN, "--task", "stsb", "--overwrite", overwrite, capsys=capsys)
+        assert code == 2 and str(path) in err and "bench data fetch stsb" in err
+        assert "--allow-unverified-data" in err and "sha256" in err
+    assert_unchanged(finished, bench_env.results)
+
+    (clean_hash, clean_value), = stsb_value(bench_env.results).items()
+    code, out, err = bench(*RUN, "--task", "stsb", "--allow-unverified-data", capsys=capsys)
+    assert code == 0 and "Reused" not in out and "sts-test.csv" in out  # the unverified file is named
+    values = stsb_value(bench_env.results)
+    assert len(values) == 2  # a new cell beside the clean one
+    (dirty_hash, dirty_value), = ((h, v) for h, v in values.items() if h != clean_hash)
+    assert dirty_value != clean_value
+    dirty_cell = next((bench_env.results / "cells/tiny/sts/stsb").glob(f"*-{dirty_hash[:8]}.json"))
+    row_config = json.loads(json.loads(dirty_cell.read_text())["results"][0]["config"])
+    assert any("sts-test.csv" in item for item in row_config["data_unverified"])
+    assert_unchanged(finished, bench_env.results)
+
+    path.write_text(clean_text)  # restored: the clean cell is reused, the unverified one never is
+    code, out, _ = bench(*RUN, "--task", "stsb", capsys=capsys)
+    assert code == 0 and "Reused 2 finished cell(s)" in out
+    assert_unchanged(finished, bench_env.results)
+
+
+def test_cell_computed_on_other_data_is_not_reused(finished, bench_env, monkeypatch, capsys):
+    """Data replaced by a new reference release (hashes updated): exit 0; the cell is recomputed, because
+    the data's fingerprint is part of the cell key; the old cell stays."""
+    from tests.conftest import register_fixture_dataset
+
+    path = bench_env.data / STSB_TEST
+    path.write_text(path.read_text().replace("\t2.500\t", "\t0.500\t"))
+    register_fixture_dataset(monkeypatch, bench_env.data, "stsb", "senteval/downstream/STS/STSBenchmark")
+    code, out, err = bench(*RUN, "--task", "stsb", capsys=capsys)
+    assert code == 0 and "Reused" not in out, err
+    assert len(set(stsb_value(bench_env.results).values())) == 2
+    assert_unchanged(finished, bench_env.results)
+
+
+def test_data_hashes_are_cached_by_file_identity(finished, bench_env, monkeypatch, capsys):
+    """Re-runs on unchanged data: exit 0; no data file is hashed again (cache keyed by path, size, mtime and
+    ctime under $BENCH_HOME), in this process or a fresh one; a touched file is hashed once more."""
+    from bench import data
+
+    hashed = []
+    original = data._sha256_file
+    monkeypatch.setattr(data, "_sha256_file", lambda p: hashed.append(p) or original(p))
+    assert bench(*RUN, "--task", "stsb", capsys=capsys)[0] == 0
+    assert hashed == []
+    data._HASH_CACHES.clear()  # as a new process: only the cache file remains
+    assert bench(*RUN, "--task", "stsb", capsys=capsys)[0] == 0
+    assert hashed == [] and (bench_env.cache / data.HASH_CACHE).exists()
+    path = bench_env.data / STSB_TEST
+    path.write_text(path.read_text())  # same bytes, new mtime: hashed once more, then reused
+    assert bench(*RUN, "--task", "stsb", capsys=capsys)[0] == 0
+    assert [p.name for p in hashed] == ["sts-test.csv"]
+    assert_unchanged(finished, bench_env.results)
+
+
+def test_malformed_sts_line_names_file_and_line(finished, bench_env, capsys):
+    """A malformed same-size STS-B line: exit 2; the content check names the file; with
+    --allow-unverified-data the reader names the file, the line number and the fix (exit 2 too)."""
+    path = bench_env.data / STSB_TEST
+    lines = path.read_text().splitlines(keepends=True)
+    lines[3] = lines[3].replace("\t", " ", 1)  # one field fewer, same size
+    path.write_text("".join(lines))
+    code, _, err = bench(*RUN, "--task", "stsb", "--overwrite", "always", capsys=capsys)
+    assert code == 2 and "sts-test.csv" in err and "bench data fetch stsb" in err
+    code, _, err = bench(*RUN, "--task", "stsb", "--allow-unverified-data", capsys=capsys)
+    assert code == 2 and f"{path}:4: malformed line" in err and "bench data verify" in err
+    assert_unchanged(finished, bench_env.results)
+
+
+# --- models ----------------------------------------------------------------------------------
+
+def test_missing_backbone_offline(finished, bench_env, monkeypatch, capsys):
+    """A backbone that is neither local nor cached, offline: exit 2; the message names it and the fixes."""
+    import huggingface_hub.constants
+    import transformers.utils.hub
+
+    from bench import registry
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(transformers.utils.hub, "_is_offline_mode", True)
+    monkeypatch.setitem(registry.MODELS, "gone", registry.ModelSpec(
+        name="gone", backbone="no-such-org/no-such-model", pooler="avg", max_len=64))
+    code, _, err = bench(*RUN[:6], "gone", "--task", "stsb", capsys=capsys)
+    assert code == 2 and "no-such-org/no-such-model" in err and "internet access" in err and "minilm" in err
+    assert_unchanged(finished, bench_env.results)
+
+
+def test_refused_pickle_weights_say_so(finished, bench_env, tiny_bert_dir, tmp_path, monkeypatch, capsys):
+    """A `pytorch_model.bin` whose pickle references code: exit 2; the message says the safe loader refused
+    a pickle and names safetensors (not "neither a local directory nor reachable on the Hub")."""
+    import shutil
+
+    import torch
+
+    from bench import registry
+
+    model_dir = tmp_path / "pickled"
+    shutil.copytree(tiny_bert_dir, model_dir)
+    (model_dir / "model.safetensors").unlink()
+    torch.save({"embeddings.word_embeddings.weight": torch.zeros(2), "code": print}, model_dir / "pytorch_model.bin")
+    monkeypatch.setitem(registry.MODELS, "pickled", registry.ModelSpec(
+        name="pickled", backbone=str(model_dir), pooler="avg", max_len=64))
+    code, _, err = bench(*RUN[:6], "pickled", "--task", "stsb", capsys=capsys)
+    assert code == 2 and "pickle" in err and "refused" in err and "model.safetensors" in err
+    assert "neither a local directory" not in err
+    assert_unchanged(finished, bench_env.results)
+
+
+# --- --set -----------------------------------------------------------------------------------
+
+def _train(tiny_bert_dir, corpus, *extra, steps: str | None = "6"):
+    sized = ("--batch-size", "4", "--steps", steps) if steps else ()
+    return ("train", "--method", "simcse", "--backbone", str(tiny_bert_dir), "--data", str(corpus),
+            "--device", "cpu", *sized, *extra)
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    from tests.test_train import write_corpus
+
+    return write_corpus(tmp_path / "corpus.txt", 48)
+
+
+def test_set_unknown_key(bench_env, tiny_bert_dir, corpus, capsys):
+    """`--set temprature=0.1` (a typo): exit 2; the message lists the trainer settings and the hyper-parameters."""
+    code, _, err = bench(*_train(tiny_bert_dir, corpus, "--set", "temprature=0.1"), capsys=capsys)
+    assert code == 2 and "temprature" in err and "temperature" in err and "max_steps" in err
+    assert not (bench_env.home / "train").exists()
+
+
+def test_set_bad_type(bench_env, tiny_bert_dir, corpus, capsys):
+    """`--set temperature=cold`: exit 2; the message names the key and the expected type."""
+    code, _, err = bench(*_train(tiny_bert_dir, corpus, "--set", "temperature=cold"), capsys=capsys)
+    assert code == 2 and "temperature" in err and "expected a float" in err
+    assert not (bench_env.home / "train").exists()
+
+
+@pytest.mark.parametrize("setting, shown", [("temperature=0", "must be > 0"), ("lr=-1", "must be > 0"),
+                                            ("max_steps=-5", "must be >= 0"), ("batch_size=0", "must be >= 1")])
+def test_set_bad_value(bench_env, tiny_bert_dir, corpus, capsys, setting, shown):
+    """`--set temperature=0`, `lr=-1`, `max_steps=-5`, `batch_size=0`: exit 2; before training, the message
+    names the accepted range and how to set it."""
+    code, _, err = bench(*_train(tiny_bert_dir, corpus, "--set", setting, steps=None), capsys=capsys)
+    assert code == 2 and shown in err and f"--set {setting.split('=')[0]}=N" in err
+    assert not (bench_env.home / "train").exists()
+
+
+def test_method_probability_out_of_range(bench_env, tiny_bert_dir, corpus, capsys):
+    """A method probability out of [0, 1] (`--method adcse --set adversary_momentum=1.5`): exit 2; the message
+    names the range and the flag."""
+    args = list(_train(tiny_bert_dir, corpus, "--set", "adversary_momentum=1.5"))
+    args[args.index("simcse")] = "adcse"
+    code, _, err = bench(*args, capsys=capsys)
+    assert code == 2 and "adversary_momentum=1.5" in err and "in [0, 1]" in err
+    assert "--set adversary_momentum=N" in err
+    assert not (bench_env.home / "train").exists()
+
+
+# --- NaN -------------------------------------------------------------------------------------
+
+def _last_state(home: Path, name: str):
+    from safetensors.torch import load_file
+
+    last = home / "train" / name / "last"
+    if not (last / "trainer_state.json").exists():
+        return None, None
+    return json.loads((last / "trainer_state.json").read_text())["step"], load_file(str(last / "modules.safetensors"))
+
+
+def test_nan_from_huge_lr_keeps_the_last_finite_state(bench_env, tiny_bert_dir, corpus, capsys):
+    """`--set lr=1e9`: exit 2; the message names lr as the likely cause and its fix; the kept "last" state is
+    the one before the explosion (finite, small weights), not the state after the bad update."""
+    from safetensors.torch import load_file
+
+    # warm-up: update 1 has lr 0 (a good state to keep), update 2 explodes, step 3's loss is NaN.
+    code, _, err = bench(*_train(tiny_bert_dir, corpus, "--set", "lr=1e9", "--set", "warmup_steps=3",
+                                 "--eval-every", "1", "--name", "hot"), capsys=capsys)
+    assert code == 2 and "non-finite at step 3" in err and "lr=1e+09" in err and "Fix: --lr 3e-05" in err
+    step, weights = _last_state(bench_env.home, "hot")
+    assert step == 1 and "last finite state (step 1)" in err
+    initial = load_file(str(tiny_bert_dir / "model.safetensors"))
+    embedding = weights["encoder.embeddings.word_embeddings.weight"]
+    assert bool(embedding.isfinite().all()) and float(embedding.abs().max()) < 10
+    assert float((embedding - initial["embeddings.word_embeddings.weight"]).abs().max()) == 0.0  # lr 0 at update 1
+    assert not (bench_env.home / "models" / "hot").exists()
+
+
+def test_nan_from_temperature_near_zero_names_temperature(bench_env, tiny_bert_dir, corpus, capsys):
+    """`--set temperature=1e-40` (near 0): exit 2; the message blames the temperature (not the learning
+    rate) and gives the method's default as the fix; no exploded state is kept."""
+    code, _, err = bench(*_train(tiny_bert_dir, corpus, "--set", "temperature=1e-40", "--name", "cold"),
+                         capsys=capsys)
+    assert code == 2 and "temperature=1e-40 is near 0" in err and "--set temperature=0.05" in err
+    assert "lr=" not in err
+    assert _last_state(bench_env.home, "cold") == (None, None)
+
+
+# --- the results directory -------------------------------------------------------------------
+
+def test_read_only_results_dir(finished, bench_env, tmp_path, monkeypatch, capsys):
+    """A read-only results directory (a tmpfs remounted ro): exit 2; before any work, the message names the
+    directory and BENCH_RESULTS_DIR; the finished cells are untouched."""
+    import shutil
+
+    with tmpfs(tmp_path / "ro", "32m") as mount:
+        shutil.copytree(bench_env.results, mount / "results", copy_function=shutil.copy2)
+        monkeypatch.setenv("BENCH_RESULTS_DIR", str(mount / "results"))
+        before = cells(mount / "results")
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        code, out, err = bench(*RUN, "--task", "sts12", capsys=capsys)
+        assert code == 2 and "cannot be written" in err and "BENCH_RESULTS_DIR" in err
+        assert "Nothing was computed" in err and "sts12" not in out
+        assert_unchanged(before, mount / "results")
+
+
+def test_full_results_dir(finished, bench_env, tmp_path, monkeypatch, capsys):
+    """A full results directory (a 20 MiB tmpfs filled up): exit 2; before any work, the message names the
+    lack of space and the fixes; the finished cells are untouched."""
+    import shutil
+
+    with tmpfs(tmp_path / "full", "20m") as mount:
+        shutil.copytree(bench_env.results, mount / "results", copy_function=shutil.copy2)
+        monkeypatch.setenv("BENCH_RESULTS_DIR", str(mount / "results"))
+        before = cells(mount / "results")
+        with open(mount / "ballast", "wb") as fh, contextlib.suppress(OSError):
+            while True:
+                fh.write(b"\0" * (1 << 20))
+                fh.flush()
+        code, _, err = bench(*RUN, "--task", "sts12", capsys=capsys)
+        assert code == 2 and "results directory" in err and "free space" in err and "BENCH_RESULTS_DIR" in err
+        assert_unchanged(before, mount / "results")
+
+
+def test_corrupt_cell_is_quarantined_and_recomputed(finished, bench_env, capsys):
+    """A truncated cell JSON: exit 0; a warning names it, it moves to quarantine/ and is recomputed; other
+    tasks and the leaderboard work meanwhile (they used to fail with a bare JSONDecodeError)."""
+    stsb = next(rel for rel in finished if "/stsb/" in rel)
+    path = bench_env.results / stsb
+    torn = path.read_bytes()[:-40]
+    path.write_bytes(torn)
+    code, _, err = bench(*RUN, "--task", "sts12", capsys=capsys)  # another task: the leaderboard skips it
+    assert code == 0 and f"Skipped unreadable result cell {path}" in err and "Re-run" in err
+    code, out, err = bench(*RUN, "--task", "stsb", capsys=capsys)  # its own task: quarantined, recomputed
+    assert code == 0 and f"Result cell {path} was unreadable" in err and "recomputed" in err
+    (quarantined,) = (bench_env.results / "quarantine").rglob("*.json.*")
+    assert quarantined.read_bytes() == torn
+    fresh = json.loads(path.read_text())["results"]
+    old = json.loads(finished[stsb][0])["results"]
+    assert [r["value"] for r in fresh] == [r["value"] for r in old]  # recomputed to the same numbers
+    # the STS average over it is rewritten (its task was recomputed) with the same numbers
+    for rel, (blob, _) in finished.items():
+        assert [r["value"] for r in json.loads((bench_env.results / rel).read_text())["results"]] == \
+            [r["value"] for r in json.loads(blob)["results"]]
+
+
+def test_report_skips_a_corrupt_cell_and_says_so(finished, bench_env, tmp_path, capsys):
+    """`bench report` with an unreadable cell: exit 0; it skips the cell, names it, and moves nothing."""
+    avg = next(rel for rel in finished if "/avg/" in rel)
+    path = bench_env.results / avg
+    path.write_text("{")
+    code, out, err = bench("report", "--out", str(tmp_path / "reports"), capsys=capsys)
+    assert code == 0 and str(path) in err and "1 unreadable result cell(s) skipped" in out
+    assert path.read_text() == "{"
+    assert_unchanged({k: v for k, v in finished.items() if k != avg}, bench_env.results)
+
+
+def test_result_files_respect_the_umask(finished, bench_env, capsys):
+    """Umask 002: exit 0; result files and the leaderboard get 0664 (the umask's), not a forced 0600."""
+    old = os.umask(0o002)
+    try:
+        assert bench(*RUN, "--task", "sts12", capsys=capsys)[0] == 0
+    finally:
+        os.umask(old)
+    cell = next((bench_env.results / "cells/tiny/sts/sts12").glob("*.json"))
+    assert (cell.stat().st_mode & 0o777) == 0o664
+    assert ((bench_env.results / "leaderboard.csv").stat().st_mode & 0o777) == 0o664
+    assert_unchanged(finished, bench_env.results)
+
+
+def _writer(root: str, writer: int, count: int) -> None:
+    from bench.store import CellKey, Result, ResultStore
+
+    store = ResultStore(Path(root))
+    for i in range(count):
+        key = CellKey(f"m{writer}", "ab" * 32, "sts", f"t{i}", 0, "c" * 16)
+        store.write(key, [Result(model=f"m{writer}", suite="sts", task=f"t{i}", split="test", metric="spearman",
+                                 aggregation="all", value=float(i), n=1, seed=0)], {})
+        store.write_leaderboard()
+
+
+def test_two_concurrent_writers_lose_no_cell(tmp_path):
+    """Two processes writing cells and rebuilding the leaderboard at once: exit 0; both finish and the last
+    leaderboard holds every cell (rebuilt under an exclusive flock, which a rebuild waits for)."""
+    import csv
+    import multiprocessing
+
+    from bench.store import ResultStore
+
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, 25)) for w in (1, 2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    rows = list(csv.DictReader((tmp_path / "leaderboard.csv").open()))
+    assert len(rows) == 50 and {r["model"] for r in rows} == {"m1", "m2"}
+
+    board = tmp_path / "leaderboard.csv"
+    board.unlink()
+    store = ResultStore(tmp_path)
+    with store._leaderboard_lock():  # a rebuild waits while another holds the lock
+        waiting = ctx.Process(target=_writer, args=(str(tmp_path), 3, 1))
+        waiting.start()
+        time.sleep(3)
+        assert waiting.is_alive() and not board.exists()
+    waiting.join(60)
+    assert waiting.exitcode == 0 and len(list(csv.DictReader(board.open()))) == 51
+
+
+# --- kill -9 ---------------------------------------------------------------------------------
+
+DRIVER = r'''
+"""Run the CLI with the test's tiny model and fixture data registered; optionally stall (for kill -9)."""
+import json, os, sys, time
+from pathlib import Path
+
+from bench import data, registry
+from bench.cli import main
+from tests.conftest import register_fixture_dataset
+
+setup = json.loads(os.environ["FAULT_SETUP"])
+registry.MODELS["tiny"] = registry.ModelSpec(name="tiny", backbone=setup["backbone"], pooler="avg", max_len=64)
+
+
+class Patch:
+    def setitem(self, table, key, value):
+        table[key] = value
+
+
+for name, root in setup["datasets"].items():
+    register_fixture_dataset(Patch(), Path(setup["data"]), name, root)
+
+
+def stall(marker):
+    Path(marker).write_text("stalled")
+    while True:
+        time.sleep(60)
+
+
+if os.environ.get("FAULT_STALL_AFTER_WRITES"):  # after N cells are written (bench run)
+    from bench.store import ResultStore
+
+    original, done = ResultStore.write, []
+
+    def write(self, *args, **kwargs):
+        path = original(self, *args, **kwargs)
+        done.append(path)
+        if len(done) >= int(os.environ["FAULT_STALL_AFTER_WRITES"]):
+            stall(os.environ["FAULT_MARKER"])
+        return path
+
+    ResultStore.write = write
+if os.environ.get("FAULT_STALL_AT_STEP"):  # inside optimiser step N, after a resume point was saved
+    from bench.methods.base import Method
+
+    original_after = Method.after_step
+
+    def after_step(self, step):
+        original_after(self, step)
+        if step + 1 >= int(os.environ["FAULT_STALL_AT_STEP"]):
+            stall(os.environ["FAULT_MARKER"])
+
+    Method.after_step = after_step
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def _driver(tmp_path: Path, bench_env, tiny_bert_dir):
+    from bench import data
+
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    roots = {name: data.DATASETS[name].root for name in ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sick")}
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "FAULT_SETUP": json.dumps({"backbone": str(tiny_bert_dir), "data": str(bench_env.data), "datasets": roots}),
+           "FAULT_MARKER": str(tmp_path / "stalled"), "BENCH_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    return script, env
+
+
+def _run_until_stalled_then_kill(script, env, args, marker: Path, timeout: float = 600) -> None:
+    proc = subprocess.Popen([sys.executable, str(script), *args], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"exited {proc.returncode} before the stall point: {proc.stderr.read()[-2000:]}")
+        assert time.monotonic() < deadline, "never reached the stall point"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    assert proc.returncode == -signal.SIGKILL
+
+
+def test_kill_9_during_a_run_then_resume(bench_env, tiny_model, tmp_path, capsys):
+    """kill -9 in the middle of `bench run` (after its first cell), then the same command: exit 0; it reuses
+    that cell byte for byte, computes only the rest, and ends with the numbers of an uninterrupted run."""
+    script, env = _driver(tmp_path, bench_env, tiny_model.backbone)
+    run = (*RUN, "--task", "sts12", "--task", "stsb")  # two task cells and their average
+    env["FAULT_STALL_AFTER_WRITES"] = "1"
+    _run_until_stalled_then_kill(script, env, run, tmp_path / "stalled")
+    first = cells(bench_env.results)
+    assert len(first) == 1 and not list((bench_env.results / "cells").rglob(".*.tmp"))
+    del env["FAULT_STALL_AFTER_WRITES"]
+    done = subprocess.run([sys.executable, str(script), *run], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Reused 1 finished cell(s)" in done.stdout.replace("\n", " ")
+    assert_unchanged(first, bench_env.results)
+    resumed = {rel: [r["value"] for r in json.loads(blob)["results"]] for rel, (blob, _) in cells(bench_env.results).items()}
+    assert len(resumed) == 3
+
+    straight = tmp_path / "straight"
+    env["BENCH_RESULTS_DIR"] = str(straight)
+    assert subprocess.run([sys.executable, str(script), *run], env=env, capture_output=True, timeout=600).returncode == 0
+    assert {rel: [r["value"] for r in json.loads(blob)["results"]] for rel, (blob, _) in cells(straight).items()} == resumed
+
+
+def test_kill_9_during_training_then_resume(bench_env, tiny_bert_dir, corpus, tmp_path):
+    """kill -9 during `bench train` (inside step 5), then the same command: exit 0; it resumes at step 4
+    (the last resume point) and its losses equal an uninterrupted run's to the last bit."""
+    script, env = _driver(tmp_path, bench_env, tiny_bert_dir)
+    args = [*_train(tiny_bert_dir, corpus, "--eval-every", "2", "--set", "log_every=1", "--set", "eval_limit=8",
+                    steps="8")]
+    env["FAULT_STALL_AT_STEP"] = "5"
+    _run_until_stalled_then_kill(script, env, [*args, "--name", "killed"], tmp_path / "stalled")
+    state = json.loads((bench_env.home / "train/killed/last/trainer_state.json").read_text())
+    assert state["step"] == 4
+    del env["FAULT_STALL_AT_STEP"]
+    done = subprocess.run([sys.executable, str(script), *args, "--name", "killed"], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Resuming 'killed' at step 4/8" in done.stdout
+    straight = subprocess.run([sys.executable, str(script), *args, "--name", "straight"], env=env,
+                              capture_output=True, text=True, timeout=900)
+    assert straight.returncode == 0, straight.stderr[-2000:]
+    losses = {n: json.loads((bench_env.home / "train" / n / "losses.json").read_text()) for n in ("killed", "straight")}
+    assert len(losses["killed"]) == 8 and losses["killed"] == losses["straight"]
+
+
+# --- output ----------------------------------------------------------------------------------
+
+def test_piped_tables_keep_whole_values(finished, bench_env, capsys):
+    """Piped output (not a terminal): exit 0; `bench ls models` prints tab-separated whole values, `--json`
+    parses, and the results table of `bench run` cuts no cell to '…'."""
+    from bench.registry import MODELS
+
+    code, out, _ = bench("ls", "models", capsys=capsys)
+    assert code == 0 and "…" not in out
+    lines = out.splitlines()
+    assert lines[0].split("\t")[:3] == ["name", "backbone", "pooler"]
+    assert {line.split("\t")[0] for line in lines[1:]} == set(MODELS)
+    assert any(spec.description and spec.description in out for spec in MODELS.values())
+    code, out, _ = bench("ls", "recipes", "--json", capsys=capsys)
+    assert code == 0 and {r["name"] for r in json.loads(out)} >= {"textfooler", "pwws", "bert-attack"}
+    code, out, _ = bench(*RUN, capsys=capsys)
+    assert code == 0 and "…" not in out
+    for line in ("sts12", "sickr", "avg"):
+        assert re.search(rf"\b{line}\b", out)
+    assert_unchanged(finished, bench_env.results)
+
+
+def test_readme_reliability_table_is_current():
+    """The README's Reliability table is this file's table (`python tests/test_faults.py --table`)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert reliability_table() in readme, "regenerate it: python tests/test_faults.py --table"
+
+
+# --- the README table ------------------------------------------------------------------------
+
+def reliability_table() -> str:
+    """Markdown table: one line per fault test of this file, from its docstring "<case>: exit N; <what happens>"."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    lines = ["| case | exit | what happens | test |", "| --- | --- | --- | --- |"]
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_") and node.name != "test_readme_reliability_table_is_current":
+            doc = " ".join((ast.get_docstring(node) or "").split())
+            found = re.fullmatch(r"(.+?): exit (\d+)[;,]? ?(.*)", doc)
+            if found is None:
+                raise ValueError(f"{node.name}: docstring must read '<case>: exit N; <what happens>'")
+            case, code, rest = found.groups()
+            lines.append(f"| {case} | {code} | {rest[:1].upper() + rest[1:]} | `{node.name}` |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--table"]:
+        print(reliability_table(), end="")
+    else:
+        sys.exit("usage: python tests/test_faults.py --table   (run the tests with pytest)")

@@ -1,0 +1,196 @@
+"""bench/stats.py against independent computations written here (other code paths, other RNGs)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest, pearsonr, spearmanr, t as student_t
+
+from bench import stats
+
+
+def _sts_like(n=1379, noise=0.25, seed=1):
+    rng = np.random.default_rng(seed)
+    gold = np.round(rng.uniform(0, 5, n), 1)  # ties, as STS gold scores have
+    pred = gold / 5 + rng.normal(0, noise, n)
+    return pred, gold
+
+
+def _independent_bootstrap(pred, gold, fn, resamples, seed):
+    """A plain loop over resamples with Python's own RNG and scipy's correlation: a different code path."""
+    rnd = random.Random(seed)
+    n = len(gold)
+    values = []
+    for _ in range(resamples):
+        idx = [rnd.randrange(n) for _ in range(n)]
+        values.append(100 * fn(pred[idx], gold[idx])[0])
+    values.sort()
+    return values[int(0.025 * resamples)], values[int(math.ceil(0.975 * resamples)) - 1]
+
+
+@pytest.mark.parametrize("metric,fn", [("spearman", spearmanr), ("pearson", pearsonr)])
+def test_bootstrap_correlation_matches_an_independent_bootstrap(metric, fn):
+    pred, gold = _sts_like()
+    ev = stats.Evidence(metric, stats.Sample(list(range(len(gold))), {"pred": pred, "gold": gold}), ("pred", "gold"))
+    assert ev.point() == pytest.approx(100 * fn(pred, gold)[0], abs=1e-9)
+    ours = ev.interval()
+    low, high = _independent_bootstrap(pred, gold, fn, 2000, seed=7)
+    width = high - low
+    assert ours.method == "bootstrap(B=1000,seed=0)"
+    # Two Monte Carlo estimates of the same quantiles: they agree to a small part of the width.
+    assert ours.low == pytest.approx(low, abs=0.12 * width) and ours.high == pytest.approx(high, abs=0.12 * width)
+    assert ours.low < ev.point() < ours.high
+
+
+def test_bootstrap_is_seeded_and_recorded():
+    pred, gold = _sts_like(300)
+    ev = stats.Evidence("spearman", stats.Sample(list(range(300)), {"p": pred, "g": gold}), ("p", "g"))
+    assert ev.interval() == ev.interval()
+    other = ev.interval(seed=5)
+    assert other.method == "bootstrap(B=1000,seed=5)" and other != ev.interval()
+
+
+def test_stratified_bootstrap_keeps_subset_sizes():
+    strata = np.array(["a"] * 5 + ["b"] * 3)
+    idx = stats.resample_indices(8, 200, 0, strata)
+    assert np.all(idx[:, :5] < 5) and np.all(idx[:, 5:] >= 5)
+
+
+def test_wmean_point_is_the_size_weighted_mean_of_subset_correlations():
+    pred, gold = _sts_like(90)
+    strata = np.array(["a"] * 30 + ["b"] * 60)
+    sample = stats.Sample(list(range(90)), {"p": pred, "g": gold}, strata)
+    ev = stats.Evidence("spearman_wmean", sample, ("p", "g"))
+    expect = (30 * spearmanr(pred[:30], gold[:30])[0] + 60 * spearmanr(pred[30:], gold[30:])[0]) / 90
+    assert ev.point() == pytest.approx(100 * expect)
+    assert ev.interval().method.startswith("bootstrap-stratified")
+
+
+@pytest.mark.parametrize("k,n", [(0, 10), (10, 10), (38, 50), (3, 200)])
+def test_wilson_matches_the_textbook_formula(k, n):
+    z = 1.959963984540054
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    iv = stats.wilson(k, n)
+    assert (iv.low, iv.high) == pytest.approx((100 * max(0, centre - half), 100 * min(1, centre + half)))
+    assert iv.method == "wilson" and iv.low <= 100 * p <= iv.high
+
+
+def test_wilson_known_value_and_empty():
+    iv = stats.wilson(38, 50)  # p = 0.76: 0.6259 .. 0.8570 (Newcombe 1998's method 3)
+    assert (round(iv.low / 100, 4), round(iv.high / 100, 4)) == (0.6259, 0.8570)
+    assert not stats.wilson(0, 0).present
+
+
+def test_proportion_evidence_uses_wilson_over_counted_examples():
+    outcome = np.array([1, 1, 0, np.nan, 1, 0, np.nan, 1])  # NaN: skipped, not counted
+    ev = stats.Evidence("proportion", stats.Sample(list(range(8)), {"s": outcome}), ("s",))
+    assert ev.point() == pytest.approx(100 * 4 / 6)
+    assert ev.interval() == stats.wilson(4, 6)
+
+
+def test_t_interval_over_runs():
+    values = [60.0, 64.0, 62.0]
+    iv = stats.t_interval(values)
+    half = student_t.ppf(0.975, 2) * np.std(values, ddof=1) / math.sqrt(3)
+    assert (iv.low, iv.high) == pytest.approx((62 - half, 62 + half)) and iv.method == "t-over-3-runs"
+    assert not stats.t_interval([60.0]).present
+    mean, std, iv2 = stats.mean_std_interval(values, what="seeds")
+    assert (mean, std) == (62.0, 2.0) and iv2.method == "t-over-3-seeds"
+
+
+def test_runs_evidence_one_run_is_that_runs_interval():
+    s = stats.Sample(list(range(4)), {"x": [1, 0, 1, 1]})
+    run = stats.Evidence("proportion", s, ("x",))
+    assert stats.Evidence(parts=[run], combine="runs").interval() == run.interval()
+    two = stats.Evidence(parts=[run, stats.Evidence("proportion", stats.Sample([0, 1], {"x": [0, 1]}), ("x",))],
+                         combine="runs")
+    assert two.interval().method == "t-over-2-runs" and two.point() == pytest.approx((75 + 50) / 2)
+
+
+def test_average_bootstraps_the_tasks_own_resamples():
+    parts = []
+    for seed, n in ((1, 200), (2, 300)):
+        pred, gold = _sts_like(n, seed=seed)
+        parts.append(stats.Evidence("spearman", stats.Sample(list(range(n)), {"p": pred, "g": gold}), ("p", "g")))
+    avg = stats.Evidence(parts=parts, combine="average")
+    assert avg.point() == pytest.approx(np.mean([p.point() for p in parts]))
+    dist = avg.bootstrap()
+    assert np.allclose(dist, (parts[0].bootstrap() + parts[1].bootstrap()) / 2)
+    iv = avg.interval()
+    assert iv.method == "bootstrap-average-of-2(B=1000,seed=0)" and iv.low < avg.point() < iv.high
+    # Averaging independent tasks narrows the interval compared with either task alone.
+    assert iv.high - iv.low < min(p.interval().high - p.interval().low for p in parts)
+
+
+def test_mcnemar_exact_and_mid_p_against_scipy():
+    a = np.array([1] * 30 + [0] * 12 + [1] * 5 + [0] * 3)
+    b = np.array([1] * 30 + [0] * 12 + [0] * 5 + [1] * 3)
+    out = stats.mcnemar(a, b)
+    assert (out["a_only"], out["b_only"]) == (5, 3)
+    assert out["p_exact"] == pytest.approx(binomtest(3, 8, 0.5).pvalue)
+    from scipy.stats import binom
+    assert out["p_mid"] == pytest.approx(out["p_exact"] - binom.pmf(3, 8, 0.5))
+    assert stats.mcnemar(a, a)["p_mid"] == 1.0
+
+
+def test_paired_bootstrap_sees_a_shift_that_unpaired_intervals_miss():
+    rng = np.random.default_rng(3)
+    n = 400
+    gold = rng.uniform(0, 5, n)
+    base = gold / 5 + rng.normal(0, 0.3, n)
+    better = base + 0.05 * (gold / 5 - base)  # B moves every prediction a little towards gold
+    ids = list(range(n))
+    a = stats.Evidence("spearman", stats.Sample(ids, {"p": base, "g": gold}), ("p", "g"))
+    b = stats.Evidence("spearman", stats.Sample(ids, {"p": better, "g": gold}), ("p", "g"))
+    d = stats.paired_bootstrap(a, b)
+    assert d.estimate == pytest.approx(b.point() - a.point()) and d.estimate > 0
+    assert d.significant and d.p < 0.01 and d.low > 0
+    ia, ib = a.interval(), b.interval()
+    assert ib.low < ia.high  # the single-model intervals overlap: pairing is what resolves it
+    same = stats.paired_bootstrap(a, a)
+    assert same.estimate == 0 and not same.significant and same.p == 1.0
+
+
+def test_paired_binary_handles_examples_skipped_by_one_model():
+    # A skipped examples 0-1 (NaN); B skipped example 2; examples 10-11 exist only in B's sample.
+    a = stats.Sample(list(range(10)), {"s": [np.nan, np.nan, 1, 1, 1, 1, 1, 1, 0, 1]})
+    b = stats.Sample(list(range(12)), {"s": [1, 0, np.nan, 0, 0, 0, 0, 1, 0, 1, 1, 1]})
+    ea, eb = stats.Evidence("proportion", a, ("s",)), stats.Evidence("proportion", b, ("s",))
+    d = stats.paired_bootstrap(ea, eb)
+    assert d.n == 10 and d.extra["unmatched"] == 2
+    assert d.extra["counted_by_both"] == 7 and d.extra["counted_by_one"] == 3
+    assert (d.extra["mcnemar"]["a_only"], d.extra["mcnemar"]["b_only"]) == (4, 0)
+    # The estimate is the difference of each model's own rate on the shared examples.
+    assert d.estimate == pytest.approx(100 * (3 / 9) - 100 * (7 / 8))
+    assert d.p == d.extra["mcnemar"]["p_mid"]
+
+
+def test_paired_mean_difference_and_runs():
+    rng = np.random.default_rng(0)
+    q = rng.poisson(80, 200).astype(float)
+    a = stats.Evidence("mean", stats.Sample(list(range(200)), {"q": q}), ("q",), scale=1.0)
+    b = stats.Evidence("mean", stats.Sample(list(range(200)), {"q": q + rng.normal(5, 3, 200)}), ("q",), scale=1.0)
+    d = stats.paired_bootstrap(a, b)
+    assert 4 < d.estimate < 6 and d.significant and d.p < 0.01
+    runs_a = stats.Evidence(parts=[a, a], combine="runs")
+    runs_b = stats.Evidence(parts=[b, b], combine="runs")
+    dr = stats.paired_bootstrap(runs_a, runs_b)
+    assert dr.estimate == pytest.approx(d.estimate) and dr.n == 400
+
+
+def test_storage_round_trip():
+    pred, gold = _sts_like(50)
+    sample = stats.Sample(list(range(50)), {"p": pred, "g": gold}, np.array(["x"] * 20 + ["y"] * 30))
+    ev = stats.Evidence("spearman_wmean", sample, ("p", "g"))
+    avg = stats.Evidence(parts=[ev, stats.Evidence("pearson", sample, ("p", "g"), label="t")], combine="average")
+    samples = {}
+    d = stats.evidence_to_dict(avg, samples)
+    assert len(samples) == 1  # one stored sample for both rows
+    stored = {name: stats.sample_from_dict(stats.sample_to_dict(s)) for name, s in samples.values()}
+    back = stats.evidence_from_dict(d, stored)
+    assert back.point() == pytest.approx(avg.point(), abs=1e-4) and back.parts[1].label == "t"
