@@ -324,7 +324,7 @@ def _load_or_train(encoder, paths, protocol: str, task: str, num_labels: int, tr
             log(f"Reusing the {protocol} classifier at {directory}")
             return load_fn(directory)
         log(f"The classifier at {directory} does not match its request (edited card?); retraining it.")
-    counts = ", ".join(f"{d['source']}: {d['used']}" for d in data)
+    counts = ", ".join(f"{d['used']} of {d['source']}" for d in data)  # no "a:b: n": rich reads ":b:" as an emoji
     log(f"Training a {protocol} classifier on {encoder.name} for '{task}' (seed {config.seed}) on "
         f"{len(data_mix.inputs)} examples ({counts}) on {encoder.device}")
     clf, stats = train_fn(data_mix)
