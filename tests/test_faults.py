@@ -663,7 +663,7 @@ def test_piped_tables_keep_whole_values(finished, bench_env, capsys):
     assert {line.split("\t")[0] for line in lines[1:]} == set(MODELS)
     assert any(spec.description and spec.description in out for spec in MODELS.values())
     code, out, _ = bench("ls", "recipes", "--json", capsys=capsys)
-    assert code == 0 and {r["recipe"] for r in json.loads(out)} >= {"textfooler", "pwws", "bert-attack"}
+    assert code == 0 and {r["name"] for r in json.loads(out)} >= {"textfooler", "pwws", "bert-attack"}
     code, out, _ = bench(*RUN, capsys=capsys)
     assert code == 0 and "…" not in out
     for line in ("sts12", "sickr", "avg"):
