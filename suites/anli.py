@@ -260,11 +260,17 @@ class ANLISuite(Suite):
                 continue
             per_round = []  # (correct, n) per round
             ids, hits = [], []  # per example, for the pooled row's Wilson interval and paired tests
+            round_evidence = []  # per round, for the mean of rounds' interval (a bootstrap of the rounds' resamples)
             for rnd in rounds:
                 data = read_anli(root, rnd, split).head(cap)
                 preds = self.predictions(clf, data, encoder, ctx, rnd, split)
-                ids += [f"{rnd}:{uid}" for uid in data.ids]
-                hits += [float(preds[uid] == y) for uid, y in zip(data.ids, data.labels)]
+                round_ids = [f"{rnd}:{uid}" for uid in data.ids]
+                round_hits = [float(preds[uid] == y) for uid, y in zip(data.ids, data.labels)]
+                ids += round_ids
+                hits += round_hits
+                if round_hits:
+                    round_evidence.append(Evidence("proportion", Sample(round_ids, {"correct": round_hits}),
+                                                   ("correct",), label=rnd))
                 per_round.append((sum(int(preds[uid] == y) for uid, y in zip(data.ids, data.labels)), len(data.ids)))
             correct, n = sum(c for c, _ in per_round), sum(k for _, k in per_round)
             evidence = Evidence("proportion", Sample(ids, {"correct": hits}), ("correct",)) if n else None
@@ -277,7 +283,8 @@ class ANLISuite(Suite):
             complete = tuple(rounds) == task.rounds and all(k for _, k in per_round)
             mean = sum(100.0 * c / k for c, k in per_round) / len(per_round) if complete else None
             rows.append(row(task, "accuracy", mean, n, aggregation="mean-of-rounds", split=split, resources=resources,
-                            config=json.dumps({"rounds": list(rounds)})))
+                            config=json.dumps({"rounds": list(rounds)}),
+                            evidence=Evidence(parts=round_evidence, combine="average") if complete else None))
             rows.append(row(task, "accuracy", 100.0 * correct / n if n else None, n, aggregation="pooled",
                             split=split, resources=resources, config=json.dumps({"rounds": list(rounds)}),
                             evidence=evidence))

@@ -140,6 +140,11 @@ def test_all_is_the_unweighted_mean_of_the_rounds(bench_env, tiny_model, monkeyp
     assert rows["pooled"].value == pytest.approx(100 * 48 / 60)
     assert rows["mean-of-rounds"].n == rows["pooled"].n == 60
     assert anli.SUITE.task("all").main_aggregation == "mean-of-rounds"  # the headline, and the paper's value
+    # Their evidence: the mean of rounds averages the rounds' own resamples, the pooled row is a proportion.
+    mean_ev, pooled_ev = rows["mean-of-rounds"].evidence, rows["pooled"].evidence
+    assert mean_ev.combine == "average" and [p.label for p in mean_ev.parts] == ["R1", "R2", "R3"]
+    assert mean_ev.point() == pytest.approx(rows["mean-of-rounds"].value)
+    assert pooled_ev.point() == pytest.approx(rows["pooled"].value) and pooled_ev.interval().method == "wilson"
 
 
 def test_study_profile_is_refused_with_the_profiles_it_has(bench_env, tiny_model, monkeypatch, capsys):
