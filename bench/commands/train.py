@@ -29,7 +29,8 @@ def add_arguments(parser):
                         help="smoke: offline CPU check (10 steps of 16); study: 250 steps of 64 with a dev "
                              "curve, sized for 2 CPU cores; paper: the paper's settings")
     parser.add_argument("--data", help="'wiki' (default: wiki1m when present, else the 11.9k wiki sample) or a text "
-                                       "file with one sentence per line")
+                                       "file with one sentence per line; sup-simcse: SimCSE's nli_for_simcse.csv "
+                                       "(default: triples from the offline SNLI/ANLI splits)")
     parser.add_argument("--steps", type=positive_int, help="stop after N optimiser steps (N >= 1)")
     parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--device", default="auto", help="auto|cpu|cuda|mps")

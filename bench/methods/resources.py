@@ -25,7 +25,7 @@ class MethodResources:
         """WordNet 3.0's data files: the copy ``bench resources build`` keeps under $BENCH_HOME/resources,
         else the system WordNet that copy is built from (``BENCH_SYSTEM_WORDNET``, default Debian's)."""
         from attacks import nltk_data
-        from attacks.resources import Layout
+        from attacks.layout import Layout
 
         candidates = (("bench-resources", Layout(self.home / "resources").nltk / "corpora" / "wordnet"),
                       ("system", nltk_data.SYSTEM_WORDNET))
