@@ -120,7 +120,20 @@ def tokenize(tokenizer, inputs: Sequence[Text], max_len: int) -> list[dict]:
     return [{k: enc[k][i] for k in keys} for i in range(len(inputs))]
 
 
-class FinetunedClassifier:
+class _Classifier:
+    """What both victim protocols share on top of their own ``predict_logits``."""
+
+    def predict(self, inputs: Sequence[Text], batch_size: int | None = None) -> np.ndarray:
+        return self.predict_logits(inputs, batch_size).argmax(1)
+
+    def accuracy(self, data: Labelled) -> float:
+        """x100, as everywhere in the project."""
+        if not data.inputs:
+            return float("nan")
+        return 100.0 * float((self.predict(data.inputs) == np.asarray(data.labels)).mean())
+
+
+class FinetunedClassifier(_Classifier):
     """A trained ``Classifier`` with its tokenizer; ``predict_logits`` is the victim's interface."""
 
     def __init__(self, model: Classifier, tokenizer, max_len: int, device: str = "cpu",
@@ -157,14 +170,6 @@ class FinetunedClassifier:
         self.queries += len(inputs)
         return out
 
-    def predict(self, inputs: Sequence[Text], batch_size: int | None = None) -> np.ndarray:
-        return self.predict_logits(inputs, batch_size).argmax(1)
-
-    def accuracy(self, data: Labelled) -> float:
-        """x100, as everywhere in the project."""
-        if not data.inputs:
-            return float("nan")
-        return 100.0 * float((self.predict(data.inputs) == np.asarray(data.labels)).mean())
 
     # --- persistence -------------------------------------------------------------------------
     def save(self, directory: Path) -> Path:
@@ -379,7 +384,7 @@ def embedding_features(encoder, inputs: Sequence[Text]) -> np.ndarray:
     return np.asarray(encoder.encode([str(x) for x in inputs]), dtype=np.float32)
 
 
-class FrozenHeadClassifier:
+class FrozenHeadClassifier(_Classifier):
     """The encoder (never modified) plus a linear head on its embedding. Also a TextAttack model wrapper:
     ``__call__`` maps a list of texts (or column tuples) to logits, and ``model`` is the encoder's module."""
 
@@ -411,14 +416,6 @@ class FrozenHeadClassifier:
         if forget:
             forget()
 
-    def predict(self, inputs: Sequence[Text], batch_size: int | None = None) -> np.ndarray:
-        return self.predict_logits(inputs, batch_size).argmax(1)
-
-    def accuracy(self, data: Labelled) -> float:
-        """x100, as everywhere in the project."""
-        if not data.inputs:
-            return float("nan")
-        return 100.0 * float((self.predict(data.inputs) == np.asarray(data.labels)).mean())
 
     def save(self, directory: Path) -> Path:
         from safetensors.torch import save_model
