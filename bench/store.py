@@ -287,18 +287,21 @@ class ResultStore:
     def cells(self) -> list[Path]:
         return sorted((self.root / "cells").glob("**/*.json"))
 
+    def load(self, path: Path) -> dict | None:
+        """A cell's payload, or None for an unreadable one: named in a warning and listed in ``self.skipped``;
+        nothing is moved (readers such as reports stay read-only)."""
+        try:
+            return _parse_cell(path)
+        except CorruptCell as exc:
+            self.skipped.append(exc)
+            warnings.warn(f"Skipped unreadable result cell {path} ({exc.reason}); its rows are missing. "
+                          f"Re-run its `bench run` to recompute it.", BenchWarning, stacklevel=2)
+            return None
+
     def rows(self) -> list[dict]:
-        """Every row of every readable cell. Unreadable cells are skipped, each named in a warning and
-        listed in ``self.skipped``; nothing is moved (readers such as reports stay read-only)."""
-        out = []
-        for path in self.cells():
-            try:
-                out.extend(_parse_cell(path)["results"])
-            except CorruptCell as exc:
-                self.skipped.append(exc)
-                warnings.warn(f"Skipped unreadable result cell {path} ({exc.reason}); its rows are missing. "
-                              f"Re-run its `bench run` to recompute it.", BenchWarning, stacklevel=2)
-        return out
+        """Every row of every readable cell (unreadable ones skipped, see ``load``)."""
+        return [row for path in self.cells() if (payload := self.load(path)) is not None
+                for row in payload["results"]]
 
     def check_writable(self, min_free_bytes: int = MIN_FREE_BYTES) -> None:
         """Before any work: the results directory takes a file and has room, else a BenchError (exit 2)."""

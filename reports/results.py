@@ -96,7 +96,8 @@ def load_rows(results_dir: Path) -> list[dict]:
                          f"first, or point BENCH_RESULTS_DIR at a results directory.")
     rows = []
     for path in cells:
-        for row in store.read(path)["results"]:
+        payload = store.load(path)  # an unreadable cell is skipped with a warning naming it
+        for row in payload["results"] if payload is not None else []:
             try:
                 config = json.loads(row.get("config") or "{}")
             except json.JSONDecodeError:
