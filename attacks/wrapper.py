@@ -27,13 +27,14 @@ class CachedModelWrapper:
     """Maps a list of inputs (strings, or (premise, hypothesis) tuples) to an array of logits."""
 
     def __init__(self, model, tokenizer, max_length: int = 512, batch_size: int = 64,
-                 cache_size: int = 2 ** 18, device: str | None = None):
+                 cache_size: int = 2 ** 18, device: str | None = None, amp_dtype=None):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.batch_size = batch_size
         self.cache_size = cache_size
         self.device = device or next(model.parameters()).device
+        self.amp_dtype = amp_dtype  # autocast of the queries (bench.encoder.resolve_dtype); None: float32
         self._cache: OrderedDict = OrderedDict()
         # We pad pre-tokenized ids on purpose (tokenize once, sort by length); silence the hint.
         getattr(tokenizer, "deprecation_warnings", {})["Asking-to-pad-a-fast-tokenizer"] = True
@@ -76,10 +77,12 @@ class CachedModelWrapper:
     def _forward(self, items: list) -> np.ndarray:
         import torch
 
+        from bench.encoder import autocast
+
         encoded = self._tokenize(items)
         order = sorted(range(len(items)), key=lambda i: len(encoded[i]["input_ids"]))
         rows: list = [None] * len(items)
-        with torch.inference_mode():
+        with torch.inference_mode(), autocast(str(self.device), self.amp_dtype):
             for start in range(0, len(order), self.batch_size):
                 chunk = order[start:start + self.batch_size]
                 batch = self.tokenizer.pad([encoded[i] for i in chunk], return_tensors="pt")

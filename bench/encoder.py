@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import os
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -52,19 +53,20 @@ def resolve_backbone(spec: ModelSpec, models_dir: Path | None = None) -> str:
 
 
 def open_encoder(spec: ModelSpec, paths, device: str, batch_size: int, seed: int = 0, log=print,
-                 train_missing: Callable | None = None) -> "Encoder":
+                 train_missing: Callable | None = None, dtype: str = "auto") -> "Encoder":
     """The model's encoder. A trained model whose checkpoint is missing is first made by
-    ``train_missing(spec, paths, device=..., seed=...)`` when the caller passes one (the application
-    passes ``bench.train.train_registered``; the kernel does not import the trainer), else it is an error."""
+    ``train_missing(spec, paths, device=..., seed=..., dtype=...)`` when the caller passes one (the application
+    passes ``bench.train.train_registered``; the kernel does not import the trainer), else it is an error.
+    ``dtype`` (auto|fp32|bf16|fp16, ``resolve_dtype``) is the precision of both."""
     try:
-        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
+        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size, dtype=dtype)
     except CheckpointMissing:
         if train_missing is None:
             raise
         log(f"Model '{spec.name}' has no checkpoint yet: training it now "
             f"({spec.method} from {spec.base}, {spec.profile} profile).")
-        train_missing(spec, paths, device=device, seed=seed)
-        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size)
+        train_missing(spec, paths, device=device, seed=seed, dtype=dtype)
+        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size, dtype=dtype)
 
 
 def pick_device(device: str = "auto") -> str:
@@ -81,13 +83,112 @@ def pick_device(device: str = "auto") -> str:
     return "cpu"
 
 
-def autocast_dtype(device: str):
-    """Mixed precision on CUDA (bf16 where supported, else fp16); full precision elsewhere."""
+# --- precision ------------------------------------------------------------------------------
+# One place decides the precision every network path runs in (encoder, trainer and the methods'
+# extra passes, fine-tuner, attack victims, masked LM). Weights and optimiser state stay float32;
+# "bf16"/"fp16" mean autocast around the forward passes.
+
+DTYPES = ("auto", "fp32", "bf16", "fp16")  # what --dtype accepts
+DTYPE_ENV = "BENCH_DTYPE"  # the requested precision for code that takes no dtype argument (the MLM stand-in)
+_ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def _requested(requested: str | None) -> str:
+    name = _ALIASES.get(str(requested or "auto").lower(), str(requested or "auto").lower())
+    if name not in DTYPES:
+        raise BenchError(f"--dtype {requested}: choose one of {', '.join(DTYPES)}")
+    return name
+
+
+def native_bf16(device: str) -> bool:
+    """Does ``device`` run bf16 matrix products in hardware, so that bf16 autocast pays off?
+
+    Asks torch (CUDA: ``is_bf16_supported``; CPU: oneDNN's bf16 support and cpuinfo's AMX tile or
+    AVX-512-BF16 flags as torch reports them), never the processor's model name. Without AMX or
+    AVX-512-BF16, oneDNN emulates bf16 and autocast is slower than fp32 (several times slower on this
+    project's AVX2-only AMD EPYC; README "Precision").
+    """
     import torch
 
-    if not device.startswith("cuda"):
+    kind = device.split(":")[0]
+    if kind == "cuda":
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    if kind != "cpu":
+        return False
+    cpu = getattr(torch, "cpu", None)
+    flags = [getattr(cpu, name, None) for name in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
+    hardware = any(bool(f()) for f in flags if f is not None)
+    return bool(hardware and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+def resolve_dtype(device: str, requested: str | None = "auto"):
+    """The autocast dtype for ``requested`` (auto|fp32|bf16|fp16) on ``device``; None means plain float32.
+
+    auto: bf16 where the hardware runs it natively (``native_bf16``), else fp16 on CUDA devices without
+    bf16, else float32. bf16 may be asked for explicitly on CPU and CUDA (correct, but slow on a CPU
+    without native bf16); fp16 is a CUDA option only. Bad requests raise BenchError (exit 2).
+    """
+    name = _requested(requested)
+    if name == "fp32":
         return None
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    import torch
+
+    kind = device.split(":")[0]
+    if name == "auto":
+        if native_bf16(device):
+            return torch.bfloat16
+        return torch.float16 if kind == "cuda" and torch.cuda.is_available() else None
+    if name == "fp16":
+        if kind != "cuda":
+            raise BenchError(f"--dtype fp16 is a CUDA option (the device here is {device}); use --dtype bf16 "
+                             f"or fp32")
+        return torch.float16
+    # (a grid driver without a GPU resolves its CUDA cells' dtype too: only a visible GPU can say no)
+    if kind == "cuda" and torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
+        raise BenchError(f"--dtype bf16: {device} does not support bfloat16; use --dtype fp16 or fp32")
+    if kind not in ("cpu", "cuda"):
+        raise BenchError(f"--dtype bf16 runs on cpu and cuda devices, not {device}; use --dtype fp32")
+    return torch.bfloat16
+
+
+def dtype_name(dtype) -> str:
+    """What ran, as rows and cards record it: 'float32' (no autocast), 'bfloat16' or 'float16'."""
+    return "float32" if dtype is None else str(dtype).replace("torch.", "")
+
+
+def autocast(device: str, dtype):
+    """Autocast to ``dtype`` (from ``resolve_dtype``) on ``device``; a no-op context when ``dtype`` is None."""
+    if dtype is None:
+        import contextlib
+
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.autocast(device_type=device.split(":")[0], dtype=dtype)
+
+
+def use_dtype(requested: str) -> None:
+    """Make ``requested`` the process's precision for code without a dtype argument (child processes
+    inherit it through the environment). The commands call this with their --dtype."""
+    os.environ[DTYPE_ENV] = _requested(requested)
+
+
+def requested_dtype() -> str:
+    """The precision asked for in this process (``use_dtype``; default auto). Pass it to ``resolve_dtype``."""
+    return _requested(os.environ.get(DTYPE_ENV, "auto"))
+
+
+def slow_dtype_note(device: str, dtype) -> str | None:
+    """A warning when bf16 was asked for on a device that only emulates it, else None."""
+    if dtype is None or str(dtype) != "torch.bfloat16" or native_bf16(device):
+        return None
+    return (f"Note: bf16 on {device} without AMX/AVX-512-BF16 is emulated and slower than fp32 here; "
+            f"--dtype auto picks fp32 on this machine.")
+
+
+def autocast_dtype(device: str):
+    """``resolve_dtype(device, "auto")`` (kept for callers that predate --dtype)."""
+    return resolve_dtype(device, "auto")
 
 
 def load_hf(name_or_path: str, spec_name: str = "", revision: str | None = None):
@@ -154,11 +255,12 @@ class Encoder:
     """Wraps a Hugging Face encoder and a pooler behind ``encode``.
 
     Each unique sentence is encoded once per Encoder (the cache lives as long as the run);
-    inputs are sorted by token length and padded per batch.
+    inputs are sorted by token length and padded per batch. ``dtype`` is the requested precision
+    (``resolve_dtype``); ``self.dtype`` names what runs ('float32', 'bfloat16', ...).
     """
 
     def __init__(self, model, tokenizer, pooler: str = "cls", max_len: int = 512,
-                 device: str = "cpu", batch_size: int = 64, name: str = "encoder"):
+                 device: str = "cpu", batch_size: int = 64, name: str = "encoder", dtype: str = "auto"):
         import torch
 
         if pooler not in POOLERS:
@@ -169,7 +271,7 @@ class Encoder:
         self.tokenizer = tokenizer
         # We pad pre-tokenized ids on purpose (tokenize once, sort by length); silence the hint.
         getattr(tokenizer, "deprecation_warnings", {})["Asking-to-pad-a-fast-tokenizer"] = True
-        self.amp_dtype = autocast_dtype(device)
+        self.amp_dtype = resolve_dtype(device, dtype)  # None: float32, no autocast
         self.dtype = str(self.amp_dtype or next(model.parameters()).dtype).replace("torch.", "")
         self._pool: Callable = POOLERS[pooler]
         self._hidden = pooler in NEEDS_HIDDEN_STATES
@@ -180,7 +282,7 @@ class Encoder:
 
     @classmethod
     def from_spec(cls, spec: ModelSpec, models_dir: Path | None = None, device: str = "auto",
-                  batch_size: int = 64) -> "Encoder":
+                  batch_size: int = 64, dtype: str = "auto") -> "Encoder":
         if spec.loader:  # external encoder (e.g. a SentEval batcher): same encode() contract
             from bench.senteval_adapter import load_encoder
 
@@ -188,7 +290,7 @@ class Encoder:
         backbone = resolve_backbone(spec, models_dir)
         model, tokenizer = load_hf(backbone, spec.name, revision=spec.revision if backbone == spec.backbone else None)
         return cls(model, tokenizer, pooler=spec.pooler, max_len=spec.max_len,
-                   device=pick_device(device), batch_size=batch_size, name=spec.name)
+                   device=pick_device(device), batch_size=batch_size, name=spec.name, dtype=dtype)
 
     @property
     def weights_sha256(self) -> str:
@@ -205,8 +307,9 @@ class Encoder:
         """Differentiable pooled embeddings for one batch (no cache, no sorting): for training."""
         enc = self.tokenizer(sentences, padding=True, truncation=True, max_length=self.max_len,
                              return_tensors="pt").to(self.device)
-        out = self.model(**enc, output_hidden_states=self._hidden)
-        return self._pool(out, enc["attention_mask"])
+        with autocast(self.device, self.amp_dtype):
+            out = self.model(**enc, output_hidden_states=self._hidden)
+            return self._pool(out, enc["attention_mask"])
 
     def encode(self, sentences: Iterable[str], batch_size: int | None = None) -> np.ndarray:
         sentences = list(sentences)
@@ -226,10 +329,7 @@ class Encoder:
         torch = self._torch
         ids = self.tokenizer(todo, truncation=True, max_length=self.max_len)["input_ids"]
         order = sorted(range(len(todo)), key=lambda i: len(ids[i]))
-        with torch.inference_mode(), torch.autocast(
-            device_type=self.device.split(":")[0], dtype=self.amp_dtype or torch.float32,
-            enabled=self.amp_dtype is not None,
-        ):
+        with torch.inference_mode(), autocast(self.device, self.amp_dtype):
             for start in range(0, len(order), batch_size):
                 chunk = order[start:start + batch_size]
                 batch = self.tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, return_tensors="pt")

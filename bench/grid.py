@@ -45,12 +45,15 @@ class CellSettings:
     batch_size: int = 64
     device: str = "cpu"
     options: tuple = ()  # suite options as sorted (key, value) pairs
+    dtype: str = "auto"  # requested precision (bench.encoder.resolve_dtype), resolved where the cell runs
     allow_unverified_data: bool = False
 
     def context(self, paths: Paths, seed: int):
+        from bench.encoder import dtype_name, resolve_dtype
         from suites.base import RunContext
 
         return RunContext(paths=paths, seed=seed, device=self.device, batch_size=self.batch_size,
+                          dtype=dtype_name(resolve_dtype(self.device, self.dtype)),
                           limit=self.limit, profile=self.profile, overwrite="only-missing",
                           options={k: list(v) if isinstance(v, tuple) else v for k, v in self.options},
                           progress=None, log=print, allow_unverified_data=self.allow_unverified_data)  # lists again, as `bench run` passes them; logs go to Ray's worker logs
@@ -175,11 +178,14 @@ def _encoder(spec: ModelSpec, paths: Paths, settings: CellSettings, seed: int):
     from bench.encoder import open_encoder
     from bench.train import train_registered
 
-    key = (repr(spec), str(paths.models), settings.device, settings.batch_size)
+    from bench.encoder import use_dtype
+
+    use_dtype(settings.dtype)  # for code without a dtype argument (the masked-LM stand-in)
+    key = (repr(spec), str(paths.models), settings.device, settings.batch_size, settings.dtype)
     if key not in _ENCODER:
         _ENCODER.clear()
         _ENCODER[key] = open_encoder(spec, paths, settings.device, settings.batch_size, seed,
-                                     train_missing=train_registered)
+                                     train_missing=train_registered, dtype=settings.dtype)
     return _ENCODER[key]
 
 

@@ -1,6 +1,12 @@
 """Time of one RobustEmbed training step / time of one SimCSE step, same batch, same run.
 
     python benchmarks/train_step.py [--backbone minilm|DIR] [--batch-size 32] [--repeats 5] [--set K=V ...]
+    python benchmarks/train_step.py --dtype bf16 [...]   # each step in fp32 and under bf16 autocast
+
+With ``--dtype bf16`` (or fp16 on CUDA) each method also runs its step under that autocast
+(``bench.encoder.autocast``, as ``bench train --dtype`` does: the loss and the methods' extra passes
+under autocast, backward and AdamW outside, weights and optimiser state fp32), and the fp32/bf16
+ratio of each method is printed.
 
 Both steps run the same encoder on the same tokenised batch (forward, backward, AdamW step);
 each is timed ``--repeats`` times after one warm-up, alternating the two so load changes on a
@@ -31,11 +37,13 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--data", default="", help="text file (default: the wiki sample under $BENCH_DATA_DIR)")
     parser.add_argument("--set", action="append", default=[], metavar="K=V", help="RobustEmbed hyper-parameters")
+    parser.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"],
+                        help="bf16: also time each step under bf16 autocast (this benchmark runs on the CPU)")
     args = parser.parse_args()
 
     import torch
 
-    from bench.encoder import load_hf, resolve_backbone
+    from bench.encoder import autocast, dtype_name, load_hf, native_bf16, resolve_backbone, resolve_dtype
     from bench.methods import get_method
     from bench.paths import Paths
     from bench.registry import MODELS
@@ -47,34 +55,42 @@ def main() -> int:
     sentences, _ = read_sentences(training_data(Paths.from_env().data, args.data or None))
     overrides = dict(item.split("=", 1) for item in args.set)
 
-    def make(name, overrides):
+    def make(name, overrides, amp=None):
         torch.manual_seed(0)
         model, tokenizer = load_hf(path)
         model.train()
         method_cls = get_method(name)
         method = method_cls(method_cls.Config.from_dict(overrides), model, pooler)
         params = [g for g in method.param_groups(3e-5, 0.0)]
-        return method, torch.optim.AdamW(params, lr=3e-5), tokenizer
+        return method, torch.optim.AdamW(params, lr=3e-5), tokenizer, amp
 
-    simcse, simcse_opt, tokenizer = make("simcse", {})
-    robust, robust_opt, _ = make("robustembed", overrides)
+    amp = resolve_dtype("cpu", args.dtype)
+    runs = {"simcse": make("simcse", {}), "robustembed": make("robustembed", overrides)}  # name -> (method, opt, tok, amp)
+    if amp is not None:  # the same methods again, in their own models, stepped under autocast
+        runs.update({f"{name} {dtype_name(amp)}": make(name, o, amp)
+                     for name, o in (("simcse", {}), ("robustembed", overrides))})
+    tokenizer = runs["simcse"][2]
     batch = dict(tokenizer(sentences[:args.batch_size], padding=True, truncation=True, max_length=args.max_len,
                            return_tensors="pt"))
 
-    def step(method, optimizer):
+    def step(name):
+        method, optimizer, _, step_amp = runs[name]
         start = time.perf_counter()
-        loss, _ = method.loss(batch, 0)
+        with autocast("cpu", step_amp):
+            loss, _ = method.loss(batch, 0)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         return time.perf_counter() - start
 
-    step(simcse, simcse_opt), step(robust, robust_opt)  # warm-up
-    times = {"simcse": [], "robustembed": []}
+    for name in runs:  # warm-up
+        step(name)
+    times = {name: [] for name in runs}
     for _ in range(args.repeats):
-        times["simcse"].append(step(simcse, simcse_opt))
-        times["robustembed"].append(step(robust, robust_opt))
+        for name in runs:
+            times[name].append(step(name))
     s, r = statistics.median(times["simcse"]), statistics.median(times["robustembed"])
+    robust = runs["robustembed"][0]
     cfg = robust.cfg
     passes = cfg.pgd_steps + cfg.fgsm_steps if not cfg.shared_gradient else max(cfg.pgd_steps, cfg.fgsm_steps)
     print(f"backbone {args.backbone}, batch {args.batch_size} x max_len {args.max_len} (padded to "
@@ -84,6 +100,16 @@ def main() -> int:
     print(f"ratio RobustEmbed / SimCSE = {r / s:.2f}  (K={cfg.pgd_steps}, T={cfg.fgsm_steps}, "
           f"{passes} gradient passes + 1 adversarial forward; the docstring's estimate is "
           f"{(9 + 2 * passes) / 6:.1f}x)")
+    if amp is not None:
+        low = dtype_name(amp)
+        print(f"precision: {low} autocast vs fp32 (native bf16 on this CPU: {native_bf16('cpu')}; "
+              f"torch CPU capability {torch.backends.cpu.get_cpu_capability()})")
+        for name, label in (("simcse", "SimCSE"), ("robustembed", "RobustEmbed")):
+            fast = statistics.median(times[f"{name} {low}"])
+            full = statistics.median(times[name])
+            print(f"{label + ' step':<17} fp32 {full * 1000:8.1f} ms, {low} {fast * 1000:8.1f} ms  "
+                  f"(all: {', '.join(f'{t * 1000:.0f}' for t in times[f'{name} {low}'])}); "
+                  f"fp32 / {low} = {full / fast:.2f}x")
     return 0
 
 

@@ -55,6 +55,7 @@ class RunContext:
     profile: str = "smoke"
     overwrite: str = "only-missing"
     options: dict = field(default_factory=dict)  # suite options by name (each suite declares its own)
+    dtype: str = "float32"  # what the network runs in (Encoder.dtype): 'float32', 'bfloat16', ...
     progress: object | None = None  # a rich Progress, or None when quiet
     log: Callable[[str], None] = print
     allow_unverified_data: bool = False  # use data files whose sha256 differs from bench/data_files.tsv
@@ -123,7 +124,7 @@ class Suite:
                "profile": ctx.profile, "scorer_version": f"{self.name}-{self.version}.{task.version}"}
         cfg.update({opt.name: ctx.options.get(opt.name) for opt in self.options if opt.changes_numbers})
         cfg.update(data_config(self.datasets(task), ctx))
-        return cfg
+        return {**cfg, **precision_config(ctx)}
 
     def datasets(self, task: Task) -> tuple[str, ...]:
         """The datasets whose content decides the task's numbers; their fingerprints enter the cell
@@ -140,6 +141,12 @@ class Suite:
     def summarize(self, rows: list[dict], ctx: RunContext) -> list[Result]:
         """Rows derived from the finished tasks (e.g. averages). Default: none."""
         return []
+
+
+def precision_config(ctx: RunContext) -> dict:
+    """The precision in a cell's configuration: float32 (the reference) adds nothing, so cells written
+    before --dtype existed stay valid; any other dtype is a separate cell."""
+    return {} if ctx.dtype == "float32" else {"dtype": ctx.dtype}
 
 
 def data_config(datasets, ctx: RunContext) -> dict:
@@ -193,7 +200,7 @@ def summary_config(suite: Suite, tasks: list[Task], ctx: RunContext) -> dict:
             "profile": ctx.profile, **{o.name: resolved.get(o.name, ctx.options.get(o.name)) for o in suite.options
                                         if o.changes_numbers},
             # the summary averages cells computed on this data: another data set is another summary cell
-            **data_config([d for t in tasks for d in suite.datasets(t)], ctx)}
+            **data_config([d for t in tasks for d in suite.datasets(t)], ctx), **precision_config(ctx)}
 
 
 def run_cell(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task: Task, store=None) -> TaskOutcome:

@@ -51,3 +51,13 @@ def output_console(**kwargs):
     if sys.stdout.isatty():
         return Console(**kwargs)
     return Console(width=100_000, **kwargs)
+
+
+def add_dtype_argument(parser) -> None:
+    """--dtype, common to the commands that run the network (run, train, grid, resources build)."""
+    from bench.encoder import DTYPES
+
+    parser.add_argument("--dtype", choices=DTYPES, default="auto",
+                        help="precision of every forward pass (weights stay fp32). auto: bf16 autocast where the "
+                             "hardware runs bf16 natively (CUDA with bf16, CPUs with AMX or AVX-512-BF16), fp16 on "
+                             "other CUDA devices, else fp32. fp16: CUDA only")

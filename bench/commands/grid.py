@@ -35,7 +35,9 @@ def add_arguments(parser):
     parser.add_argument("--retries", type=nonnegative_int, default=1, metavar="R", help="retries of a failing cell (default 1)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the cells and their estimated cost from earlier runs; run nothing")
-    parser.add_argument("--profile", choices=["smoke", "paper"], default="smoke")
+    from bench.plugins import PROFILE_HELP, PROFILES
+
+    parser.add_argument("--profile", choices=PROFILES, default="smoke", help=PROFILE_HELP)
     parser.add_argument("--device", default="auto",
                         help="device inside each cell; auto: cuda when --gpus-per-cell > 0, else cpu")
     parser.add_argument("--batch-size", type=positive_int, default=64)
@@ -44,6 +46,9 @@ def add_arguments(parser):
     parser.add_argument("--results-dir", type=Path,
                         help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
                              "`--results-dir results` writes the checkout's published leaderboard")
+    from bench.commands import add_dtype_argument
+
+    add_dtype_argument(parser)
     from bench.plugins import add_option_flags
     from bench.registry import add_model_flags
     from suites import all_suites
@@ -74,13 +79,16 @@ def build_plan(args):
     device = args.device if args.device != "auto" else ("cuda" if args.gpus_per_cell > 0 else "cpu")
     if device.startswith("cuda") and args.gpus_per_cell <= 0:
         raise BenchError("--device cuda needs --gpus-per-cell > 0, so Ray gives each cell a GPU.")
+    if args.dtype == "fp16" and not device.startswith("cuda"):
+        raise BenchError(f"--dtype fp16 is a CUDA option (cells run on {device}); use --dtype bf16 or fp32.")
     from bench.plugins import options_from_args
     from suites import all_suites
 
     given = options_from_args(args, all_suites())
     options = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in given.items()))
     settings = CellSettings(profile=args.profile, limit=args.limit, batch_size=args.batch_size, device=device,
-                            options=options, allow_unverified_data=args.allow_unverified_data)
+                            options=options, allow_unverified_data=args.allow_unverified_data,
+                            dtype=args.dtype)
     return Plan(models=models, tasks=select_tasks(suites, split_list(args.tasks)), seeds=list(range(args.seeds)),
                 settings=settings, paths=paths)
 

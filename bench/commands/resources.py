@@ -25,6 +25,9 @@ def add_arguments(parser):
     parser.add_argument("--mlm-resume", action="store_true",
                         help="continue training the built MLM head for --mlm-minutes more")
     parser.add_argument("--offline", action="store_true", help="status: do not probe the network for real resources")
+    from bench.commands import add_dtype_argument
+
+    add_dtype_argument(parser)  # the masked LM's training and evaluation read it (bench.encoder.requested_dtype)
 
 
 def _figures(report: dict) -> str:
@@ -54,7 +57,11 @@ def main(args) -> int:
     if args.offline:
         os.environ[OFFLINE_ENV] = "1"
     if args.action == "build":
-        options = {"mlm_minutes": args.mlm_minutes, "mlm_resume": args.mlm_resume}
+        from bench.encoder import resolve_dtype, use_dtype
+
+        resolve_dtype("cpu", args.dtype)  # the stand-ins build on CPU: fp16 fails here (exit 2)
+        use_dtype(args.dtype)
+        options = {"mlm_minutes": args.mlm_minutes, "mlm_resume": args.mlm_resume, "dtype": args.dtype}
         for part in args.only or list(PARTS):
             target, what = PARTS[part]
             module, _, func = target.partition(":")

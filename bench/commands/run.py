@@ -19,11 +19,16 @@ def add_arguments(parser):
                         help="a name (`bench ls models`, $BENCH_HOME/models.toml), hf:ORG/NAME[@REVISION], or a "
                              "local model directory (bench checkpoint, sentence-transformers or Hugging Face)")
     parser.add_argument("--task", action="append", dest="tasks", metavar="T", help="repeatable; default: all")
-    parser.add_argument("--profile", choices=["smoke", "paper"], default="smoke")
+    from bench.plugins import PROFILE_HELP, PROFILES
+
+    parser.add_argument("--profile", choices=PROFILES, default="smoke", help=PROFILE_HELP)
     parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps (auto: cuda, mps, cpu)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--limit", type=positive_int, help="use only the first N examples of each task")
+    from bench.commands import add_dtype_argument
+
+    add_dtype_argument(parser)
     parser.add_argument("--overwrite", choices=["never", "only-missing", "always"], default="only-missing",
                         help="never: keep any existing cell; only-missing (default): compute cells missing for "
                              "this configuration; always: recompute")
@@ -91,6 +96,13 @@ def main(args) -> int:
     tasks = [suite.task(name) for name in args.tasks or []] or list(suite.tasks)  # unknown names fail here
     # Everything that can be refused is refused before the model loads or any work starts.
     ResultStore(paths.results).check_writable()
+    from bench.encoder import pick_device, resolve_dtype, slow_dtype_note, use_dtype
+
+    use_dtype(args.dtype)  # for code without a dtype argument (the masked-LM stand-in)
+    device = pick_device(args.device)
+    note = slow_dtype_note(device, resolve_dtype(device, args.dtype))  # fp16 off CUDA fails here (exit 2)
+    if note:
+        console.print(f"[yellow]{note}[/yellow]")
     ctx = RunContext(paths=paths, seed=args.seed, device=args.device, batch_size=args.batch_size,
                      limit=args.limit, profile=args.profile, overwrite=args.overwrite,
                      options=suite_options(args), log=console.print,
@@ -102,10 +114,11 @@ def main(args) -> int:
                   console=console, transient=True) as progress:
         encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print,
                                train_missing=partial(train_registered,
-                                                     allow_unverified_data=args.allow_unverified_data))
-        ctx = replace(ctx, device=encoder.device, progress=progress)
+                                                     allow_unverified_data=args.allow_unverified_data),
+                               dtype=args.dtype)
+        ctx = replace(ctx, device=encoder.device, dtype=encoder.dtype, progress=progress)
         outcomes = run_suite(suite, spec, ctx, encoder, args.tasks)
-    console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler})"))
+    console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler}, {encoder.dtype})"))
     cached = [o.task for o in outcomes if o.cached]
     fresh = [o for o in outcomes if not o.cached]
     if cached:

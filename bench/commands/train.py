@@ -1,4 +1,4 @@
-"""bench train --method M --backbone B [--profile smoke|paper]: train a sentence encoder (bench/train.py).
+"""bench train --method M --backbone B [--profile smoke|study|paper]: train a sentence encoder (bench/train.py).
 
 The checkpoint lands in $BENCH_HOME/models/<name>; <name> is the registered model with the same
 (method, base, profile) when there is one, else <method>-<backbone>-<profile>, or --name. A name that
@@ -23,14 +23,20 @@ def add_arguments(parser):
     parser.add_argument("--method", required=True, help="training method (bench/methods): simcse, robustembed, ...")
     parser.add_argument("--backbone", required=True,
                         help="registry model to start from (e.g. minilm, bert-base-cls), a local directory or a HF id")
-    parser.add_argument("--profile", choices=["smoke", "study", "paper"], default="smoke",
+    from bench.plugins import PROFILES
+
+    parser.add_argument("--profile", choices=PROFILES, default="smoke",
                         help="smoke: offline CPU check (10 steps of 16); study: 250 steps of 64 with a dev "
                              "curve, sized for 2 CPU cores; paper: the paper's settings")
     parser.add_argument("--data", help="'wiki' (default: wiki1m when present, else the 11.9k wiki sample) or a text "
-                                       "file with one sentence per line")
+                                       "file with one sentence per line; sup-simcse: SimCSE's nli_for_simcse.csv "
+                                       "(default: triples from the offline SNLI/ANLI splits)")
     parser.add_argument("--steps", type=positive_int, help="stop after N optimiser steps (N >= 1)")
     parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--device", default="auto", help="auto|cpu|cuda|mps")
+    from bench.commands import add_dtype_argument
+
+    add_dtype_argument(parser)
     parser.add_argument("--batch-size", type=positive_int)
     parser.add_argument("--lr", type=positive_float)
     parser.add_argument("--eval-every", type=nonnegative_int, help="STS-B dev every N steps (0: never)")
@@ -88,6 +94,7 @@ def relaunch_with_accelerate(args, argv: list[str]) -> int:
 
 
 def main(args) -> int:
+    from bench.encoder import pick_device, resolve_dtype, use_dtype
     from bench.paths import Paths
     from bench.train import build_job, run_training
 
@@ -107,9 +114,11 @@ def main(args) -> int:
     from bench.store import check_writable
 
     check_writable(paths.home, "BENCH_HOME directory (checkpoints, resume state)", "BENCH_HOME")
+    resolve_dtype(pick_device(args.device), args.dtype)  # fp16 off CUDA fails here (exit 2), before any data loads
+    use_dtype(args.dtype)
     job = build_job(args.method, args.backbone, args.profile, paths, data=args.data,
                     settings=settings_from_args(args), name=args.name, device=args.device,
-                    allow_unverified_data=args.allow_unverified_data)
+                    allow_unverified_data=args.allow_unverified_data, dtype=args.dtype)
     card = run_training(job, paths.home, restart=args.restart)
     if os.environ.get("RANK", "0") != "0":  # under accelerate launch, only the main process reports
         return 0
