@@ -304,6 +304,16 @@ class ResultStore:
         """Every row of every readable cell (see ``readable_cells``)."""
         return [row for _, payload in self.readable_cells() for row in payload["results"]]
 
+    def load(self, path: Path) -> dict | None:
+        """One cell's payload, or None for an unreadable one (named in a warning, as ``readable_cells`` does)."""
+        try:
+            return _parse_cell(path)
+        except CorruptCell as exc:
+            self.skipped.append(exc)
+            warnings.warn(f"Skipped unreadable result cell {path} ({exc.reason}); its rows are missing. "
+                          f"Re-run its `bench run` to recompute it.", BenchWarning, stacklevel=2)
+            return None
+
     def check_writable(self, min_free_bytes: int = MIN_FREE_BYTES) -> None:
         """Before any work: the results directory takes a file and has room, else a BenchError (exit 2)."""
         check_writable(self.root, "results directory", "BENCH_RESULTS_DIR", min_free_bytes)

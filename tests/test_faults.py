@@ -461,7 +461,8 @@ def test_report_skips_a_corrupt_cell_and_says_so(finished, bench_env, tmp_path, 
     path = bench_env.results / avg
     path.write_text("{")
     code, out, err = bench("report", "--out", str(tmp_path / "reports"), capsys=capsys)
-    assert code == 0 and str(path) in err and "1 unreadable result cell(s) skipped" in out
+    assert code == 0, err
+    assert str(path) in err and "1 unreadable result cell(s) skipped" in out
     assert path.read_text() == "{"
     assert_unchanged({k: v for k, v in finished.items() if k != avg}, bench_env.results)
 
