@@ -3,11 +3,17 @@
 - Attack sets: TextFooler's 1000-example files (``textfooler_attack_sets/``: MR, IMDB, Yelp,
   SNLI, MNLI mismatched), GLUE SST-2 validation (872) and GLUE MRPC dev (408), as TextAttack's
   own evaluations use the GLUE validation splits.
-- Training data: MR = SentEval MR minus every sentence of the attack set; SST-2 = GLUE train
-  (67,349 phrases); IMDB = aclImdb train, reviews cut at ``IMDB_MAX_WORDS`` words; MRPC = GLUE
-  train (3,668); SNLI = SNLI dev (9,842; SNLI train is not available offline) minus the
-  attack-set pairs. Yelp needs ``yelp/train.csv`` (yelp_review_polarity_csv: "label","text",
-  label 1 = negative, 2 = positive), absent offline.
+- Training data (``TrainingSet``: what it is, whether it is present, how to get it): MR = SentEval MR
+  minus every sentence of the attack set; SST-2 = GLUE train (67,349 phrases); IMDB = aclImdb
+  train, reviews cut at ``IMDB_MAX_WORDS`` words; MRPC = GLUE train (3,668); SNLI = SNLI 1.0
+  train (550,152 pairs; ``bench data fetch snli-1.0``, or SentEval's ``SNLI/s1.train`` when that
+  copy has it); MNLI mismatched = MultiNLI 1.0 train (392,702; ``bench data fetch mnli``); both
+  minus any attack-set pair. Yelp needs ``yelp/train.csv`` (yelp_review_polarity_csv:
+  "label","text", label 1 = negative, 2 = positive). SNLI train, MNLI train and Yelp train are
+  absent offline; the suite then skips the task, or, for SNLI and MNLI-mm only when asked
+  (``--substitute-victim snli-dev``), trains the victim on ``snli_dev_train`` instead.
+- TextFooler's NLI attack sets are PTB-tokenized ("ca n't"); the jsonl training text is raw. We
+  leave both as released (TextFooler's own victims were trained on the raw text too).
 """
 
 from __future__ import annotations
@@ -17,12 +23,16 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from bench.errors import BenchError
 
 IMDB_MAX_WORDS = 256  # training reviews are cut here; the victim's tokenizer truncates further
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 YELP_TRAIN = "yelp/train.csv"
+SNLI_TRAIN = "snli_1.0/snli_1.0_train.jsonl"  # bench data fetch snli-1.0 (bench/data.py)
+SNLI_TRAIN_SENTEVAL = "senteval/downstream/SNLI/s1.train"  # SentEval's copy, where it has train
+MNLI_TRAIN = "multinli_1.0/multinli_1.0_train.jsonl"  # bench data fetch mnli (bench/data.py)
 
 
 @dataclass
@@ -121,12 +131,53 @@ def mrpc_train(root: Path, attack: list[Example]) -> list[Example]:
     return _glue_mrpc(root / "glue_mrpc/train.tsv")
 
 
-def snli_dev_train(root: Path, attack: list[Example]) -> list[Example]:
-    d = root / "senteval/downstream/SNLI"
+def _pairs_kept(rows, attack: list[Example]) -> list[Example]:
+    """(premise, hypothesis, label text) rows with a gold label, minus any attack-set pair."""
     held_out = {(_norm_key(e.inputs[0]), _norm_key(e.inputs[1])) for e in attack}
-    rows = zip(_read_lines(d / "s1.dev"), _read_lines(d / "s2.dev"), _read_lines(d / "labels.dev"))
-    return [Example((a.strip(), b.strip()), NLI_LABELS.index(y.strip())) for a, b, y in rows
-            if y.strip() in NLI_LABELS and (_norm_key(a), _norm_key(b)) not in held_out]
+    out = []
+    for a, b, y in rows:
+        a, b, y = " ".join(a.split()), " ".join(b.split()), y.strip()
+        if y in NLI_LABELS and (_norm_key(a), _norm_key(b)) not in held_out:
+            out.append(Example((a, b), NLI_LABELS.index(y)))
+    return out
+
+
+def _senteval_nli(root: Path, split: str, attack: list[Example]) -> list[Example]:
+    d = root / "senteval/downstream/SNLI"
+    files = [_read_lines(d / f"{name}.{split}") for name in ("s1", "s2", "labels")]
+    if len({len(f) for f in files}) != 1:
+        raise BenchError(f"{d}: s1/s2/labels.{split} have different line counts; the data are corrupt. "
+                         f"Re-fetch with `bench data fetch snli`.")
+    return _pairs_kept(zip(*files), attack)
+
+
+def _nli_jsonl(path: Path, attack: list[Example]) -> list[Example]:
+    """SNLI/MultiNLI 1.0 jsonl: sentence1, sentence2, gold_label ("-" = no gold label, dropped)."""
+    rows = (json.loads(line) for line in _read_lines(path) if line.strip())
+    return _pairs_kept(((r["sentence1"], r["sentence2"], r.get("gold_label", "")) for r in rows), attack)
+
+
+def snli_dev_train(root: Path, attack: list[Example]) -> list[Example]:
+    """The offline substitute: SNLI dev (9,842) minus the attack-set pairs."""
+    return _senteval_nli(root, "dev", attack)
+
+
+def snli_train(root: Path, attack: list[Example]) -> list[Example]:
+    if (root / SNLI_TRAIN).is_file():
+        return _nli_jsonl(root / SNLI_TRAIN, attack)
+    return _senteval_nli(root, "train", attack)
+
+
+def snli_train_present(root: Path) -> bool:
+    return (root / SNLI_TRAIN).is_file() or (root / SNLI_TRAIN_SENTEVAL).is_file()
+
+
+def mnli_train(root: Path, attack: list[Example]) -> list[Example]:
+    return _nli_jsonl(root / MNLI_TRAIN, attack)
+
+
+def mnli_train_present(root: Path) -> bool:
+    return (root / MNLI_TRAIN).is_file()
 
 
 def yelp_train(root: Path, attack: list[Example]) -> list[Example]:
@@ -138,3 +189,31 @@ def yelp_train(root: Path, attack: list[Example]) -> list[Example]:
 
 def yelp_train_present(root: Path) -> bool:
     return (root / YELP_TRAIN).is_file()
+
+
+@dataclass(frozen=True)
+class TrainingSet:
+    """A victim's training data: its recorded name, its loader, and what to do when it is absent."""
+
+    source: str  # recorded in the victim's card and every row, e.g. "mnli:train"
+    load: Callable[[Path, list[Example]], list[Example]]  # (data root, attack examples to keep out)
+    present: Callable[[Path], bool] = lambda root: True
+    needs: str = ""  # what is missing, in words, for the skip message
+    fetch: str = ""  # the `bench data fetch` argument that gets it ("" = no public download we know)
+
+    def how_to_get(self) -> str:
+        if self.fetch:
+            return f"Get it with `bench data fetch {self.fetch}`"
+        return "Place the file under BENCH_DATA_DIR"
+
+
+MR_TRAIN = TrainingSet("mr:train", mr_train)
+SST2_TRAIN = TrainingSet("sst2:train", sst2_train)
+IMDB_TRAIN = TrainingSet("imdb:train", imdb_train)
+MRPC_TRAIN = TrainingSet("mrpc:train", mrpc_train)
+YELP_TRAIN_SET = TrainingSet("yelp:train", yelp_train, yelp_train_present,
+                             f"Yelp polarity train ({YELP_TRAIN}, yelp_review_polarity_csv)")
+SNLI_TRAIN_SET = TrainingSet("snli:train", snli_train, snli_train_present, f"SNLI train ({SNLI_TRAIN})", "snli-1.0")
+MNLI_TRAIN_SET = TrainingSet("mnli:train", mnli_train, mnli_train_present, f"MNLI train ({MNLI_TRAIN})", "mnli")
+# Substitutes (only behind --substitute-victim): the offline victim of earlier versions.
+SNLI_DEV_SUBSTITUTE = TrainingSet("snli:dev", snli_dev_train)

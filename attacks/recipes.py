@@ -1,6 +1,7 @@
 """The five attack recipes of RobustEmbed Table 3, each a composition of goal, constraints,
 transformation and search, with TextAttack 0.3.11's published parameters
-(textattack/attack_recipes/*.py, the code RobustEmbed ran).
+(textattack/attack_recipes/*.py). RobustEmbed ran "the TextAttack framework" without naming a version,
+so where versions differ (BERT-Attack's candidates) the choice is an option, recorded in every row.
 
 Every resource-backed piece (word embedding, sentence encoder, POS tagger, masked LM, homoglyphs)
 comes from a ``Resources`` object, which serves the real resource where it is reachable and an
@@ -91,8 +92,10 @@ def bae(res, goal):
                   GreedyWordSwapWIR(wir_method="delete"))
 
 
-def bert_attack(res, goal):
-    """Li et al. 2020. Masked-LM subword candidates (TextAttack's 8; the paper's K is 48), <= 40% words."""
+def bert_attack(res, goal, max_candidates: int = 8):
+    """Li et al. 2020. Masked-LM subword candidates, <= 40% words. ``max_candidates`` is the paper's K:
+    48 in the BERT-Attack paper and older TextAttack, 8 in TextAttack 0.3.11's recipe. RobustEmbed does
+    not say which it ran; the option ``bert_attack_candidates`` sets it (48 on the paper profile)."""
     from textattack import Attack
     from textattack.constraints.overlap import MaxWordsPerturbed
     from textattack.constraints.pre_transformation import RepeatModification, StopwordModification
@@ -104,7 +107,7 @@ def bert_attack(res, goal):
         res.use(threshold=0.2, metric="cosine", window_size=None,
                 compare_against_original=True, skip_text_shorter_than_window=False),
     ]
-    return Attack(goal, constraints, res.word_swap_masked_lm(method="bert-attack", max_candidates=8),
+    return Attack(goal, constraints, res.word_swap_masked_lm(method="bert-attack", max_candidates=max_candidates),
                   GreedyWordSwapWIR(wir_method="unk"))
 
 
@@ -119,18 +122,34 @@ RECIPES = Registry("recipe", {
            "bert-attack": "BERTAttack"})
 
 # Options every attacking suite declares (bench/plugins.py): one flag, one meaning.
-# No argparse choices: the suite checks names through the registry, which suggests the nearest ones.
+# No argparse choices: the suites look names up in RECIPES (did-you-mean, exit 2), so a recipe registered
+# after import (a plug-in, a test) is accepted too.
 RECIPES_OPTION = Option(name="recipes", flag="recipe", repeatable=True,
                         help=f"attack recipe(s), repeatable: {', '.join(RECIPES)} (default: the suite's)")
 QUERY_BUDGET_OPTION = Option(name="query_budget", type=int, minimum=1, help="max victim queries per example")
+BERT_ATTACK_CANDIDATES_OPTION = Option(
+    name="bert_attack_candidates", type=int, minimum=1,
+    help="BERT-Attack's K (masked-LM candidates per word): 8 as TextAttack 0.3.11, 48 as the BERT-Attack paper "
+         "(default: 48 on the paper profile, else 8)")
+# recipe -> {builder keyword: (option name, default per profile)}: recipe parameters that are suite options.
+RECIPE_PARAMETERS = {"bert-attack": {"max_candidates": ("bert_attack_candidates",
+                                                        {"smoke": 8, "study": 8, "paper": 48})}}
 
 
-def build_attack(name: str, res, model_wrapper, query_budget: int | None = None, batch_size: int = 32):
-    """The named recipe against ``model_wrapper``, with an untargeted classification goal."""
+def recipe_parameters(recipes, options: dict, profile: str) -> dict[str, dict]:
+    """recipe -> {builder keyword: value} for the chosen recipes, the given options or the profile's defaults."""
+    return {name: {kw: options.get(opt) or defaults[profile] for kw, (opt, defaults) in RECIPE_PARAMETERS[name].items()}
+            for name in recipes if name in RECIPE_PARAMETERS}
+
+
+def build_attack(name: str, res, model_wrapper, query_budget: int | None = None, batch_size: int = 32,
+                 parameters: dict | None = None):
+    """The named recipe against ``model_wrapper``, with an untargeted classification goal; ``parameters``
+    are the recipe's keywords (``recipe_parameters``)."""
     res.textattack()  # prepares NLTK data and the cache dir, then imports textattack
     from textattack.goal_functions import UntargetedClassification
 
     recipe = RECIPES.load(name)
     goal = UntargetedClassification(model_wrapper, model_batch_size=batch_size,
                                     query_budget=float("inf") if query_budget is None else query_budget)
-    return recipe(res, goal)
+    return recipe(res, goal, **(parameters or {}))

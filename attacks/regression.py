@@ -1,8 +1,8 @@
 """A TextAttack goal function for regression over a sentence pair (AdvSTS, RobustEmbed Table 4).
 
 The victim's prediction for a pair is the encoder's cosine similarity mapped to the gold scale:
-``pred = lo + (hi - lo) * clip(cos, 0, 1)`` (0-5 for STS-B and SICK-R's 1-5 scored on 0-5 alike;
-negative cosines mean "unrelated", so they map to the bottom of the scale).
+``pred = lo + (hi - lo) * clip(cos, 0, 1)`` on the task's own gold scale (STS-B 0-5, SICK-R 1-5; the
+suite gives each task its rule); negative cosines mean "unrelated", so they map to the bottom of the scale.
 
 Success (``SuccessRule``): the attack succeeds when the absolute error grows by at least
 ``margin`` over the clean pair's error, ``|pred_adv - gold| >= |pred_clean - gold| + margin``.

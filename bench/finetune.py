@@ -1,16 +1,24 @@
-"""Fine-tune a registered encoder end to end with a linear head on its pooled embedding.
+"""Classifiers on a registered encoder: attack victims (adversarial suite) and the ANLI classifier.
 
-Used for attack victims (adversarial suite) and the ANLI classifier. Inputs are single texts or
-(a, b) pairs (the tokenizer's pair encoding, so the pair is read jointly as one sequence). The
-pooled vector is the model's own pooler (``bench/poolers.py``), so the victim is "this encoder
-plus a linear layer", not a different architecture.
+Two protocols (``PROTOCOLS``), both "this encoder plus a linear layer", never another architecture:
 
-A trained classifier is cached under ``$BENCH_HOME/victims/<model>/<task>/seed<seed>/`` as
-``model.safetensors`` plus ``card.json`` (base model and its weights sha256, task, seed, training
-data and counts, hyper-parameters, clean dev accuracy). ``load_or_finetune`` reuses it when the
-card matches the request and trains (then overwrites) otherwise. It trains and answers queries in
-the encoder's precision (``Encoder.amp_dtype``); a classifier trained under autocast lives in
-``seed<seed>-<dtype>/`` (e.g. ``seed0-bfloat16``) and its card records the dtype.
+- ``finetune``: the encoder and a linear head on its own pooler (``bench/poolers.py``), trained end
+  to end (``finetune``). Pairs use the tokenizer's pair encoding, so a pair is read as one sequence.
+- ``frozen``: the encoder frozen, a linear head (multinomial logistic regression) on its sentence
+  embedding, ``Encoder.encode`` (``train_frozen_head``). It isolates the robustness of the
+  embedding itself (end-to-end fine-tuning may wash out what pre-training did) and is cheap on
+  CPU: the training set is encoded once, then only the head trains. Pairs are represented as
+  ``[u, v, |u-v|, u*v]`` of the two sentence embeddings (InferSent's / SentEval's NLI features);
+  an attack queries the victim through ``Encoder.encode`` and the head.
+
+A trained classifier is cached under
+``$BENCH_HOME/victims/<model>/<task>/<protocol>-seed<seed>-<key>/`` as ``model.safetensors``
+plus ``card.json`` (protocol, base model and its weights sha256, task, seed, training data with
+counts and sha256, hyper-parameters, clean dev accuracy). ``<key>`` hashes everything that
+changes the classifier (the card's request), so victims of other settings, protocols or data sit
+beside each other instead of overwriting one another; the card is checked again on load.
+Classifiers train and answer queries in the encoder's precision (``Encoder.amp_dtype``); a
+precision other than float32 enters the request (so the key) and the card.
 
 Usage::
 
@@ -19,6 +27,7 @@ Usage::
                               dev=Labelled(dev_texts, dev_labels, "mr:dev"),
                               config=FinetuneConfig(seed=0, max_examples=2000))
     logits = victim.predict_logits(texts)  # np.ndarray (n, num_labels)
+    frozen = load_or_train_frozen(encoder, paths, "mr", 2, [...], FrozenHeadConfig(seed=0), dev=...)
 """
 
 from __future__ import annotations
@@ -111,7 +120,20 @@ def tokenize(tokenizer, inputs: Sequence[Text], max_len: int) -> list[dict]:
     return [{k: enc[k][i] for k in keys} for i in range(len(inputs))]
 
 
-class FinetunedClassifier:
+class _Classifier:
+    """What both victim protocols share on top of their own ``predict_logits``."""
+
+    def predict(self, inputs: Sequence[Text], batch_size: int | None = None) -> np.ndarray:
+        return self.predict_logits(inputs, batch_size).argmax(1)
+
+    def accuracy(self, data: Labelled) -> float:
+        """x100, as everywhere in the project."""
+        if not data.inputs:
+            return float("nan")
+        return 100.0 * float((self.predict(data.inputs) == np.asarray(data.labels)).mean())
+
+
+class FinetunedClassifier(_Classifier):
     """A trained ``Classifier`` with its tokenizer; ``predict_logits`` is the victim's interface."""
 
     def __init__(self, model: Classifier, tokenizer, max_len: int, device: str = "cpu",
@@ -148,14 +170,6 @@ class FinetunedClassifier:
         self.queries += len(inputs)
         return out
 
-    def predict(self, inputs: Sequence[Text], batch_size: int | None = None) -> np.ndarray:
-        return self.predict_logits(inputs, batch_size).argmax(1)
-
-    def accuracy(self, data: Labelled) -> float:
-        """x100, as everywhere in the project."""
-        if not data.inputs:
-            return float("nan")
-        return 100.0 * float((self.predict(data.inputs) == np.asarray(data.labels)).mean())
 
     # --- persistence -------------------------------------------------------------------------
     def save(self, directory: Path) -> Path:
@@ -197,7 +211,10 @@ def file_sha256(path: Path) -> str:
 
 
 def mix(parts: Sequence[Labelled], cap: int | None, seed: int) -> tuple[Labelled, list[dict]]:
-    """Concatenate, shuffle (seeded) and cap the training parts; per-source counts for the card."""
+    """Concatenate, shuffle (seeded) and cap the training parts; per-source counts for the card.
+
+    Each source's entry carries the sha256 of what was used from it, so changed data never reuse a
+    cached classifier trained on the old."""
     inputs = [x for p in parts for x in p.inputs]
     labels = [y for p in parts for y in p.labels]
     sources = [p.source for p in parts for _ in p.inputs]
@@ -205,9 +222,12 @@ def mix(parts: Sequence[Labelled], cap: int | None, seed: int) -> tuple[Labelled
     random.Random(seed).shuffle(order)
     order = order[:cap] if cap else order
     counts: dict[str, int] = {}
+    digests: dict[str, "hashlib._Hash"] = {p.source: hashlib.sha256() for p in parts}
     for i in order:
         counts[sources[i]] = counts.get(sources[i], 0) + 1
-    data = [{"source": p.source, "available": len(p.inputs), "used": counts.get(p.source, 0)} for p in parts]
+        digests[sources[i]].update(json.dumps([inputs[i], labels[i]]).encode("utf-8"))
+    data = [{"source": p.source, "available": len(p.inputs), "used": counts.get(p.source, 0),
+             "sha256": digests[p.source].hexdigest()} for p in parts]
     return Labelled([inputs[i] for i in order], [labels[i] for i in order], "+".join(p.source for p in parts)), data
 
 
@@ -276,52 +296,205 @@ def _no_decay(name: str) -> bool:
     return name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name
 
 
-def victim_dir(home: Path, model: str, task: str, seed: int, dtype: str = "float32") -> Path:
-    """float32 classifiers keep their directory; another precision gets its own, so they never evict each other."""
-    return Path(home) / "victims" / model / task / (f"seed{seed}" if dtype == "float32" else f"seed{seed}-{dtype}")
+def victim_dir(home: Path, model: str, task: str, protocol: str, seed: int, request: dict) -> Path:
+    """The cache directory of one classifier: keyed by everything in its request, not only (model, task, seed)."""
+    key = hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return Path(home) / "victims" / model / task / f"{protocol}-seed{seed}-{key}"
 
 
-def _request(encoder, task: str, num_labels: int, config: FinetuneConfig, data: list[dict],
+def _request(encoder, protocol: str, task: str, num_labels: int, config, data: list[dict],
              dev: Labelled | None, label_names: Sequence[str] | None) -> dict:
-    """The part of the card that must match for a cached classifier to be reused. The precision it is
-    trained in enters only when it is not float32, so float32 victims cached before --dtype stay valid."""
-    request = {"base_model": encoder.name, "base_weights_sha256": encoder.weights_sha256, "pooler": encoder.pooler,
-               "task": task, "seed": config.seed, "num_labels": num_labels,
+    """The part of the card that must match for a cached classifier to be reused (and that names its directory)."""
+    request = {"protocol": protocol, "base_model": encoder.name, "base_weights_sha256": encoder.weights_sha256,
+               "pooler": encoder.pooler, "task": task, "seed": config.seed, "num_labels": num_labels,
                "label_names": list(label_names) if label_names else None,
                "hyperparameters": asdict(config), "training_data": data,
                "dev_data": {"source": dev.source, "n": len(dev.inputs)} if dev else None}
     dtype = dtype_name(getattr(encoder, "amp_dtype", None))
-    if dtype != "float32":
+    if dtype != "float32":  # float32 requests (and so their directories) are as before --dtype existed
         request["dtype"] = dtype
-    return request
+    if protocol == FROZEN:  # the embedding depends on the encoder's own truncation
+        request["encoder_max_len"] = getattr(encoder, "max_len", None)
+    return json.loads(json.dumps(request))
+
+
+def _load_or_train(encoder, paths, protocol: str, task: str, num_labels: int, train: Sequence[Labelled], config,
+                   dev: Labelled | None, label_names, log: Callable[[str], None], train_fn, load_fn):
+    data_mix, data = mix(train, getattr(config, "max_examples", None), config.seed)
+    request = _request(encoder, protocol, task, num_labels, config, data, dev, label_names)
+    directory = victim_dir(paths.home, encoder.name, task, protocol, config.seed, request)
+    if (directory / CARD).exists() and (directory / WEIGHTS).exists():
+        card = json.loads((directory / CARD).read_text(encoding="utf-8"))
+        if {k: card.get(k) for k in request} == request:
+            log(f"Reusing the {protocol} classifier at {directory}")
+            return load_fn(directory)
+        log(f"The classifier at {directory} does not match its request (edited card?); retraining it.")
+    counts = ", ".join(f"{d['used']} of {d['source']}" for d in data)  # no "a:b: n": rich reads ":b:" as an emoji
+    log(f"Training a {protocol} classifier on {encoder.name} for '{task}' (seed {config.seed}) on "
+        f"{len(data_mix.inputs)} examples ({counts}) on {encoder.device}")
+    clf, stats = train_fn(data_mix)
+    clf.card = {**request, "training": stats, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "dev_accuracy": clf.accuracy(dev) if dev and dev.inputs else None}
+    clf.queries = 0
+    clf.save(directory)
+    return clf
 
 
 def load_or_finetune(encoder, paths, task: str, num_labels: int, train: Sequence[Labelled],
                      config: FinetuneConfig = FinetuneConfig(), dev: Labelled | None = None,
                      label_names: Sequence[str] | None = None, batch_size: int = 64,
                      log: Callable[[str], None] = print) -> FinetunedClassifier:
-    """The cached classifier for (encoder, task, seed) if its card matches, else train and cache it.
+    """The cached end-to-end classifier for this request if there is one, else train and cache it.
 
     ``encoder`` is a ``bench.encoder.Encoder``; its module is copied, never modified.
     ``train`` parts are mixed, shuffled and capped at ``config.max_examples`` (recorded per source).
     """
-    directory = victim_dir(paths.home, encoder.name, task, config.seed, dtype_name(getattr(encoder, "amp_dtype", None)))
-    data_mix, data = mix(train, config.max_examples, config.seed)
-    request = _request(encoder, task, num_labels, config, data, dev, label_names)
-    if (directory / CARD).exists() and (directory / WEIGHTS).exists():
+    def train_fn(data_mix):
+        clf, stats = finetune(encoder.model, encoder.tokenizer, encoder.pooler, num_labels, data_mix, config,
+                              encoder.device, log, amp_dtype=encoder.amp_dtype)
+        clf.batch_size = batch_size
+        return clf, stats
+
+    return _load_or_train(encoder, paths, FINETUNE, task, num_labels, train, config, dev, label_names, log, train_fn,
+                          lambda d: FinetunedClassifier.load(d, encoder.model, encoder.tokenizer, encoder.device,
+                                                             batch_size, encoder.amp_dtype))
+
+
+# --- the frozen protocol: encoder frozen, linear head on its sentence embedding ------------------
+
+@dataclass(frozen=True)
+class FrozenHeadConfig:
+    """The head's training (full-batch features, minibatch Adam); every field enters the card."""
+
+    seed: int = 0
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    batch_size: int = 64
+    epochs: int = 30
+    max_examples: int | None = None  # cap on training examples (after mixing), recorded
+
+
+def embedding_features(encoder, inputs: Sequence[Text]) -> np.ndarray:
+    """Sentence embeddings; for pairs ``[u, v, |u-v|, u*v]`` (InferSent / SentEval NLI features)."""
+    inputs = list(inputs)
+    if inputs and _is_pair(inputs[0]):
+        u = encoder.encode([a for a, _ in inputs])
+        v = encoder.encode([b for _, b in inputs])
+        return np.concatenate([u, v, np.abs(u - v), u * v], axis=1).astype(np.float32)
+    return np.asarray(encoder.encode([str(x) for x in inputs]), dtype=np.float32)
+
+
+class FrozenHeadClassifier(_Classifier):
+    """The encoder (never modified) plus a linear head on its embedding. Also a TextAttack model wrapper:
+    ``__call__`` maps a list of texts (or column tuples) to logits, and ``model`` is the encoder's module."""
+
+    def __init__(self, encoder, head: nn.Linear, card: dict | None = None):
+        self.encoder, self.head = encoder, head.eval()
+        self.model = getattr(encoder, "model", None)  # TextAttack reads model_wrapper.model
+        self.card = card or {}
+        self.queries = 0
+
+    @property
+    def num_labels(self) -> int:
+        return self.head.out_features
+
+    def predict_logits(self, inputs: Sequence[Text], batch_size: int | None = None) -> np.ndarray:
+        inputs = [tuple(x) if isinstance(x, list) else x for x in inputs]
+        if not inputs:
+            return np.zeros((0, self.num_labels), dtype=np.float32)
+        feats = torch.from_numpy(embedding_features(self.encoder, inputs))
+        with torch.inference_mode():
+            out = self.head(feats.to(self.head.weight.device)).float().cpu().numpy()
+        self.queries += len(inputs)
+        return out
+
+    __call__ = predict_logits
+
+    def after_example(self) -> None:
+        """Drop the embeddings of an attacked example's candidates: memory stays flat on long runs."""
+        forget = getattr(self.encoder, "forget", None)
+        if forget:
+            forget()
+
+
+    def save(self, directory: Path) -> Path:
+        from safetensors.torch import save_model
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = directory / f".{WEIGHTS}.tmp"
+        save_model(self.head, str(tmp))
+        tmp.replace(directory / WEIGHTS)
+        self.card = {**self.card, "weights_sha256": file_sha256(directory / WEIGHTS)}
+        atomic_write_text(directory / CARD, json.dumps(self.card, indent=1, sort_keys=True) + "\n")
+        return directory
+
+    @classmethod
+    def load(cls, directory: Path, encoder) -> "FrozenHeadClassifier":
+        from safetensors.torch import load_model
+
+        directory = Path(directory)
         card = json.loads((directory / CARD).read_text(encoding="utf-8"))
-        if {k: card.get(k) for k in request} == json.loads(json.dumps(request)):
-            log(f"Reusing the fine-tuned classifier at {directory}")
-            return FinetunedClassifier.load(directory, encoder.model, encoder.tokenizer, encoder.device, batch_size,
-                                            encoder.amp_dtype)
-        log(f"The classifier at {directory} was trained with other settings; retraining it.")
-    counts = ", ".join(f"{d['source']}: {d['used']}" for d in data)
-    log(f"Fine-tuning {encoder.name} for '{task}' on {len(data_mix.inputs)} examples ({counts}) on {encoder.device}")
-    clf, stats = finetune(encoder.model, encoder.tokenizer, encoder.pooler, num_labels, data_mix, config,
-                          encoder.device, log, amp_dtype=encoder.amp_dtype)
-    clf.batch_size = batch_size
-    clf.card = {**request, "training": stats, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "dev_accuracy": clf.accuracy(dev) if dev and dev.inputs else None}
-    clf.queries = 0
-    clf.save(directory)
-    return clf
+        if file_sha256(directory / WEIGHTS) != card.get("weights_sha256"):
+            raise BenchError(f"{directory / WEIGHTS} does not match the sha256 in its card (corrupt or "
+                             f"half-written). Delete {directory} and re-run to retrain it.")
+        head = nn.Linear(card["training"]["features"], card["num_labels"])
+        load_model(head, str(directory / WEIGHTS), device="cpu")
+        return cls(encoder, head, card)
+
+
+def train_frozen_head(encoder, num_labels: int, train: Labelled, config: FrozenHeadConfig,
+                      log: Callable[[str], None] | None = None) -> tuple[FrozenHeadClassifier, dict]:
+    """Encode ``train`` once with the frozen encoder, then fit a linear head (cross-entropy, Adam)."""
+    if not train.inputs:
+        raise BenchError("No training examples: check the dataset (`bench data status`) and the caps.")
+    bad = sorted({y for y in train.labels if not 0 <= y < num_labels})
+    if bad:
+        raise BenchError(f"Labels {bad[:5]} are outside 0..{num_labels - 1}; check the label mapping.")
+    start = time.perf_counter()
+    feats = torch.from_numpy(embedding_features(encoder, train.inputs))
+    encode_s = time.perf_counter() - start
+    encoder_forget = getattr(encoder, "forget", None)
+    if encoder_forget:  # the training set's embeddings are not needed again; attacks start from an empty cache
+        encoder_forget()
+    labels = torch.tensor(train.labels)
+    torch.manual_seed(config.seed)
+    head = nn.Linear(feats.shape[1], num_labels)
+    optimizer = torch.optim.Adam(head.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    generator = torch.Generator().manual_seed(config.seed)
+    losses = []
+    for epoch in range(config.epochs):
+        order = torch.randperm(len(labels), generator=generator)
+        epoch_loss = 0.0
+        for s in range(0, len(order), config.batch_size):
+            idx = order[s:s + config.batch_size]
+            loss = nn.functional.cross_entropy(head(feats[idx]), labels[idx])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            epoch_loss += float(loss.detach()) * len(idx)
+        losses.append(epoch_loss / len(labels))
+        if log and (epoch + 1) % 10 == 0:
+            log(f"  frozen head epoch {epoch + 1}/{config.epochs} loss {losses[-1]:.4f}")
+    with torch.inference_mode():
+        train_acc = 100.0 * float((head(feats).argmax(1) == labels).float().mean())
+    stats = {"epochs": config.epochs, "first_loss": losses[0], "last_loss": losses[-1], "train_accuracy": train_acc,
+             "features": int(feats.shape[1]), "encode_seconds": round(encode_s, 1),
+             "train_seconds": round(time.perf_counter() - start, 1),
+             "pair_features": "[u, v, |u-v|, u*v]" if _is_pair(train.inputs[0]) else None}
+    return FrozenHeadClassifier(encoder, head), stats
+
+
+def load_or_train_frozen(encoder, paths, task: str, num_labels: int, train: Sequence[Labelled],
+                         config: FrozenHeadConfig = FrozenHeadConfig(), dev: Labelled | None = None,
+                         label_names: Sequence[str] | None = None, batch_size: int = 64,
+                         log: Callable[[str], None] = print) -> FrozenHeadClassifier:
+    """The cached frozen-encoder classifier for this request if there is one, else train and cache it."""
+    return _load_or_train(encoder, paths, FROZEN, task, num_labels, train, config, dev, label_names, log,
+                          lambda data_mix: train_frozen_head(encoder, num_labels, data_mix, config, log),
+                          lambda d: FrozenHeadClassifier.load(d, encoder))
+
+
+FINETUNE, FROZEN = "finetune", "frozen"
+# protocol -> (config class, load-or-train function): how a suite builds a classifier of each kind.
+PROTOCOLS = {FINETUNE: (FinetuneConfig, load_or_finetune), FROZEN: (FrozenHeadConfig, load_or_train_frozen)}

@@ -13,6 +13,13 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, Callable
 
+# The run profiles every command accepts (bench run, bench grid, bench train), in order of cost.
+# smoke: an offline check of the whole path on CPU; study: a real study sized for 2 CPU cores;
+# paper: the papers' settings. A suite or method with per-profile settings declares one per name.
+PROFILES = ("smoke", "study", "paper")
+PROFILE_HELP = ("smoke: offline CPU check of the whole path; study: real evidence sized for 2 CPU cores; "
+                "paper: the papers' settings")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Option:

@@ -431,6 +431,11 @@ for _method, _cite, _ref, *_pooler in ISSUE5_METHODS:
             description=f"{_method} (bench/methods/{_method}.py) from bert-base-uncased (paper profile)",
             paper_ref=_ref)
 
+# --- issue 15: supervised SimCSE (bench/methods/sup_simcse.py), offline on the SNLI/ANLI dev/test data we have ----
+trained("sup-simcse-minilm", "sup-simcse", "minilm", "smoke", citation=SIMCSE_CITE,
+        description="Supervised SimCSE (NLI triples: SNLI dev+test, ANLI dev), smoke profile (offline, CPU) from "
+                    "all-MiniLM-L6-v2 (itself trained on SNLI/MNLI among its 1B pairs)")
+
 # --- issue 13: the study profile (bench/train.py PROFILES["study"]), sized for 2 CPU cores -------------
 # From the contrastive all-MiniLM-L6-v2; the masked-LM-trained base (`minilm-mlm`) joins when it is built.
 for _method in ("simcse", "robustembed", "vadvcse", "dcl"):

@@ -420,10 +420,13 @@ def _paired(a: Evidence, b: Evidence, resamples: int, seed: int, level: float) -
         return _paired_parts(a, b, resamples, seed, level)
     if (a.statistic, a.columns) != (b.statistic, b.columns):
         raise ValueError(f"cannot pair {a.statistic}{a.columns} with {b.statistic}{b.columns}")
-    sa, sb, dropped = match(a.sample, b.sample)
+    if a.sample.ids == b.sample.ids:  # the same examples in the same order: reuse their bootstraps
+        sa, sb, dropped, ea, eb = a.sample, b.sample, 0, a, b
+    else:
+        sa, sb, dropped = match(a.sample, b.sample)
+        ea, eb = Evidence(a.statistic, sa, a.columns, a.scale), Evidence(b.statistic, sb, b.columns, b.scale)
     if not len(sa):
         return Difference(None, None, None, None, "no shared examples", 0, {"unmatched": dropped}), None
-    ea, eb = Evidence(a.statistic, sa, a.columns, a.scale), Evidence(b.statistic, sb, b.columns, b.scale)
     pa, pb = ea.point(), eb.point()
     estimate = None if pa is None or pb is None else pb - pa
     dist = eb.bootstrap(resamples, seed) - ea.bootstrap(resamples, seed)

@@ -287,18 +287,32 @@ class ResultStore:
     def cells(self) -> list[Path]:
         return sorted((self.root / "cells").glob("**/*.json"))
 
-    def rows(self) -> list[dict]:
-        """Every row of every readable cell. Unreadable cells are skipped, each named in a warning and
+    def readable_cells(self):
+        """(path, payload) of every readable cell. Unreadable cells are skipped, each named in a warning and
         listed in ``self.skipped``; nothing is moved (readers such as reports stay read-only)."""
-        out = []
         for path in self.cells():
             try:
-                out.extend(_parse_cell(path)["results"])
+                payload = _parse_cell(path)
             except CorruptCell as exc:
                 self.skipped.append(exc)
                 warnings.warn(f"Skipped unreadable result cell {path} ({exc.reason}); its rows are missing. "
                               f"Re-run its `bench run` to recompute it.", BenchWarning, stacklevel=2)
-        return out
+                continue
+            yield path, payload
+
+    def rows(self) -> list[dict]:
+        """Every row of every readable cell (see ``readable_cells``)."""
+        return [row for _, payload in self.readable_cells() for row in payload["results"]]
+
+    def load(self, path: Path) -> dict | None:
+        """One cell's payload, or None for an unreadable one (named in a warning, as ``readable_cells`` does)."""
+        try:
+            return _parse_cell(path)
+        except CorruptCell as exc:
+            self.skipped.append(exc)
+            warnings.warn(f"Skipped unreadable result cell {path} ({exc.reason}); its rows are missing. "
+                          f"Re-run its `bench run` to recompute it.", BenchWarning, stacklevel=2)
+            return None
 
     def check_writable(self, min_free_bytes: int = MIN_FREE_BYTES) -> None:
         """Before any work: the results directory takes a file and has room, else a BenchError (exit 2)."""

@@ -1,9 +1,12 @@
 """The shared training loop. Methods (``bench/methods/<name>.py``) compute the loss; this owns the rest.
 
-- data: unlabeled sentences, one per line: wiki1m when present under the data root, else the
-  11.9k-sentence wiki sample (or ``--data FILE``); blank lines skipped; each epoch is a fresh
-  permutation drawn from (seed, epoch); the last incomplete batch is dropped (in-batch negatives
-  want full batches); max length 32 (SimCSE);
+- data: what the method's ``training_data`` hook returns (bench/methods/base.py): by default unlabeled
+  sentences, one per line: wiki1m when present under the data root, else the 11.9k-sentence wiki
+  sample (or ``--data FILE``); blank lines skipped; a method with its own data (supervised SimCSE's
+  NLI triples) builds it from the data root. Each epoch is a fresh permutation drawn from (seed,
+  epoch); the last incomplete batch is dropped (in-batch negatives want full batches); the method's
+  ``collate`` tokenises a batch (default: max length 32, SimCSE's). Methods get a ``TrainContext``
+  (tokenizer, data root, home, resources such as WordNet through the attacks' resource layer);
 - one AdamW over the method's parameter groups, linear decay to 0 (SimCSE's HF Trainer defaults:
   no warm-up, gradient clipping at 1.0, weight decay 0);
 - STS-B dev Spearman (``bench.metrics.score_pairs`` through ``bench.encoder.Encoder``) before
@@ -103,19 +106,23 @@ class TrainJob:
     profile: str
     train: TrainConfig
     method_config: dict
-    data_path: Path
+    data_path: Path | None  # --data / wiki (None: a method with its own data uses its default)
     dev_dir: Path | None  # STS-B directory (None: no evaluation)
     eval_max_len: int = 512
     device: str = "auto"
     overrides: dict = field(default_factory=dict)  # what the command line / recipe changed
     dtype: str = "auto"  # requested precision (bench.encoder.resolve_dtype)
+    data_root: Path | None = None  # BENCH_DATA_DIR, for methods that build their own data
 
-    def fingerprint(self, data_sha: str, dtype: str = "float32") -> str:
-        """``dtype``: what runs (``dtype_name``). float32 adds nothing, so fp32 fingerprints never changed."""
+    def fingerprint(self, data_sha: str, dtype: str = "float32", method_version: int = 1) -> str:
+        """``dtype``: what runs (``dtype_name``). float32 adds nothing, so fp32 fingerprints never changed;
+        nor does ``method_version`` 1, so a method's fingerprint changes only when its version is bumped."""
         blob = {"method": self.method, "backbone": self.backbone, "pooler": self.pooler,
                 "train": dataclasses.asdict(self.train), "method_config": self.method_config, "data": data_sha}
         if dtype != "float32":
             blob["dtype"] = dtype
+        if method_version != 1:
+            blob["method_version"] = method_version
         return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -340,6 +347,8 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
 
     from bench.encoder import Encoder, dtype_name, load_hf, pick_device, resolve_dtype, slow_dtype_note
     from bench.methods import get_method
+    from bench.methods.base import TrainContext
+    from bench.methods.resources import MethodResources
     from bench.store import git_commit, now_iso, package_versions
 
     started = time.perf_counter()
@@ -348,10 +357,13 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     cfg = job.train
     check_values(dataclasses.asdict(cfg))
     check_values(method_cfg.to_dict(), getattr(method_cls.Config, "limits", None))
-    sentences, data_sha = read_sentences(job.data_path)
+    ctx = TrainContext(max_len=cfg.max_len, home=Path(home), data_root=job.data_root, data_path=job.data_path,
+                       seed=cfg.seed, resources=MethodResources(home))
+    data = method_cls.training_data(method_cfg, ctx)  # the method's data hook (default: --data's sentences)
+    examples, data_sha = data.examples, data.sha256
     device = pick_device(job.device)
     amp = resolve_dtype(device, job.dtype)  # None: float32
-    fingerprint = job.fingerprint(data_sha, dtype_name(amp))
+    fingerprint = job.fingerprint(data_sha, dtype_name(amp), method_cls.version)
     work = Path(home) / "train" / job.name
     out_dir = Path(home) / "models" / job.name
     last_dir, best_dir = work / "last", work / "best"
@@ -396,7 +408,8 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     torch.manual_seed(cfg.seed)
     model, tokenizer = load_hf(job.backbone, job.name)
     model.train()
-    method = method_cls(method_cfg, model, job.pooler)
+    ctx.tokenizer = tokenizer
+    method = method_cls(method_cfg, model, job.pooler, ctx)
     eval_max_len = min(job.eval_max_len, int(getattr(model.config, "max_position_embeddings", 512)))
 
     class TrainModule(torch.nn.Module):
@@ -412,9 +425,9 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     module = TrainModule()
     optimizer = torch.optim.AdamW(method.param_groups(cfg.lr, cfg.weight_decay), lr=cfg.lr,
                                   weight_decay=cfg.weight_decay)
-    per_epoch = len(sentences) // (cfg.batch_size * world)
+    per_epoch = len(examples) // (cfg.batch_size * world)
     if per_epoch == 0:
-        raise BenchError(f"{job.data_path} has {len(sentences)} sentences: fewer than one batch of "
+        raise BenchError(f"The training data ({data.summary}) is fewer than one batch of "
                          f"{cfg.batch_size} x {world} process(es). Use a smaller --batch-size or more data.")
     total = per_epoch * cfg.epochs
     if cfg.max_steps > 0:
@@ -534,7 +547,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     if note:
         log(note)
     log(f"Training '{job.name}': {job.method} from {job.base} ({job.profile} profile), {total} steps of "
-        f"{cfg.batch_size} x {world} sentences from {job.data_path.name} ({len(sentences)} sentences), "
+        f"{cfg.batch_size} x {world} examples ({data.summary}), "
         f"device {device}{', AMP ' + str(amp).replace('torch.', '') if amp else ''}.")
     order_epoch, order = -1, None
     tick, tick_step = time.perf_counter(), state["step"]
@@ -543,11 +556,10 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
             step = state["step"]
             epoch, index = divmod(step, per_epoch)
             if epoch != order_epoch:
-                order = torch.randperm(len(sentences), generator=torch.Generator().manual_seed(cfg.seed * 1000 + epoch))
+                order = torch.randperm(len(examples), generator=torch.Generator().manual_seed(cfg.seed * 1000 + epoch))
                 order_epoch = epoch
             start = (index * world + rank) * cfg.batch_size
-            batch_text = [sentences[i] for i in order[start:start + cfg.batch_size].tolist()]
-            batch = tokenizer(batch_text, padding=True, truncation=True, max_length=cfg.max_len, return_tensors="pt")
+            batch = method.collate([examples[i] for i in order[start:start + cfg.batch_size].tolist()])
             batch = {k: v.to(accelerator.device) for k, v in batch.items()}
             with accelerator.autocast():
                 loss, logs = module(batch, step)
@@ -592,9 +604,10 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     card = {
         "name": job.name, "method": job.method, "method_citation": method_cls.citation, "base": job.base,
         "backbone": job.backbone, "pooler": job.pooler, "max_len": job.eval_max_len, "profile": job.profile,
+        "method_version": method_cls.version,
         "method_config": method_cfg.to_dict(), "open_choices": method_cls.open_choices, "trainer_choices": TRAINER_CHOICES,
         "train_config": dataclasses.asdict(cfg), "overrides": job.overrides,
-        "data": {"path": str(job.data_path), "sha256": data_sha, "sentences": len(sentences)},
+        "data": data.card, "method_resources": ctx.resources.served(),
         "steps": state["step"], "epochs_seen": state["step"] / per_epoch, "world_size": world,
         "best": state["best"], "stsb_dev_before": state.get("dev_before"), "dev_history": state["dev_history"],
         "final_loss": state["losses"][-1][1] if state["losses"] else None,
@@ -661,20 +674,24 @@ def build_job(method: str, backbone: str, profile: str, paths, *, data: str | No
         name = registered.name if registered else f"{method}-{slug}-{profile}"
     backbone_path = resolve_backbone(base_spec) if base_spec is not None else backbone
     dev_dir = require(paths.data, "stsb") if train_cfg.eval_every > 0 else None
-    data_path = training_data(paths.data, data)
+    default_data = data in (None, "", "wiki")
+    # a method with its own data (its training_data hook) builds it from the data root unless --data names a file
+    data_path = None if default_data and not method_cls.unlabeled_sentences else training_data(paths.data, data)
     # Content check (sha256, cached) of the benchmark data the run reads: a corrupt dev set would pick
     # the wrong checkpoint, corrupt training text would train on it. Own --data files are the user's.
     from bench.data import check_content
 
-    for dataset in (["stsb"] if dev_dir is not None else []) + _benchmark_training_data(paths.data, data_path):
+    read = (_benchmark_training_data(paths.data, data_path) if data_path is not None
+            else method_cls.training_datasets(method_cfg))
+    for dataset in (["stsb"] if dev_dir is not None else []) + read:
         check_content(paths.data, dataset, paths.cache, allow_unverified_data)
-    if profile == "paper" and (data in (None, "", "wiki")) and not available(paths.data, "wiki1m"):
+    if method_cls.unlabeled_sentences and profile == "paper" and default_data and not available(paths.data, "wiki1m"):
         print("Note: wiki1m is not under the data root; the paper profile falls back to the 11.9k wiki sample "
               "(`bench data fetch wiki1m` gets the full set).")
     return TrainJob(name=name, method=method, backbone=backbone_path, base=backbone, pooler=pooler,
                     profile=profile, train=train_cfg, method_config=method_values,
                     data_path=data_path, dev_dir=dev_dir, eval_max_len=eval_max_len,
-                    device=device, overrides=settings, dtype=dtype)
+                    device=device, overrides=settings, dtype=dtype, data_root=paths.data)
 
 
 def _benchmark_training_data(data_root: Path, data_path: Path) -> list[str]:

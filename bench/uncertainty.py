@@ -177,7 +177,9 @@ def model_cells(store: ResultStore, model: str, suite: str | None = None, task: 
     root = store.root / "cells" / model
     out: dict[tuple, tuple[str, Path]] = {}
     for path in sorted(root.glob(f"{suite or '*'}/{task or '*'}/*.json")):
-        cell = store.read(path)
+        cell = store.load(path)  # an unreadable cell is skipped with a warning naming it
+        if cell is None:
+            continue
         c = cell.get("cell", {})
         key = (c.get("suite"), c.get("task"), c.get("seed"), c.get("config_hash"))
         stamp = cell.get("written_at") or ""

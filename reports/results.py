@@ -95,8 +95,8 @@ def load_rows(results_dir: Path) -> list[dict]:
         raise BenchError(f"No result cells under {Path(results_dir) / 'cells'}. Run `bench run --suite S --model M` "
                          f"first, or point BENCH_RESULTS_DIR at a results directory.")
     rows = []
-    for path in cells:
-        for row in store.read(path)["results"]:
+    for path, payload in store.readable_cells():
+        for row in payload["results"]:
             try:
                 config = json.loads(row.get("config") or "{}")
             except json.JSONDecodeError:

@@ -1,19 +1,36 @@
-"""Adversarial: the five TextAttack recipes against victims fine-tuned from the encoder (RobustEmbed Table 3).
+"""Adversarial: the five TextAttack recipes against victims built on the encoder (RobustEmbed Table 3).
 
-Per task: fine-tune the encoder end to end with a linear head (``bench/finetune.py``, cached per
-(model, task, seed)), record its clean accuracy on the whole attack set, then attack a sample of
-the attack set with each recipe. Every attacked example is appended to a JSONL log as soon as it
-is done; an interrupted run resumes at the next example and recomputes none.
+Per task: build a victim from the encoder (``--victim``, ``VICTIM_SETTINGS``, ``bench/finetune.py``):
+
+- ``finetune`` (default): encoder + linear head on its pooler, trained end to end, as the papers do;
+- ``frozen``: the encoder frozen, a linear head on its sentence embedding (pairs: ``[u, v, |u-v|, u*v]``).
+  It isolates the robustness of the embedding itself, and is cheap on CPU.
+
+The protocol and its settings (per profile) enter the cell configuration and every row. Victims
+are cached by everything that changes them (``bench.finetune.victim_dir``). Then record each
+victim's clean accuracy on the whole attack set and attack a sample of the attack set with each
+recipe. Every attacked example is appended to a JSONL log as soon as it is done; an interrupted
+run resumes at the next example and recomputes none.
+
+Training data (``attacks/datasets.py`` ``TrainingSet``): each task's own training split; SNLI is
+attacked by an SNLI-train victim and MNLI-mismatched by an MNLI-train victim. Where a training
+set is absent (offline: SNLI train, MNLI train, Yelp train), the task is skipped with a message
+naming `bench data fetch ...`, and its rows have empty values. Only ``--substitute-victim snli-dev``
+trains the NLI victims on SNLI dev instead (the offline victim of earlier versions), recorded in
+the configuration (``substitute_victim``, ``victim_data``) and in every victim card.
+
+Replications (``--runs K``, ``replications``): run k attacks its own victim, fine-tuned (or its head
+trained) with seed ``seed + 1000·k``, on its own sample: run 0 the first N examples (N = ``--limit``,
+default all), run k the next N, disjoint while the pool lasts (MR's 1,000 TextFooler examples with
+N = 200: 0-199, 200-399, ...); once the pool is exhausted a run draws a seeded random sample, which
+overlaps the others. Each row's config says what varied (``replication``). RobustEmbed reports the
+mean of five runs of 1,000 examples (Sec. 5.3) without saying what varied between them.
 
 Rows (``attack`` = recipe), TextAttack's definitions (``attacks/metrics.py``): attack success
 rate (main), original accuracy, accuracy under attack, accuracy reduction, average queries,
-% words perturbed, examples/s. With ``--runs K`` there are K runs: run 0 attacks the first N
-examples (N = ``--limit``, default all), run k > 0 a seeded random sample of N; the headline is
-the mean over runs with its std, and each run has its own row (aggregation ``run<k>``).
+% words perturbed, examples/s, each as the mean over runs (``mean-of-runs``, with its std) and,
+with K > 1, one row per run (aggregation ``run<k>``); plus the victims' ``clean_accuracy``.
 ``avg_queries`` against ``accuracy_reduction`` per recipe is RobustEmbed Figure 2's data.
-
-Victim training is capped on the CPU smoke profile (``VICTIM_PROFILES``); the caps enter the
-configuration hash and every row. MNLI-mismatched is attacked with the SNLI victim.
 """
 
 from __future__ import annotations
@@ -23,12 +40,12 @@ import random
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Callable
 
 from attacks import datasets as ds
 from attacks.metrics import attack_evidence, attack_metrics, mean_std
-from attacks.recipes import QUERY_BUDGET_OPTION, RECIPES, RECIPES_OPTION
+from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, QUERY_BUDGET_OPTION, RECIPE_PARAMETERS, RECIPES,
+                             RECIPES_OPTION, recipe_parameters)
 from bench.errors import BenchError, lookup
 from bench.plugins import Option
 from suites.base import RunContext, Suite, Task, row
@@ -36,11 +53,27 @@ from suites.base import RunContext, Suite, Task, row
 RATE_METRICS = ("attack_success_rate", "original_accuracy", "accuracy_under_attack", "accuracy_reduction",
                 "avg_queries", "words_perturbed_pct", "examples_per_s")
 
-# Victim fine-tuning per profile (bench.finetune.FinetuneConfig fields). Smoke: a CPU-sized cap.
-VICTIM_PROFILES = {
-    "smoke": {"max_examples": 2000, "epochs": 1, "max_len": 128, "lr": 5e-5},
-    "paper": {"max_examples": None, "epochs": 3, "max_len": 256, "lr": 2e-5},
+# Victim training per protocol and profile: bench.finetune.FinetuneConfig / FrozenHeadConfig fields.
+# The same settings serve every encoder. smoke: a CPU-sized cap. study (issue 13): the full MR and
+# SST-2 training sets on 2 CPU cores, one epoch: a MiniLM step of batch 32 on MR took 2.2 CPU-seconds
+# (one thread, under load), so an MR victim is about 11 CPU-minutes and an SST-2 one about 45 (README,
+# "Study victims"). paper: BERT fine-tuning defaults (Devlin et al. 2019: lr 2e-5, 3 epochs).
+VICTIM_SETTINGS = {
+    "finetune": {
+        "smoke": {"max_examples": 2000, "epochs": 1, "max_len": 128, "lr": 5e-5},
+        "study": {"max_examples": None, "epochs": 1, "max_len": 64, "lr": 5e-5, "batch_size": 32},
+        "paper": {"max_examples": None, "epochs": 3, "max_len": 256, "lr": 2e-5},
+    },
+    "frozen": {  # logistic regression on the frozen embedding: cheap at every size
+        "smoke": {"max_examples": 2000, "epochs": 30, "lr": 1e-3, "batch_size": 64},
+        "study": {"max_examples": None, "epochs": 30, "lr": 1e-3, "batch_size": 64},
+        "paper": {"max_examples": None, "epochs": 30, "lr": 1e-3, "batch_size": 64},
+    },
 }
+VICTIM_PROTOCOLS = tuple(VICTIM_SETTINGS)
+# Substitute victims, only when asked for (--substitute-victim): name -> training set.
+SUBSTITUTES = {"snli-dev": ds.SNLI_DEV_SUBSTITUTE}
+RUN_SEED_STRIDE = 1000  # run k's victim seed is seed + 1000·k: no two (seed, run) share a victim while seed < 1000
 
 # TextAttack maps each result class to one of three kinds (MaximizedAttackResult counts as a success).
 RESULT_KINDS = {"SuccessfulAttackResult": "successful", "MaximizedAttackResult": "successful",
@@ -52,13 +85,8 @@ class AdvTask(Task):
     columns: tuple[str, ...] = ("text",)
     labels: tuple[str, ...] = ("negative", "positive")
     attack_set: Callable | None = None  # data root -> [Example]
-    train_set: Callable | None = None  # (data root, attack examples) -> [Example]
-    victim_task: str = ""  # the task whose victim attacks this one ("" = itself)
-    train_available: Callable = lambda root: True
-
-    @property
-    def victim(self) -> str:
-        return self.victim_task or self.name
+    train: ds.TrainingSet | None = None  # the victim's training data
+    substitutes: tuple[str, ...] = ()  # SUBSTITUTES this task accepts when its training set is absent
 
 
 REF = "RobustEmbed Table 3"
@@ -68,38 +96,71 @@ ADV = dict(suite="adversarial", split="attack", main_metric="attack_success_rate
 TASKS = (
     AdvTask(**ADV, name="mr", label="MR", dataset="textfooler",
             description="MR: TextFooler's 1000 examples; victim on SentEval MR minus them",
-            attack_set=ds.textfooler_classification("mr"), train_set=ds.mr_train),
+            attack_set=ds.textfooler_classification("mr"), train=ds.MR_TRAIN),
     AdvTask(**ADV, name="sst2", label="SST2", dataset="sst2",
             description="SST-2: GLUE validation (872); victim on GLUE train",
-            attack_set=ds.sst2_dev, train_set=ds.sst2_train),
+            attack_set=ds.sst2_dev, train=ds.SST2_TRAIN),
     AdvTask(**ADV, name="imdb", label="IMDB", dataset="imdb",
             description=f"IMDB: TextFooler's 1000 examples; victim on aclImdb train cut at {ds.IMDB_MAX_WORDS} words",
-            attack_set=ds.textfooler_classification("imdb"), train_set=ds.imdb_train),
+            attack_set=ds.textfooler_classification("imdb"), train=ds.IMDB_TRAIN),
     AdvTask(**ADV, name="yelp", label="YELP", dataset="textfooler",
             description=f"Yelp: TextFooler's 1000 examples; needs {ds.YELP_TRAIN} to train a victim",
-            attack_set=ds.textfooler_classification("yelp"), train_set=ds.yelp_train,
-            train_available=ds.yelp_train_present),
+            attack_set=ds.textfooler_classification("yelp"), train=ds.YELP_TRAIN_SET),
     AdvTask(**ADV, name="mrpc", label="MRPC", dataset="glue-mrpc",
             description="MRPC: GLUE dev (408); victim on GLUE train", columns=("sentence1", "sentence2"),
-            labels=("not_equivalent", "equivalent"), attack_set=ds.mrpc_dev, train_set=ds.mrpc_train),
+            labels=("not_equivalent", "equivalent"), attack_set=ds.mrpc_dev, train=ds.MRPC_TRAIN),
     AdvTask(**ADV, name="snli", label="SNLI", dataset="textfooler",
-            description="SNLI: TextFooler's 1000 examples; victim on SNLI dev (train absent offline)",
+            description="SNLI: TextFooler's 1000 examples; victim on SNLI train",
             columns=NLI, labels=ds.NLI_LABELS, attack_set=ds.textfooler_nli("snli"),
-            train_set=ds.snli_dev_train),
+            train=ds.SNLI_TRAIN_SET, substitutes=("snli-dev",)),
     AdvTask(**ADV, name="mnli_mm", label="MNLI-mm", dataset="textfooler",
-            description="MNLI mismatched: TextFooler's 1000 examples, attacked with the SNLI victim",
+            description="MNLI mismatched: TextFooler's 1000 examples; victim on MNLI train",
             columns=NLI, labels=ds.NLI_LABELS, attack_set=ds.textfooler_nli("mnli_mismatched"),
-            train_set=ds.snli_dev_train, victim_task="snli"),
+            train=ds.MNLI_TRAIN_SET, substitutes=("snli-dev",)),
 )
 TASKS_BY_NAME = {t.name: t for t in TASKS}
 
 
-def sample_indices(total: int, n: int | None, run: int, seed: int) -> list[int]:
-    """Run 0: the first n examples (as --limit says); run k > 0: a seeded random sample of n."""
+@dataclass(frozen=True)
+class Replication:
+    """One run of a cell: its victim's seed and the attack-set indices it attacks."""
+
+    run: int
+    victim_seed: int
+    indices: tuple[int, ...]
+    sample: str  # "block" (disjoint from the other blocks), "resample" (seeded, overlapping) or "whole pool"
+
+    def describe(self) -> dict:
+        return {"run": self.run, "victim_seed": self.victim_seed, "sample": self.sample, "n": len(self.indices),
+                "first_index": self.indices[0] if self.indices else None,
+                "last_index": self.indices[-1] if self.indices else None}
+
+
+def replications(total: int, n: int | None, runs: int, seed: int) -> list[Replication]:
+    """Run k: victim seed ``seed + 1000·k``; examples k·N..(k+1)·N-1 while the pool lasts, then a seeded
+    random sample of N (overlapping earlier runs). N = ``n`` (all examples when None)."""
     n = min(n or total, total)
-    if run == 0:
-        return list(range(n))
-    return sorted(random.Random(f"{seed}:{run}").sample(range(total), n))
+    out = []
+    for k in range(runs):
+        if n == total:
+            indices, sample = tuple(range(total)), "whole pool"
+        elif (k + 1) * n <= total:
+            indices, sample = tuple(range(k * n, (k + 1) * n)), "block"
+        else:
+            indices, sample = tuple(sorted(random.Random(f"{seed}:{k}").sample(range(total), n))), "resample"
+        out.append(Replication(k, seed + RUN_SEED_STRIDE * k, indices, sample))
+    return out
+
+
+def what_varied(plan: list[Replication]) -> dict:
+    """Which replication factors varied across the runs (recorded in every row)."""
+    if len(plan) < 2:
+        return {"runs": len(plan), "victim_seed": False, "examples": "single run"}
+    samples = {r.sample for r in plan}
+    examples = ("same (the sample is the whole pool)" if samples == {"whole pool"} else
+                "disjoint" if samples == {"block"} else "partly overlapping (pool exhausted)")
+    return {"runs": len(plan), "victim_seed": len({r.victim_seed for r in plan}) == len(plan), "examples": examples,
+            "victim_seeds": [r.victim_seed for r in plan]}
 
 
 def example_seed(run_seed: int, index: int) -> int:
@@ -129,22 +190,66 @@ def record_of(result, index: int, example, wall_s: float) -> dict:
 
 class AdversarialSuite(Suite):
     name = "adversarial"
+    description = "TextAttack recipes (TextFooler, TextBugger, PWWS, BAE, BERT-Attack) vs victims built on the encoder"
+    # 2: per-run victims (seed + 1000·k) and disjoint samples; SNLI/MNLI-mm victims on their own train sets;
+    #    victim protocols; BERT-Attack's K an option.
+    version = 2
 
     def labels(self) -> dict:
         return {"attack": {name: RECIPES.label(name) for name in RECIPES}}
-    description = "TextAttack recipes (TextFooler, TextBugger, PWWS, BAE, BERT-Attack) vs fine-tuned victims"
     tasks = TASKS
-    options = (RECIPES_OPTION, QUERY_BUDGET_OPTION,
+    options = (RECIPES_OPTION, QUERY_BUDGET_OPTION, BERT_ATTACK_CANDIDATES_OPTION,
                Option(name="runs", type=int, default=1, minimum=1,
-                      help="replications per cell: run 0 attacks the first N examples, later runs other samples"))
+                      help="replications per cell: run k attacks its own victim (seed + 1000·k) on its own "
+                           "sample (the first N examples, the next N, ...)"),
+               Option(name="victim", choices=VICTIM_PROTOCOLS, default="finetune",
+                      help="victim protocol: finetune = encoder + linear head trained end to end; frozen = "
+                           "encoder frozen, linear head on its sentence embedding"),
+               Option(name="substitute_victim", choices=tuple(SUBSTITUTES),
+                      help="where an NLI task's training set is absent, train its victim on this instead of "
+                           "skipping the task (snli-dev: SNLI dev minus the attack pairs); recorded in every row"))
+
+    @staticmethod
+    def protocol(ctx: RunContext) -> str:
+        return ctx.options.get("victim") or "finetune"
+
+    @staticmethod
+    def victim_settings(ctx: RunContext) -> dict:
+        protocol = AdversarialSuite.protocol(ctx)
+        by_profile = VICTIM_SETTINGS[protocol]
+        if ctx.profile not in by_profile:
+            raise BenchError(f"The adversarial suite has no '{ctx.profile}' victim settings for --victim {protocol} "
+                             f"(it has: {', '.join(by_profile)}).")
+        return by_profile[ctx.profile]
+
+    @staticmethod
+    def training_set(task: AdvTask, ctx: RunContext) -> tuple[ds.TrainingSet | None, str | None]:
+        """The victim's training data and the substitute used (if any); (None, None) = skip the task."""
+        if task.train.present(ctx.paths.data):
+            return task.train, None
+        substitute = ctx.options.get("substitute_victim")
+        if substitute and substitute in task.substitutes:
+            return SUBSTITUTES[substitute], substitute
+        return None, None
 
     def config(self, task: AdvTask, ctx: RunContext) -> dict:
         cfg = super().config(task, ctx)
-        cfg.update(recipes=self.recipes(ctx), runs=int(ctx.options.get("runs") or 1),
-                   victim_task=task.victim, victim_training=VICTIM_PROFILES[ctx.profile],
-                   train_data_present=task.train_available(ctx.paths.data),
+        recipes = self.recipes(ctx)
+        training, substitute = self.training_set(task, ctx)
+        parameters = recipe_parameters(recipes, ctx.options, ctx.profile)
+        cfg.update(recipes=recipes, runs=self.runs(ctx), victim=self.protocol(ctx),
+                   victim_training=self.victim_settings(ctx), victim_data=training.source if training else None,
+                   substitute_victim=substitute, train_data_present=task.train.present(ctx.paths.data),
                    attack_resources=resource_status(ctx.paths))
+        # A recipe parameter enters the key only for cells that run that recipe.
+        for name, keywords in RECIPE_PARAMETERS.items():
+            for keyword, (option, _) in keywords.items():
+                cfg[option] = parameters.get(name, {}).get(keyword)
         return cfg
+
+    @staticmethod
+    def runs(ctx: RunContext) -> int:
+        return int(ctx.options.get("runs") or 1)
 
     @staticmethod
     def recipes(ctx: RunContext) -> list[str]:
@@ -156,79 +261,117 @@ class AdversarialSuite(Suite):
     def run_task(self, task: AdvTask, encoder, ctx: RunContext):
         root = ctx.paths.data
         recipes = self.recipes(ctx)
-        if not task.train_available(root):
-            ctx.log(f"[yellow]Skipping '{task.name}': no training data for its victim ({task.description}). "
-                    f"Place the file under BENCH_DATA_DIR to attack it.[/yellow]")
+        training, substitute = self.training_set(task, ctx)
+        if training is None:
+            alternative = (f", or pass --substitute-victim {' | '.join(task.substitutes)} to train it on a substitute "
+                           f"(recorded in every row)" if task.substitutes else "")
+            ctx.log(f"[yellow]Skipping '{task.name}': its victim needs {task.train.needs}, which is not under "
+                    f"BENCH_DATA_DIR ({root}). {task.train.how_to_get()} to attack it{alternative}.[/yellow]")
             return [row(task, "attack_success_rate", None, 0, attack=r) for r in recipes]
+        if substitute:
+            ctx.log(f"[yellow]'{task.name}': {task.train.needs} is absent; its victim trains on the substitute "
+                    f"'{substitute}' ({training.source}), as --substitute-victim asks.[/yellow]")
 
         from attacks.resources import Resources  # lazily: torch, NLTK, textattack
 
-        resources = Resources(ctx.paths)
-        resources.textattack()  # NLTK data, TA_CACHE_DIR, then the import (HF_HOME restored)
+        Resources(ctx.paths).textattack()  # NLTK data, TA_CACHE_DIR, then the import (HF_HOME restored)
         examples = task.attack_set(root)
-        victim = self.victim(task, examples, encoder, ctx)
-        clean = victim.accuracy(_labelled(examples, f"{task.name}:attack"))
-        out = [row(task, "clean_accuracy", clean, len(examples), aggregation="all",
-                   resources=json.dumps({"victim": _victim_summary(victim)}, sort_keys=True))]
+        plan = replications(len(examples), ctx.limit, self.runs(ctx), ctx.seed)
+        train = _labelled(training.load(root, examples), training.source)
+        victims = [self.victim(task, train, examples, encoder, ctx, rep.victim_seed) for rep in plan]
+        clean = [victim.accuracy(_labelled(examples, f"{task.name}:attack")) for victim in victims]
+        summaries = [_victim_summary(v) for v in victims]
+        out = _run_rows(task, "clean_accuracy", [{"clean_accuracy": c} for c in clean], plan,
+                        json.dumps({"victims": summaries}, sort_keys=True), {}, attack="", n=len(examples))
         for recipe in recipes:
             # A fresh Resources per recipe, so its provenance names exactly the roles that recipe used.
-            out += self.attack_rows(task, recipe, examples, victim, encoder, Resources(ctx.paths), ctx)
+            out += self.attack_rows(task, recipe, examples, plan, victims, encoder, Resources(ctx.paths), ctx)
         return out
 
-    def victim(self, task: AdvTask, examples, encoder, ctx: RunContext):
-        from bench.finetune import FinetuneConfig, load_or_finetune
+    def victim(self, task: AdvTask, train, examples, encoder, ctx: RunContext, seed: int):
+        from bench.finetune import PROTOCOLS
 
-        victim_task = TASKS_BY_NAME[task.victim]
-        victim_attack = examples if victim_task is task else victim_task.attack_set(ctx.paths.data)
-        train = victim_task.train_set(ctx.paths.data, victim_attack)
-        config = FinetuneConfig(seed=ctx.seed, **VICTIM_PROFILES[ctx.profile])
-        return load_or_finetune(encoder, ctx.paths, victim_task.name, len(victim_task.labels),
-                                [_labelled(train, f"{victim_task.name}:{victim_task.train_set.__name__}")],
-                                config, dev=_labelled(victim_attack, f"{victim_task.name}:attack"),
-                                label_names=victim_task.labels, batch_size=ctx.batch_size, log=ctx.log)
+        config_cls, load_or_train = PROTOCOLS[self.protocol(ctx)]
+        return load_or_train(encoder, ctx.paths, task.name, len(task.labels), [train],
+                             config_cls(seed=seed, **self.victim_settings(ctx)),
+                             dev=_labelled(examples, f"{task.name}:attack"), label_names=task.labels,
+                             batch_size=ctx.batch_size, log=ctx.log)
 
-    def attack_rows(self, task, recipe, examples, victim, encoder, resources, ctx):
-        from attacks.log import AttackLog
+    def attack_rows(self, task, recipe, examples, plan, victims, encoder, resources, ctx):
         from attacks.recipes import build_attack
-        from attacks.wrapper import CachedModelWrapper
         from bench.store import config_hash
 
-        wrapper = CachedModelWrapper(victim.model, victim.tokenizer, victim.max_len, ctx.batch_size,
-                                     amp_dtype=victim.amp_dtype)
-        attack = build_attack(recipe, resources, wrapper, ctx.options.get("query_budget"), ctx.batch_size)
-        victim_sha = victim.card.get("weights_sha256", "")
-        builds = local_builds(ctx.paths, roles_used(resources))
-        per_run, evidence = [], []
-        for run in range(int(ctx.options.get("runs") or 1)):
-            run_seed = ctx.seed * 1000 + run
-            indices = sample_indices(len(examples), ctx.limit, run, run_seed)
+        parameters = recipe_parameters([recipe], ctx.options, ctx.profile).get(recipe, {})
+        protocol = self.protocol(ctx)
+        per_run, evidence, attack = [], [], None
+        for rep, victim in zip(plan, victims):
+            wrapper = WRAPPERS[protocol](victim, ctx.batch_size)
+            attack = build_attack(recipe, resources, wrapper, ctx.options.get("query_budget"), ctx.batch_size,
+                                  parameters)
+            victim_sha = victim.card.get("weights_sha256", "")
+            builds = local_builds(ctx.paths, roles_used(resources))
+            run_seed = ctx.seed * 1000 + rep.run
             # What decides an example's outcome, and nothing else: a log serves any --limit or recipe list.
             identity = {"model": encoder.name, "task": task.name, "recipe": recipe, "victim_sha256": victim_sha,
                         "query_budget": ctx.options.get("query_budget"), "served": roles_used(resources),
-                        "builds": builds, "run_seed": run_seed,
+                        "builds": builds, "run_seed": run_seed, "victim": protocol,
+                        # a frozen victim's weights are its head's, which alone do not name the encoder under it
+                        "victim_base_sha256": victim.card.get("base_weights_sha256"),
                         **({"dtype": ctx.dtype} if ctx.dtype != "float32" else {})}  # fp32 logs keep their key
+            if parameters:
+                identity["recipe_parameters"] = parameters
             path = (ctx.paths.results / "attack_logs" / encoder.name / task.name / recipe /
-                    f"seed{ctx.seed}-run{run}-victim{victim_sha[:12]}-{config_hash(identity)[:8]}.jsonl")
-            log = AttackLog(path, identity)
-            if ctx.overwrite == "always":
-                log.reset()
-            todo = [i for i in indices if not log.done(i)]
-            if len(todo) < len(indices):
-                ctx.log(f"  {recipe} run {run}: resuming, {len(indices) - len(todo)} of {len(indices)} "
-                        f"examples already in {path.name}")
-            for i in ctx.track(todo, len(todo), f"{task.name} {recipe} run {run}"):
-                log.add(attack_one(attack, examples[i], i, task.columns, example_seed(run_seed, i)))
-            done = log.ordered(indices)
+                    f"seed{ctx.seed}-run{rep.run}-victim{victim_sha[:12]}-{config_hash(identity)[:8]}.jsonl")
+            done = attack_logged(ctx, path, identity, rep.indices, f"{task.name} {recipe} run {rep.run}",
+                                 lambda i: attack_one(attack, examples[i], i, task.columns, example_seed(run_seed, i)),
+                                 after=getattr(victim, "after_example", None))
             stale = [r["index"] for r in done if tuple(r["original"].values()) != examples[r["index"]].inputs]
             if stale:
                 raise BenchError(f"{path} holds examples {stale[:5]} with other texts than the attack set "
                                  f"(the data changed). Delete the log, or re-run with --overwrite always.")
             per_run.append(attack_metrics(done))
             evidence.append(attack_evidence(done))
-        provenance = json.dumps({"served": roles_used(resources), "builds": builds, "attack": repr(attack),
-                                 "victim": _victim_summary(victim),
+        provenance = json.dumps({"served": roles_used(resources), "builds": local_builds(ctx.paths, roles_used(resources)),
+                                 "attack": repr(attack), "victims": [_victim_summary(v) for v in victims],
                                  "logs": str(path.parent.relative_to(ctx.paths.results))}, sort_keys=True)
-        return _metric_rows(task, recipe, per_run, len(indices), provenance, repr(attack), evidence)
+        # The composed recipe, as TextAttack prints it, and the recipe's parameters.
+        config = {"attack": repr(attack), **({"recipe_parameters": parameters} if parameters else {})}
+        return [r for metric in RATE_METRICS
+                for r in _run_rows(task, metric, per_run, plan, provenance, config, recipe, evidence=evidence)]
+
+
+def _finetuned_wrapper(victim, batch_size: int):
+    from attacks.wrapper import CachedModelWrapper
+
+    return CachedModelWrapper(victim.model, victim.tokenizer, victim.max_len, batch_size,
+                              amp_dtype=getattr(victim, "amp_dtype", None))
+
+
+# victim protocol -> its TextAttack model wrapper. A frozen-encoder victim is its own wrapper: it encodes
+# through the Encoder (which caches embeddings) and applies the head.
+WRAPPERS: dict[str, Callable] = {"finetune": _finetuned_wrapper, "frozen": lambda victim, batch_size: victim}
+
+
+def attack_logged(ctx: RunContext, path, identity: dict, indices, description: str,
+                  attack_index: Callable[[int], dict], after: Callable[[], None] | None = None) -> list[dict]:
+    """The attack loop both attack suites share: the records of ``indices``, attacking (``attack_index``)
+    only those not yet in the append-only log at ``path`` (``--overwrite always`` starts it afresh);
+    ``after`` runs after each example (e.g. dropping cached embeddings)."""
+    from attacks.log import AttackLog
+
+    log = AttackLog(path, identity)
+    if ctx.overwrite == "always":
+        log.reset()
+    indices = list(indices)
+    todo = [i for i in indices if not log.done(i)]
+    if len(todo) < len(indices):
+        ctx.log(f"  {description}: resuming, {len(indices) - len(todo)} of {len(indices)} examples already in "
+                f"{path.name}")
+    for i in ctx.track(todo, len(todo), description):
+        log.add(attack_index(i))
+        if after:
+            after()
+    return log.ordered(indices)
 
 
 def roles_used(resources) -> dict[str, str]:
@@ -264,25 +407,26 @@ def attack_one(attack, example, index: int, columns, seed: int) -> dict:
     return record_of(result, index, example, time.perf_counter() - start)
 
 
-def _metric_rows(task, recipe, per_run: list[dict], n: int, provenance: str, attack_repr: str,
-                 evidence: list[dict] | None = None):
-    """Rows per metric: the mean over runs, then one per run. ``evidence`` (per run: metric -> per-example
+def _run_rows(task, metric: str, per_run: list[dict], plan: list[Replication], provenance: str, config: dict,
+              attack: str, n: int | None = None, evidence: list[dict] | None = None):
+    """The mean over runs (with its std and what varied) and, with several runs, one row per run.
+    ``n``: examples per run (default: the run's sample size). ``evidence`` (per run: metric -> per-example
     Evidence) is what the base suite turns into CIs: Wilson or a bootstrap per run, a t-interval over runs."""
     from bench.stats import Evidence
 
-    rows = []
-    config = json.dumps({"attack": attack_repr})  # the composed recipe, as TextAttack prints it
-    for metric in RATE_METRICS:
-        value, std = mean_std([m[metric] for m in per_run])
-        runs = [e.get(metric) for e in evidence or []]
-        combined = (Evidence(parts=[replace(e, label=f"run{k}") for k, e in enumerate(runs)], combine="runs")
-                    if runs and all(runs) else None)
-        rows.append(row(task, metric, value, n, aggregation="mean-of-runs", attack=recipe, std=std,
-                        resources=provenance, config=config, evidence=combined))
-        if len(per_run) > 1:
-            rows += [row(task, metric, m[metric], n, aggregation=f"run{k}", attack=recipe, resources=provenance,
-                         config=config, evidence=runs[k] if runs else None)
-                     for k, m in enumerate(per_run)]
+    value, std = mean_std([m[metric] for m in per_run])
+    varied = what_varied(plan)
+    runs = [e.get(metric) for e in evidence or []]
+    combined = (Evidence(parts=[replace(e, label=f"run{rep.run}") for rep, e in zip(plan, runs)], combine="runs")
+                if runs and all(runs) else None)
+    rows = [row(task, metric, value, n or len(plan[0].indices), aggregation="mean-of-runs", attack=attack, std=std,
+                resources=provenance, config=json.dumps({**config, "replication": varied}, sort_keys=True),
+                evidence=combined)]
+    if len(per_run) > 1:
+        rows += [row(task, metric, m[metric], n or len(rep.indices), aggregation=f"run{rep.run}", attack=attack,
+                     resources=provenance, config=json.dumps({**config, "replication": rep.describe()}, sort_keys=True),
+                     evidence=runs[k] if runs else None)
+                 for k, (rep, m) in enumerate(zip(plan, per_run))]
     return rows
 
 
@@ -295,9 +439,9 @@ def _labelled(examples, source: str):
 
 def _victim_summary(victim) -> dict:
     card = victim.card
-    return {"task": card.get("task"), "weights_sha256": card.get("weights_sha256"),
-            "dev_accuracy": card.get("dev_accuracy"), "training_data": card.get("training_data"),
-            "hyperparameters": card.get("hyperparameters")}
+    return {"protocol": card.get("protocol"), "task": card.get("task"), "seed": card.get("seed"),
+            "weights_sha256": card.get("weights_sha256"), "dev_accuracy": card.get("dev_accuracy"),
+            "training_data": card.get("training_data"), "hyperparameters": card.get("hyperparameters")}
 
 
 SUITE = AdversarialSuite()

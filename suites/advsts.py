@@ -1,10 +1,19 @@
 """AdvSTS: the attack recipes turned on STS pairs (RobustEmbed Table 4), scored by cosine similarity.
 
 For each (task, recipe) the attack perturbs ``sentence2`` of each test pair so that the encoder's
-similarity, mapped to the gold 0-5 scale, moves away from the gold score; success is defined in
-``attacks/regression.py`` (``SuccessRule``: the absolute error grows by at least ``margin``) and
-recorded with its parameters in every row's config. The recipes and resources are the adversarial
-suite's (``attacks/recipes.py``, ``attacks/resources.py``), with a ``sentence1``-is-fixed constraint added.
+similarity, mapped to the task's gold scale (STS-B 0-5, SICK-R 1-5: ``pred = lo + (hi - lo) ·
+clip(cos, 0, 1)``), moves away from the gold score; success is defined in ``attacks/regression.py``
+(``SuccessRule``: the absolute error grows by at least ``margin``, a fifth of the gold range: 1.0 on
+STS-B, 0.8 on SICK-R, i.e. the same cosine movement on both) and recorded with its parameters in
+every row's config. The recipes and resources are the adversarial suite's (``attacks/recipes.py``,
+``attacks/resources.py``), with a ``sentence1``-is-fixed constraint added.
+
+**This success rule is ours.** RobustEmbed (Sec. 5.4, Table 4) perturbs "a pair of input sentences"
+to push the predicted score away from the gold score and scores the adversarial set with Pearson's
+correlation; Table 4 prints attack success rates without defining success for a regression target.
+Our ASR (one sentence perturbed, a fixed error margin) is therefore not the paper's, and Table 4's
+numbers are not comparable with it; ``ASR_DEFINITION`` says so in every row's config. The paper's own
+measure, Pearson (and Spearman) on the adversarial pairs, is in every cell beside the clean ones.
 
 Every attacked pair is appended to a JSONL log (``attacks/log.py``) as soon as it is done; a run
 resumes at the next pair. From the log we write the adversarial set in the task's own STS format,
@@ -15,10 +24,11 @@ by ``bench.data.read_stsb`` / ``read_sick`` and so by the STS suite. The adversa
 example is the attack's final text: the successful perturbation, or for a failed attack the most
 damaging text the search reached (possibly the original).
 
-Rows (``attack`` = recipe; correlations and rates x100): attack success rate (main),
-Pearson/Spearman on the clean and on the adversarial pairs, mean |pred - gold| clean/adversarial
-(0-5 scale), average queries, % words perturbed (of ``sentence2``, successful attacks), examples/s.
-Without ``--recipe``: TextFooler on the smoke profile, all five recipes on the paper profile.
+Rows (``attack`` = recipe; correlations and rates x100): attack success rate (main, our rule),
+Pearson/Spearman on the clean and on the adversarial pairs (``pearson_adversarial`` is the paper's
+AdvSTS measure), mean |pred - gold| clean/adversarial (on the task's gold scale), average queries,
+% words perturbed (of ``sentence2``, successful attacks), examples/s.
+Without ``--recipe``: TextFooler on the smoke and study profiles, all five recipes on the paper profile.
 """
 
 from __future__ import annotations
@@ -32,16 +42,22 @@ from pathlib import Path
 from typing import Callable
 
 from attacks.metrics import attack_evidence, attack_metrics
-from attacks.recipes import QUERY_BUDGET_OPTION, RECIPES, RECIPES_OPTION
+from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, QUERY_BUDGET_OPTION, RECIPE_PARAMETERS, RECIPES,
+                             RECIPES_OPTION, recipe_parameters)
 from attacks.regression import COLUMNS, PERTURBED, SuccessRule
 from bench.data import PairSet, _norm, atomic_write_text, read_sick, read_stsb, require
-from bench.errors import lookup
+from bench.errors import BenchError, lookup
 from suites.base import RunContext, Suite, Task, row
 
-RULE = SuccessRule(margin=1.0)
+# Per gold scale: the margin is a fifth of the range, so both tasks ask for a cosine move of 0.2.
+STSB_RULE = SuccessRule(margin=1.0, lo=0.0, hi=5.0)
+SICK_RULE = SuccessRule(margin=0.8, lo=1.0, hi=5.0)
+ASR_DEFINITION = ("ours, not RobustEmbed Table 4's (the paper defines none; it perturbs the pair and scores the "
+                  "adversarial set by Pearson): success = |pred_adv - gold| >= |pred_clean - gold| + margin, "
+                  "sentence2 perturbed only, pred = cosine mapped to the gold scale")
 # Recipes when --recipe is not given: the paper's five on the paper profile; TextFooler alone on the
 # CPU smoke profile (each recipe costs minutes per 50 pairs on a shared CPU).
-DEFAULT_RECIPES = {"smoke": ("textfooler",), "paper": tuple(RECIPES)}
+DEFAULT_RECIPES = {"smoke": ("textfooler",), "study": ("textfooler",), "paper": tuple(RECIPES)}
 ADVERSARIAL_SET = "attack's final text per pair (successful perturbation, or the failed search's best)"
 
 
@@ -76,6 +92,7 @@ class AdvSTSTask(Task):
     read: Callable[[Path, str], PairSet] | None = None
     write: Callable[[Path, list, str], Path] | None = None
     extra: Callable[[Path], list[str]] | None = None  # per-pair column carried into the file
+    rule: SuccessRule = STSB_RULE  # the gold scale and the success margin
 
 
 REF = "RobustEmbed Table 4 (AdvSTS)"
@@ -83,9 +100,11 @@ TASKS = (
     AdvSTSTask(suite="advsts", name="stsb", label="AdvSTS-B", dataset="stsb", split="test",
                main_metric="attack_success_rate", description="AdvSTS-B: attacked STS-B test", paper_ref=REF,
                out_name="AdvSTS-B", read=read_stsb, write=write_stsb),
+    # 2: SICK's 1-5 gold scale (it was scored on 0-5).
     AdvSTSTask(suite="advsts", name="sickr", label="AdvSICK-R", dataset="sick", split="test",
                main_metric="attack_success_rate", description="AdvSICK-R: attacked SICK-R test", paper_ref=REF,
-               out_name="AdvSICK-R", read=read_sick, write=write_sick, extra=sick_entailment),
+               out_name="AdvSICK-R", read=read_sick, write=write_sick, extra=sick_entailment, rule=SICK_RULE,
+               version=2),
 )
 
 
@@ -138,11 +157,14 @@ class AdvSTSSuite(Suite):
     def labels(self) -> dict:
         return {"attack": {name: RECIPES.label(name) for name in RECIPES}}
     description = "AdvSTS: TextAttack recipes on STS-B / SICK-R pairs vs cosine similarity (ASR, Pearson)"
+    version = 2  # 2: ASR definition recorded; BERT-Attack's K an option
     tasks = TASKS
-    options = (RECIPES_OPTION, QUERY_BUDGET_OPTION)
+    options = (RECIPES_OPTION, QUERY_BUDGET_OPTION, BERT_ATTACK_CANDIDATES_OPTION)
 
     @staticmethod
     def recipes(ctx: RunContext) -> list[str]:
+        if ctx.profile not in DEFAULT_RECIPES:
+            raise BenchError(f"The advsts suite has no '{ctx.profile}' profile (it has: {', '.join(DEFAULT_RECIPES)}).")
         names = ctx.options.get("recipes") or list(DEFAULT_RECIPES[ctx.profile])
         for name in names:
             lookup("recipe", RECIPES, name)
@@ -150,7 +172,13 @@ class AdvSTSSuite(Suite):
 
     def config(self, task: AdvSTSTask, ctx: RunContext) -> dict:
         cfg = super().config(task, ctx)
-        cfg.update(recipes=self.recipes(ctx), goal=RULE.describe(), adversarial_set=ADVERSARIAL_SET)
+        recipes = self.recipes(ctx)
+        parameters = recipe_parameters(recipes, ctx.options, ctx.profile)
+        cfg.update(recipes=recipes, goal=task.rule.describe(), asr_definition=ASR_DEFINITION,
+                   adversarial_set=ADVERSARIAL_SET)
+        for name, keywords in RECIPE_PARAMETERS.items():  # enters the key only for cells that run the recipe
+            for keyword, (option, _) in keywords.items():
+                cfg[option] = parameters.get(name, {}).get(keyword)
         return cfg
 
     def run_task(self, task: AdvSTSTask, encoder, ctx: RunContext):
@@ -172,48 +200,45 @@ class AdvSTSSuite(Suite):
             evidence = pair_evidence(records)
             rows += [row(task, m, values[m], len(records), attack=recipe, resources=provenance,
                          evidence=evidence.get(m)) for m in ROW_METRICS]
-            ctx.log(f"  advsts {task.name} {recipe}: ASR {values['attack_success_rate']:.1f}, Pearson "
-                    f"{_fmt(values['pearson_clean'])} -> {_fmt(values['pearson_adversarial'])}, avg queries "
+            ctx.log(f"  advsts {task.name} {recipe}: ASR {values['attack_success_rate']:.1f} (our rule), Pearson "
+                    f"{_fmt(values['pearson_clean'])} -> {_fmt(values['pearson_adversarial'])}, Spearman "
+                    f"{_fmt(values['spearman_clean'])} -> {_fmt(values['spearman_adversarial'])}, avg queries "
                     f"{_fmt(values['avg_queries'])}, words perturbed {_fmt(values['words_perturbed_pct'])}% "
                     f"(n={len(records)}); adversarial set: {path}")
         return rows
 
     def attack_recipe(self, task, recipe, data, encoder, resources, ctx):
-        from attacks.log import AttackLog
         from attacks.regression import SimilarityWrapper, goal_function
         from bench.store import config_hash
+        from suites.adversarial import attack_logged
 
         s1, s2, gold, extra = data
-        goal = goal_function(SimilarityWrapper(encoder, RULE), RULE, ctx.options.get("query_budget"), ctx.batch_size)
-        attack = build_attack(recipe, resources, goal)
+        goal = goal_function(SimilarityWrapper(encoder, task.rule), task.rule, ctx.options.get("query_budget"),
+                             ctx.batch_size)
+        attack = build_attack(recipe, resources, goal, recipe_parameters([recipe], ctx.options, ctx.profile).get(recipe))
         cfg_hash = config_hash(self.config(task, ctx))
         run_dir = f"seed{ctx.seed}-{encoder.weights_sha256[:12]}-{cfg_hash[:8]}"
-        log = AttackLog(ctx.paths.results / "attack_logs" / encoder.name / f"advsts-{task.name}" / recipe /
-                        f"{run_dir}.jsonl",
-                        {"model": encoder.name, "suite": "advsts", "task": task.name, "recipe": recipe,
-                         "weights_sha256": encoder.weights_sha256, "config_hash": cfg_hash, "n": len(gold)})
-        if ctx.overwrite == "always":
-            log.reset()
-        todo = [i for i in range(len(gold)) if not log.done(i)]
-        if len(todo) < len(gold):
-            ctx.log(f"  {recipe}: resuming, {len(gold) - len(todo)} of {len(gold)} pairs already in {log.path.name}")
-        for i in ctx.track(todo, len(todo), f"advsts {task.name} {recipe}"):
-            log.add(attack_pair(attack, i, s1[i], s2[i], gold[i], extra[i], seed=ctx.seed * 1_000_003 + i))
-            encoder.forget()  # embeddings of discarded candidates: keep memory flat on long runs
+        path = ctx.paths.results / "attack_logs" / encoder.name / f"advsts-{task.name}" / recipe / f"{run_dir}.jsonl"
+        identity = {"model": encoder.name, "suite": "advsts", "task": task.name, "recipe": recipe,
+                    "weights_sha256": encoder.weights_sha256, "config_hash": cfg_hash, "n": len(gold)}
+        records = attack_logged(
+            ctx, path, identity, range(len(gold)), f"advsts {task.name} {recipe}",
+            lambda i: attack_pair(attack, i, s1[i], s2[i], gold[i], extra[i], seed=ctx.seed * 1_000_003 + i),
+            after=encoder.forget)  # embeddings of discarded candidates: keep memory flat on long runs
         provenance = {"served": {r["role"]: r["served"] or f"unavailable: {r['problem']}" for r in resources.status()},
-                      "attack": repr(attack), "log": str(log.path.relative_to(ctx.paths.results))}
+                      "attack": repr(attack), "log": str(path.relative_to(ctx.paths.results))}
         out_dir = ctx.paths.results / "advsts" / encoder.name / recipe / run_dir / task.out_name
-        return log.ordered(range(len(gold))), provenance, out_dir
+        return records, provenance, out_dir
 
 
-def build_attack(recipe: str, resources, goal):
+def build_attack(recipe: str, resources, goal, parameters: dict | None = None):
     """The adversarial suite's recipe with our goal, plus: only ``sentence2`` may change, and it may
     not copy words from ``sentence1`` (attacks/regression.py says why)."""
     from textattack.constraints.pre_transformation import InputColumnModification
 
     from attacks.regression import no_copy_constraint
 
-    attack = lookup("recipe", RECIPES, recipe)(resources, goal)
+    attack = lookup("recipe", RECIPES, recipe)(resources, goal, **(parameters or {}))
     # Attack reads these lists on every call, so constraints added after construction apply;
     # the cheap word check goes first, before the sentence-encoder checks.
     attack.pre_transformation_constraints.append(InputColumnModification(list(COLUMNS), {"sentence1"}))

@@ -1,7 +1,7 @@
 """ANLI: an NLI classifier fine-tuned on the encoder, scored on Adversarial NLI R1-R3 (V-advCSE Table 3).
 
 The classifier is the encoder plus a linear head on its pooled (premise, hypothesis) pair encoding,
-trained end to end by ``bench/finetune.py`` and cached under ``$BENCH_HOME/victims/<model>/anli-<profile>/``.
+trained end to end by ``bench/finetune.py`` and cached under ``$BENCH_HOME/victims/<model>/anli-<profile>/`` (``bench.finetune.victim_dir``).
 
 Training mixes (``MIXES``, recorded in every row's config):
 - ``paper``: the ANLI leaderboard protocol, SNLI + MNLI + FEVER-NLI + ANLI train with the rounds
@@ -11,8 +11,11 @@ Training mixes (``MIXES``, recorded in every row's config):
 - ``smoke`` (offline, CPU): what the offline data holds, SNLI dev (SentEval format) + ANLI dev R1-R3,
   each capped; SNLI test (capped) is the held-out check of the card's ``dev_accuracy``.
 
-Rows: accuracy x100 on test for R1, R2, R3 and All (the three rounds pooled), and on dev for every
-round whose dev set was not trained on. Per-example predictions go to an append-only JSONL
+Rows: accuracy x100 on test for R1, R2, R3 and All, and on dev for every round whose dev set was not
+trained on. The ``all`` task has two rows per split: ``mean-of-rounds``, the unweighted mean of the
+three rounds' accuracies (its headline: V-advCSE Table 3's "All" is that mean, e.g. V-advCSE test
+54.4 / 47.2 / 44.1 -> 48.6, where pooling the 3,200 examples would give 48.3), and ``pooled``, one
+accuracy over the three rounds' examples together (R3 weighs 1,200 / 3,200). Per-example predictions go to an append-only JSONL
 (``$BENCH_RESULTS_DIR/examples/<model>/anli/``) keyed by the classifier's weights, so an interrupted
 run resumes and ``all`` reuses the rounds' predictions.
 
@@ -181,7 +184,9 @@ REF = "V-advCSE Table 3 (ANLI R1-R3 dev/test)"
 TASKS = tuple(ANLITask(suite="anli", name=r.lower(), label=r, dataset="anli", split="test", main_metric="accuracy",
                        description=f"ANLI {r}", paper_ref=REF, rounds=(r,)) for r in ROUNDS) + (
     ANLITask(suite="anli", name="all", label="ALL", dataset="anli", split="test", main_metric="accuracy",
-             description="ANLI R1+R2+R3 pooled", paper_ref=REF, rounds=ROUNDS),)
+             main_aggregation="mean-of-rounds",
+             description="ANLI All: unweighted mean of R1-R3 (the paper's); also pooled", paper_ref=REF,
+             rounds=ROUNDS, version=2),)
 
 
 def mix_for(profile: str, data_root: Path) -> tuple[list[MixPart], list[str]]:
@@ -203,6 +208,9 @@ class ANLISuite(Suite):
     tasks = TASKS
 
     def config(self, task: ANLITask, ctx: RunContext) -> dict:
+        if ctx.profile not in MIXES:
+            raise BenchError(f"The anli suite has no '{ctx.profile}' profile (it has: {', '.join(MIXES)}); "
+                             f"run it with --profile smoke or --profile paper.")
         cfg = super().config(task, ctx)
         used, left_out = mix_for(ctx.profile, ctx.paths.data)
         held_name, _, held_cap = HELD_OUT[ctx.profile]
@@ -245,20 +253,40 @@ class ANLISuite(Suite):
         dev_rounds = self.dev_rounds(task, used)
         cap = self.eval_cap(ctx)
         rows = []
+        resources = json.dumps({"classifier": _card_summary(clf.card)}, sort_keys=True)
         for split in ("test", "dev"):
             rounds = task.rounds if split == "test" else dev_rounds
             if not rounds:
                 continue
-            ids, hits = [], []  # per example, for the row's Wilson interval and paired tests
+            per_round = []  # (correct, n) per round
+            ids, hits = [], []  # per example, for the pooled row's Wilson interval and paired tests
+            round_evidence = []  # per round, for the mean of rounds' interval (a bootstrap of the rounds' resamples)
             for rnd in rounds:
                 data = read_anli(root, rnd, split).head(cap)
                 preds = self.predictions(clf, data, encoder, ctx, rnd, split)
-                ids += [f"{rnd}:{uid}" for uid in data.ids]
-                hits += [float(preds[uid] == y) for uid, y in zip(data.ids, data.labels)]
-            n = len(hits)
+                round_ids = [f"{rnd}:{uid}" for uid in data.ids]
+                round_hits = [float(preds[uid] == y) for uid, y in zip(data.ids, data.labels)]
+                ids += round_ids
+                hits += round_hits
+                if round_hits:
+                    round_evidence.append(Evidence("proportion", Sample(round_ids, {"correct": round_hits}),
+                                                   ("correct",), label=rnd))
+                per_round.append((sum(int(preds[uid] == y) for uid, y in zip(data.ids, data.labels)), len(data.ids)))
+            correct, n = sum(c for c, _ in per_round), sum(k for _, k in per_round)
             evidence = Evidence("proportion", Sample(ids, {"correct": hits}), ("correct",)) if n else None
-            rows.append(row(task, "accuracy", 100.0 * sum(hits) / n if n else None, n, split=split,
-                            resources=json.dumps({"classifier": _card_summary(clf.card)}, sort_keys=True),
+            if len(task.rounds) == 1:
+                rows.append(row(task, "accuracy", 100.0 * correct / n if n else None, n, split=split,
+                                resources=resources, evidence=evidence))
+                continue
+            # "All": the paper's unweighted mean of the rounds (n = every example scored), and the pooled accuracy.
+            # The mean is the paper's All only over all three rounds (dev may report fewer: those not trained on).
+            complete = tuple(rounds) == task.rounds and all(k for _, k in per_round)
+            mean = sum(100.0 * c / k for c, k in per_round) / len(per_round) if complete else None
+            rows.append(row(task, "accuracy", mean, n, aggregation="mean-of-rounds", split=split, resources=resources,
+                            config=json.dumps({"rounds": list(rounds)}),
+                            evidence=Evidence(parts=round_evidence, combine="average") if complete else None))
+            rows.append(row(task, "accuracy", 100.0 * correct / n if n else None, n, aggregation="pooled",
+                            split=split, resources=resources, config=json.dumps({"rounds": list(rounds)}),
                             evidence=evidence))
         return rows
 

@@ -32,7 +32,7 @@ def adv_env(bench_env, tiny_model, monkeypatch):
     # the fixtures stand for the datasets the run checks (content hashes enter the cell configuration)
     register_fixture_dataset(monkeypatch, root, "textfooler", "textfooler_attack_sets")
     register_fixture_dataset(monkeypatch, root, "mr", "senteval/downstream/MR")
-    monkeypatch.setitem(adversarial.VICTIM_PROFILES, "smoke",
+    monkeypatch.setitem(adversarial.VICTIM_SETTINGS["finetune"], "smoke",
                         {"max_examples": 64, "epochs": 3, "max_len": 32, "lr": 1e-3, "head_lr": 1e-2,
                          "batch_size": 8})
     return bench_env
@@ -112,20 +112,24 @@ def test_real_attack_sets_and_victim_data():
     root = Path(os.environ.get("BENCH_DATA_DIR", "")).resolve()
     if not (root / "textfooler_attack_sets").is_dir():
         pytest.skip("BENCH_DATA_DIR has no benchmark data")
-    sizes = {"mr": (1000, 9654), "sst2": (872, 67349), "mrpc": (408, 3668), "snli": (1000, 9842),
-             "imdb": (1000, 25000)}
+    sizes = {"mr": (1000, 9654), "sst2": (872, 67349), "mrpc": (408, 3668), "imdb": (1000, 25000)}
     for name, (n_attack, n_train) in sizes.items():
         task = TASKS_BY_NAME[name]
         attack = task.attack_set(root)
-        train = task.train_set(root, attack)
+        train = task.train.load(root, attack)
         assert (len(attack), len(train)) == (n_attack, n_train), name
         assert {e.label for e in attack} == {e.label for e in train} == set(range(len(task.labels))), name
         assert all(len(e.inputs) == len(task.columns) for e in attack + train), name
     mr_attack = TASKS_BY_NAME["mr"].attack_set(root)
-    train_keys = {ds._norm_key(e.inputs[0]) for e in TASKS_BY_NAME["mr"].train_set(root, mr_attack)}
+    train_keys = {ds._norm_key(e.inputs[0]) for e in TASKS_BY_NAME["mr"].train.load(root, mr_attack)}
     assert not any(ds._norm_key(e.inputs[0]) in train_keys for e in mr_attack)
-    assert max(len(e.inputs[0].split()) for e in TASKS_BY_NAME["imdb"].train_set(root, [])) == ds.IMDB_MAX_WORDS
-    assert len(TASKS_BY_NAME["mnli_mm"].attack_set(root)) == 1000 and TASKS_BY_NAME["mnli_mm"].victim == "snli"
+    assert max(len(e.inputs[0].split()) for e in TASKS_BY_NAME["imdb"].train.load(root, [])) == ds.IMDB_MAX_WORDS
+    # NLI: the attack sets are here; the victims' training sets (SNLI, MNLI train) are not offline.
+    snli_attack = TASKS_BY_NAME["snli"].attack_set(root)
+    assert len(snli_attack) == len(TASKS_BY_NAME["mnli_mm"].attack_set(root)) == 1000
+    assert TASKS_BY_NAME["snli"].train.source == "snli:train" and TASKS_BY_NAME["mnli_mm"].train.source == "mnli:train"
+    substitute = ds.SNLI_DEV_SUBSTITUTE.load(root, snli_attack)
+    assert len(substitute) == 9842  # SNLI dev: TextFooler's SNLI pairs are not in it
 
 
 def test_yelp_without_training_data_is_skipped_with_a_message(adv_env, capsys):

@@ -160,6 +160,7 @@ def test_advsts_end_to_end_with_resume(bench_env, tiny_model, monkeypatch, texta
     assert all(r["attack"] == "swap" and r["n"] == 5 for r in rows.values())
     cfg = json.loads(rows["attack_success_rate"]["config"])
     assert cfg["goal"]["success"].startswith("|pred_adv - gold|") and cfg["goal"]["margin"] == 1.0
+    assert (cfg["goal"]["lo"], cfg["goal"]["hi"]) == (0.0, 5.0) and "not RobustEmbed Table 4" in cfg["asr_definition"]
     assert cfg["recipes"] == ["swap"] and cfg["limit"] == 5
 
     (log,) = (bench_env.results / "attack_logs" / "tiny" / "advsts-stsb" / "swap").glob("*.jsonl")
@@ -182,3 +183,38 @@ def test_advsts_end_to_end_with_resume(bench_env, tiny_model, monkeypatch, texta
     monkeypatch.setattr(advsts, "attack_pair", lambda attack, i, *a, **k: attacked.append(i) or original(attack, i, *a, **k))
     assert main(args) == 0
     assert attacked == [3, 4]
+
+
+def test_sick_is_scored_on_its_own_1_to_5_scale(bench_env, tiny_model, monkeypatch, textattack_ready):
+    """SICK-R's gold is 1-5: cosine maps to 1 + 4·clip(cos, 0, 1), with a margin of a fifth of that range."""
+    from attacks.recipes import RECIPES
+    from bench.cli import main
+    from bench.encoder import Encoder
+    from bench.registry import get_model
+
+    assert advsts.SICK_RULE.describe()["lo"] == 1.0 and advsts.SICK_RULE.margin == pytest.approx(0.2 * 4)
+    np.testing.assert_allclose(advsts.SICK_RULE.to_scale([-0.5, 0.0, 0.5, 1.0]), [1.0, 1.0, 3.0, 5.0])
+    assert advsts.STSB_RULE.margin == pytest.approx(0.2 * 5)
+    monkeypatch.setenv("BENCH_OFFLINE", "1")
+    monkeypatch.setitem(RECIPES, "swap", swap_recipe(["dog", "sad"]))
+    assert main(["run", "--device", "cpu", "--suite", "advsts", "--model", "tiny", "--task", "sickr",
+                 "--recipe", "swap", "--limit", "3"]) == 0
+    (cell,) = (bench_env.results / "cells" / "tiny" / "advsts" / "sickr").glob("*.json")
+    rows = {r["metric"]: r for r in json.loads(cell.read_text())["results"]}
+    cfg = json.loads(rows["attack_success_rate"]["config"])
+    assert (cfg["goal"]["lo"], cfg["goal"]["hi"], cfg["goal"]["margin"]) == (1.0, 5.0, 0.8)
+    assert cfg["asr_definition"].startswith("ours, not RobustEmbed Table 4's")
+    assert cfg["scorer_version"] == "advsts-2.2"
+    (log,) = (bench_env.results / "attack_logs" / "tiny" / "advsts-sickr" / "swap").glob("*.jsonl")
+    records = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    encoder = Encoder.from_spec(get_model("tiny"), device="cpu")
+    for r in records:
+        a, b = encoder.encode(r["original"])
+        cos = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+        assert r["original_score"] == pytest.approx(1.0 + 4.0 * min(max(cos, 0.0), 1.0), abs=1e-4)
+    # the paper's measure, Pearson on the adversarial pairs, is in the cell beside our ASR
+    from scipy.stats import pearsonr
+
+    gold = [r["gold"] for r in records]
+    expected = pearsonr([r["perturbed_score"] for r in records], gold)[0] * 100
+    assert rows["pearson_adversarial"]["value"] == pytest.approx(expected)

@@ -139,3 +139,25 @@ def test_minilm_sts_on_real_data(tmp_path, monkeypatch, capsys):
     rows = {(r["metric"], r["aggregation"]): r for r in json.loads(cell.read_text())["results"]}
     assert rows[("spearman", "all")]["n"] == 1379
     assert 75.0 < rows[("spearman", "all")]["value"] < 90.0
+
+
+def test_profiles_come_from_one_place():
+    """run, grid and train offer the same profiles, and the trainer and the suites' per-profile tables have
+    an entry for each (or, like anli, refuse the missing one with a message)."""
+    import argparse
+
+    from bench.commands import grid, run, train
+    from bench.plugins import PROFILES
+    from bench.train import PROFILES as TRAIN_PROFILES
+    from suites.adversarial import VICTIM_SETTINGS
+    from suites.advsts import DEFAULT_RECIPES
+
+    assert PROFILES == ("smoke", "study", "paper")
+    for command in (run, grid, train):
+        parser = argparse.ArgumentParser()
+        command.add_arguments(parser)
+        (action,) = [a for a in parser._actions if a.dest == "profile"]
+        assert tuple(action.choices) == PROFILES, command.__name__
+    assert set(TRAIN_PROFILES) == set(PROFILES)
+    assert all(set(settings) == set(PROFILES) for settings in VICTIM_SETTINGS.values())
+    assert set(DEFAULT_RECIPES) == set(PROFILES)

@@ -461,7 +461,8 @@ def test_report_skips_a_corrupt_cell_and_says_so(finished, bench_env, tmp_path, 
     path = bench_env.results / avg
     path.write_text("{")
     code, out, err = bench("report", "--out", str(tmp_path / "reports"), capsys=capsys)
-    assert code == 0 and str(path) in err and "1 unreadable result cell(s) skipped" in out
+    assert code == 0, err
+    assert str(path) in err and "1 unreadable result cell(s) skipped" in out
     assert path.read_text() == "{"
     assert_unchanged({k: v for k, v in finished.items() if k != avg}, bench_env.results)
 
@@ -663,7 +664,7 @@ def test_piped_tables_keep_whole_values(finished, bench_env, capsys):
     assert {line.split("\t")[0] for line in lines[1:]} == set(MODELS)
     assert any(spec.description and spec.description in out for spec in MODELS.values())
     code, out, _ = bench("ls", "recipes", "--json", capsys=capsys)
-    assert code == 0 and {r["recipe"] for r in json.loads(out)} >= {"textfooler", "pwws", "bert-attack"}
+    assert code == 0 and {r["name"] for r in json.loads(out)} >= {"textfooler", "pwws", "bert-attack"}
     code, out, _ = bench(*RUN, capsys=capsys)
     assert code == 0 and "…" not in out
     for line in ("sts12", "sickr", "avg"):

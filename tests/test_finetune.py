@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from bench.encoder import Encoder, load_hf
-from bench.finetune import (FinetuneConfig, FinetunedClassifier, Labelled, finetune, load_or_finetune, mix,
-                            victim_dir)
+from bench.finetune import (FinetuneConfig, FinetunedClassifier, FrozenHeadClassifier, FrozenHeadConfig, Labelled,
+                            embedding_features, finetune, load_or_finetune, load_or_train_frozen, mix,
+                            train_frozen_head)
 from bench.paths import Paths
 
 FAST = FinetuneConfig(seed=0, lr=1e-3, head_lr=1e-2, batch_size=8, epochs=4, max_len=32, warmup_ratio=0.0)
@@ -89,22 +90,81 @@ def test_load_rejects_corrupt_weights(encoder, tmp_path):
         FinetunedClassifier.load(tmp_path / "v", encoder.model, encoder.tokenizer)
 
 
-def test_cache_is_reused_and_settings_change_retrains(encoder, tmp_path):
+def _victim_dirs(paths, task="toy"):
+    return sorted((paths.home / "victims" / "tiny" / task).iterdir())
+
+
+def test_cache_is_reused_and_keyed_by_everything_that_changes_the_victim(encoder, tmp_path):
     paths = Paths(home=tmp_path / "home", data=tmp_path / "data", results=tmp_path / "results")
     logs = []
     dev = sentiment_set(10, seed=5)
     first = load_or_finetune(encoder, paths, "toy", 2, [sentiment_set(32)], FAST, dev=dev, log=logs.append)
-    card = json.loads((victim_dir(paths.home, "tiny", "toy", 0) / "card.json").read_text())
-    assert card["training_data"] == [{"source": "toy:train", "available": 32, "used": 32}]
+    (directory,) = _victim_dirs(paths)
+    assert directory.name.startswith("finetune-seed0-")
+    card = json.loads((directory / "card.json").read_text())
+    assert card["protocol"] == "finetune"
+    assert [{k: d[k] for k in ("source", "available", "used")} for d in card["training_data"]] == \
+        [{"source": "toy:train", "available": 32, "used": 32}]
+    assert len(card["training_data"][0]["sha256"]) == 64
     assert card["hyperparameters"]["epochs"] == 4 and card["base_weights_sha256"] == encoder.weights_sha256
     assert card["dev_accuracy"] == first.accuracy(dev)
     second = load_or_finetune(encoder, paths, "toy", 2, [sentiment_set(32)], FAST, dev=dev, log=logs.append)
     assert any("Reusing" in m for m in logs)
     np.testing.assert_array_equal(first.predict_logits(dev.inputs), second.predict_logits(dev.inputs))
-    logs.clear()
+    # other settings, another seed, other data: each a victim of its own, none overwriting another
     load_or_finetune(encoder, paths, "toy", 2, [sentiment_set(32)], FinetuneConfig(**{**FAST.__dict__, "epochs": 1}),
                      dev=dev, log=logs.append)
-    assert any("retraining" in m for m in logs)
+    load_or_finetune(encoder, paths, "toy", 2, [sentiment_set(32)], FinetuneConfig(**{**FAST.__dict__, "seed": 1}),
+                     dev=dev, log=logs.append)
+    other_data = sentiment_set(32, seed=9)  # same count and source name, other sentences
+    load_or_finetune(encoder, paths, "toy", 2, [other_data], FAST, dev=dev, log=logs.append)
+    names = [p.name for p in _victim_dirs(paths)]
+    assert len(names) == 4 and sum(n.startswith("finetune-seed1-") for n in names) == 1
+    assert (directory / "card.json").exists()  # the first victim is still there
+    logs.clear()
+    load_or_finetune(encoder, paths, "toy", 2, [sentiment_set(32)], FAST, dev=dev, log=logs.append)
+    assert any("Reusing" in m for m in logs)
+
+
+def test_frozen_head_learns_and_leaves_the_encoder_untouched(encoder):
+    before = encoder.weights_sha256
+    cfg = FrozenHeadConfig(seed=0, lr=1e-2, epochs=60, batch_size=16)
+    clf, stats = train_frozen_head(encoder, 2, sentiment_set(64), cfg)
+    assert stats["last_loss"] < 0.7 * stats["first_loss"] and stats["features"] == 32
+    assert clf.accuracy(sentiment_set(20, seed=1)) >= 90.0
+    encoder.forget()
+    assert encoder.weights_sha256 == before
+    # the victim is the encoder's embedding times the head, nothing else
+    texts = sentiment_set(6, seed=2).inputs
+    emb = encoder.encode(texts)
+    ref = emb @ clf.head.weight.detach().numpy().T + clf.head.bias.detach().numpy()
+    np.testing.assert_allclose(clf.predict_logits(texts), ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(clf(texts), ref, rtol=1e-5, atol=1e-5)  # TextAttack's wrapper contract
+
+
+def test_frozen_pairs_use_sentence_embedding_features(encoder):
+    pairs = pair_set(8).inputs
+    feats = embedding_features(encoder, pairs)
+    u, v = encoder.encode([a for a, _ in pairs]), encoder.encode([b for _, b in pairs])
+    np.testing.assert_allclose(feats, np.concatenate([u, v, np.abs(u - v), u * v], axis=1), rtol=1e-6)
+    clf, stats = train_frozen_head(encoder, 2, pair_set(32), FrozenHeadConfig(epochs=5))
+    assert stats["features"] == 4 * 32 and stats["pair_features"] == "[u, v, |u-v|, u*v]"
+    assert clf.predict_logits([list(p) for p in pairs[:2]]).shape == (2, 2)  # TextAttack may pass lists
+
+
+def test_frozen_cache_round_trip_and_protocols_side_by_side(encoder, tmp_path):
+    paths = Paths(home=tmp_path / "home", data=tmp_path / "data", results=tmp_path / "results")
+    dev = sentiment_set(10, seed=5)
+    logs = []
+    cfg = FrozenHeadConfig(seed=0, epochs=5)
+    first = load_or_train_frozen(encoder, paths, "toy", 2, [sentiment_set(32)], cfg, dev=dev, log=logs.append)
+    load_or_finetune(encoder, paths, "toy", 2, [sentiment_set(32)], FAST, dev=dev, log=logs.append)
+    names = [p.name for p in _victim_dirs(paths)]
+    assert [n.split("-seed")[0] for n in names] == ["finetune", "frozen"]
+    again = load_or_train_frozen(encoder, paths, "toy", 2, [sentiment_set(32)], cfg, dev=dev, log=logs.append)
+    assert isinstance(again, FrozenHeadClassifier) and any("Reusing the frozen" in m for m in logs)
+    np.testing.assert_array_equal(first.predict_logits(dev.inputs), again.predict_logits(dev.inputs))
+    assert again.card["encoder_max_len"] == 32 and again.card["dev_accuracy"] == first.accuracy(dev)
 
 
 def test_mix_caps_with_per_source_counts():

@@ -100,3 +100,26 @@ def test_one_training_step_runs_and_only_q_learns(tiny_bert_dir):
     assert any(p.grad is not None for p in method.model.parameters())
     assert all(p.grad is None for p in method.modules["momentum_encoder"].parameters())
     assert method.adversaries.grad is None  # the adversaries move only by their own ascent
+
+
+def test_paper_profile_puts_weight_decay_on_the_adversaries_only():
+    """The authors' run_adcse.sh sets --mem_wd 1e-4 (the adversaries) and no encoder weight decay."""
+    from bench.methods import get_method
+    from bench.train import make_train_config
+
+    adcse = get_method("adcse")
+    paper = make_train_config(adcse, "paper", {})
+    assert paper.weight_decay == 0.0  # encoder q: the HF Trainer default the authors keep
+    assert (paper.lr, paper.batch_size, paper.eval_every) == (3e-5, 64, 125)
+    assert adcse.Config().adversary_weight_decay == 1e-4
+    assert "weight_decay" in adcse.open_choices
+
+
+def test_adversary_weight_decay_shrinks_the_adversaries():
+    torch.manual_seed(0)
+    n = torch.randn(4, 8)
+    grad = torch.zeros_like(n)
+    decayed, kept = n.clone(), n.clone()
+    adversary_ascent(decayed, grad, torch.zeros_like(n), lr=1.0, momentum=0.0, weight_decay=0.1)
+    adversary_ascent(kept, grad, torch.zeros_like(n), lr=1.0, momentum=0.0, weight_decay=0.0)
+    assert torch.allclose(decayed, 0.9 * n) and torch.equal(kept, n)

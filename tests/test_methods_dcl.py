@@ -31,12 +31,17 @@ def wordnet_dir(tmp_path):
     return tmp_path
 
 
-def make(backbone_dir, wordnet_dir, **cfg):
+def make(backbone_dir, wordnet_dir, resources_home=None, **cfg):
+    """DCL as the trainer builds it: with a TrainContext holding the tokenizer (and the home whose
+    resources/ the offline MLM head comes from)."""
+    from bench.methods.base import TrainContext
+
     torch.manual_seed(0)
     model, tok = load_hf(str(backbone_dir))
     model.train()
     cls = get_method("dcl")
-    return cls(cls.Config(wordnet_dir=str(wordnet_dir), **cfg), model, "avg"), tok
+    ctx = TrainContext(tokenizer=tok, home=resources_home)
+    return cls(cls.Config(wordnet_dir=str(wordnet_dir), **cfg), model, "avg", ctx), tok
 
 
 def test_target_branch_gets_no_gradient_and_follows_by_ema(tiny_bert_dir, wordnet_dir):
@@ -151,14 +156,87 @@ def test_mlm_head_from_another_checkpoint_only_when_vocabulary_and_width_match(t
 
     from tests.conftest import write_tiny_bert
 
-    # the offline head of issue 6 lives under $BENCH_HOME/resources/mlm/minilm
-    monkeypatch.setenv("BENCH_HOME", str(tmp_path / "home"))
+    # the offline head of issue 6 lives under the trainer's home: resources/mlm/minilm
     head_dir = tmp_path / "home" / "resources" / "mlm" / "minilm"
     write_tiny_bert(head_dir)
     BertForMaskedLM(BertConfig.from_pretrained(head_dir)).save_pretrained(head_dir, safe_serialization=True)
-    method, _ = make(tiny_bert_dir, wordnet_dir)  # the backbone itself has no head
+    method, _ = make(tiny_bert_dir, wordnet_dir, resources_home=tmp_path / "home")  # the backbone has no head
     assert method.mlm_used and method.cfg.mlm_head_dir == str(head_dir)
     wide = write_tiny_bert(tmp_path / "wide", hidden=48)
     BertForMaskedLM(BertConfig.from_pretrained(wide)).save_pretrained(wide, safe_serialization=True)
     mismatched, _ = make(tiny_bert_dir, wordnet_dir, mlm_head_dir=str(wide))
     assert not mismatched.mlm_used and mismatched.cfg.mlm == "off"
+
+
+class FakeResources:
+    """A stand-in for the trainer's MethodResources: serves one WordNet directory and counts the calls."""
+
+    def __init__(self, directory):
+        self.directory, self.calls = directory, 0
+
+    def wordnet_dir(self):
+        self.calls += 1
+        return self.directory
+
+
+def test_tokenizer_and_wordnet_come_from_the_trainer_context(tiny_bert_dir, wordnet_dir, monkeypatch):
+    """No re-loaded tokenizer and no hard-coded WordNet path: both come from the TrainContext."""
+    import transformers
+
+    from bench.methods.base import TrainContext
+
+    def no_reload(*args, **kwargs):
+        raise AssertionError("DCL must use the trainer's tokenizer, not load its own")
+
+    torch.manual_seed(0)
+    model, tok = load_hf(str(tiny_bert_dir))
+    model.train()
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", no_reload)
+    resources = FakeResources(wordnet_dir)
+    cls = get_method("dcl")
+    method = cls(cls.Config(synonym_prob=1.0), model, "avg", TrainContext(tokenizer=tok, resources=resources))
+    batch = tok(["the movie was great", "the plot was boring"], padding=True, return_tensors="pt")
+    loss, logs = method.loss(batch, 0)
+    assert torch.isfinite(loss) and logs["replaced"] > 0  # synonyms from the context's WordNet replaced words
+    assert resources.calls == 1 and method.cfg.wordnet_dir == str(wordnet_dir)  # recorded for the card
+    method.loss(batch, 1)
+    assert resources.calls == 1  # resolved once
+
+
+def test_without_a_tokenizer_or_wordnet_dcl_names_the_fix(tiny_bert_dir):
+    from bench.errors import BenchError
+
+    torch.manual_seed(0)
+    model, tok = load_hf(str(tiny_bert_dir))
+    cls = get_method("dcl")
+    batch = tok(SENTENCES, padding=True, return_tensors="pt")
+    with pytest.raises(BenchError, match="TrainContext"):
+        cls(cls.Config(), model, "avg").loss(batch, 0)
+    from bench.methods.base import TrainContext
+
+    with pytest.raises(BenchError, match="wordnet_dir"):
+        cls(cls.Config(), model, "avg", TrainContext(tokenizer=tok)).loss(batch, 0)
+
+
+def test_trainer_resources_serve_wordnet_from_bench_resources_then_the_system(tmp_path, wordnet_dir, monkeypatch):
+    """MethodResources.wordnet_dir: the `bench resources build` copy first, else the system WordNet it is
+    built from; the card records which served; neither present names the fix."""
+    from attacks import nltk_data
+    from bench.errors import BenchError
+    from bench.methods.resources import MethodResources
+
+    for name in ("data.verb", "data.adv"):
+        (wordnet_dir / name).write_text("")
+    monkeypatch.setattr(nltk_data, "SYSTEM_WORDNET", wordnet_dir)
+    home = tmp_path / "trainer-home"
+    resources = MethodResources(home)
+    assert resources.wordnet_dir() == wordnet_dir and "system" in resources.served()["wordnet"]
+    built = home / "resources" / "nltk_data" / "corpora" / "wordnet"
+    built.mkdir(parents=True)
+    for name in ("data.noun", "data.verb", "data.adj", "data.adv"):
+        (built / name).write_text((wordnet_dir / name).read_text())
+    resources = MethodResources(home)
+    assert resources.wordnet_dir() == built and "bench-resources" in resources.served()["wordnet"]
+    monkeypatch.setattr(nltk_data, "SYSTEM_WORDNET", tmp_path / "none")
+    with pytest.raises(BenchError, match="wordnet-base"):
+        MethodResources(tmp_path / "empty-home").wordnet_dir()

@@ -297,7 +297,7 @@ def test_robustembed_delta_directions_under_bf16_match_fp32(tiny_bert_dir, norm,
 
 def test_victims_train_and_answer_in_the_encoders_dtype_and_live_apart(tiny_bert_dir, tmp_path):
     from attacks.wrapper import CachedModelWrapper
-    from bench.finetune import FinetuneConfig, Labelled, load_or_finetune, victim_dir
+    from bench.finetune import FinetuneConfig, Labelled, load_or_finetune
     from bench.paths import Paths
 
     paths = Paths(home=tmp_path / "home", data=tmp_path / "data", results=tmp_path / "results")
@@ -309,9 +309,12 @@ def test_victims_train_and_answer_in_the_encoders_dtype_and_live_apart(tiny_bert
         model, tok = load_hf(str(tiny_bert_dir))
         encoder = Encoder(model, tok, pooler="avg", max_len=32, name="tiny", dtype=dtype)
         victims[encoder.dtype] = load_or_finetune(encoder, paths, "toy", 2, [train], config, log=lambda m: None)
-    fp32_dir, bf16_dir = (victim_dir(paths.home, "tiny", "toy", 0, d) for d in ("float32", "bfloat16"))
-    assert fp32_dir.name == "seed0" and bf16_dir.name == "seed0-bfloat16"
-    fp32_card, bf16_card = (json.loads((d / "card.json").read_text()) for d in (fp32_dir, bf16_dir))
+    # each precision is its own request, so its own cache directory (the key hashes the request)
+    dirs = sorted((paths.home / "victims" / "tiny" / "toy").iterdir())
+    assert len(dirs) == 2 and all(d.name.startswith("finetune-seed0-") for d in dirs)
+    cards = [json.loads((d / "card.json").read_text()) for d in dirs]
+    fp32_card = next(c for c in cards if "dtype" not in c)
+    bf16_card = next(c for c in cards if "dtype" in c)
     assert "dtype" not in fp32_card and fp32_card["training"]["amp"] is None  # fp32 cards keep their fields
     assert bf16_card["dtype"] == "bfloat16" and bf16_card["training"]["amp"] == "bfloat16"
     assert victims["bfloat16"].amp_dtype is torch.bfloat16 and victims["float32"].amp_dtype is None

@@ -110,9 +110,14 @@ def write_fixture(root: Path) -> Path:
                                                         ("pearson_adversarial", 50.0 + off, "all", "test", "textfooler")])
         _cell(store, model, "alignment", "stsb", 0, [("align", 0.2 - off / 100, "mean"),
                                                      ("uniform", -2.0 - off / 10, "mean")])
-    for i, task in enumerate(("r1", "r2", "r3", "all")):
+    for i, task in enumerate(("r1", "r2", "r3")):
         _cell(store, "simcse-bert", "anli", task, 0, [("accuracy", 40.0 + i, "all", "test"),
                                                        ("accuracy", 41.0 + i, "all", "dev")])
+    # "all": the paper's unweighted mean of the rounds, and the pooled accuracy (which the table must not read)
+    _cell(store, "simcse-bert", "anli", "all", 0, [("accuracy", 43.0, "mean-of-rounds", "test"),
+                                                   ("accuracy", 99.0, "pooled", "test"),
+                                                   ("accuracy", 44.0, "mean-of-rounds", "dev"),
+                                                   ("accuracy", 99.0, "pooled", "dev")])
     store.write_leaderboard()
     export_metadata(root)
     return root
@@ -274,6 +279,11 @@ def test_anli_and_advsts_tables(generated):
     anli = _cells(files["vadvcse-table3.csv"])
     assert float(anli[("", "simcse-bert", "dev R1")]["mean"]) == 41.0
     assert float(anli[("", "simcse-bert", "test ALL")]["paper"]) == 46.8
+    assert (float(anli[("", "simcse-bert", "test ALL")]["mean"]), float(anli[("", "simcse-bert", "dev ALL")]["mean"])) \
+        == (43.0, 44.0)  # the mean of rounds, never the pooled row
+    pearson = _cells(files["robustembed-advsts-pearson.csv"])  # the paper's AdvSTS measure, beside our ASR
+    assert float(pearson[("TextFooler", "robustembed-bert", "AdvSTS-B")]["mean"]) == 50.0 + MODELS["robustembed-bert"]
+    assert "not the paper's undefined one" in files["robustembed-table4.md"]
     assert "41.0 [paper 53.8, Δ -12.8]" in files["vadvcse-table3.md"]
     adv = _cells(files["robustembed-table4.csv"])
     assert adv[("TextFooler", "robustembed-bert", "AdvSTS-B")]["bold"] == "0"  # lower ASR, but no evidence stored

@@ -35,7 +35,9 @@ def add_arguments(parser):
     parser.add_argument("--retries", type=nonnegative_int, default=1, metavar="R", help="retries of a failing cell (default 1)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the cells and their estimated cost from earlier runs; run nothing")
-    parser.add_argument("--profile", choices=["smoke", "paper"], default="smoke")
+    from bench.plugins import PROFILE_HELP, PROFILES
+
+    parser.add_argument("--profile", choices=PROFILES, default="smoke", help=PROFILE_HELP)
     parser.add_argument("--device", default="auto",
                         help="device inside each cell; auto: cuda when --gpus-per-cell > 0, else cpu")
     parser.add_argument("--batch-size", type=positive_int, default=64)

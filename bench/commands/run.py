@@ -19,7 +19,9 @@ def add_arguments(parser):
                         help="a name (`bench ls models`, $BENCH_HOME/models.toml), hf:ORG/NAME[@REVISION], or a "
                              "local model directory (bench checkpoint, sentence-transformers or Hugging Face)")
     parser.add_argument("--task", action="append", dest="tasks", metavar="T", help="repeatable; default: all")
-    parser.add_argument("--profile", choices=["smoke", "paper"], default="smoke")
+    from bench.plugins import PROFILE_HELP, PROFILES
+
+    parser.add_argument("--profile", choices=PROFILES, default="smoke", help=PROFILE_HELP)
     parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps (auto: cuda, mps, cpu)")
     parser.add_argument("--batch-size", type=positive_int, default=64)

@@ -1,4 +1,4 @@
-"""bench train --method M --backbone B [--profile smoke|paper]: train a sentence encoder (bench/train.py).
+"""bench train --method M --backbone B [--profile smoke|study|paper]: train a sentence encoder (bench/train.py).
 
 The checkpoint lands in $BENCH_HOME/models/<name>; <name> is the registered model with the same
 (method, base, profile) when there is one, else <method>-<backbone>-<profile>, or --name. A name that
@@ -23,11 +23,14 @@ def add_arguments(parser):
     parser.add_argument("--method", required=True, help="training method (bench/methods): simcse, robustembed, ...")
     parser.add_argument("--backbone", required=True,
                         help="registry model to start from (e.g. minilm, bert-base-cls), a local directory or a HF id")
-    parser.add_argument("--profile", choices=["smoke", "study", "paper"], default="smoke",
+    from bench.plugins import PROFILES
+
+    parser.add_argument("--profile", choices=PROFILES, default="smoke",
                         help="smoke: offline CPU check (10 steps of 16); study: 250 steps of 64 with a dev "
                              "curve, sized for 2 CPU cores; paper: the paper's settings")
     parser.add_argument("--data", help="'wiki' (default: wiki1m when present, else the 11.9k wiki sample) or a text "
-                                       "file with one sentence per line")
+                                       "file with one sentence per line; sup-simcse: SimCSE's nli_for_simcse.csv "
+                                       "(default: triples from the offline SNLI/ANLI splits)")
     parser.add_argument("--steps", type=positive_int, help="stop after N optimiser steps (N >= 1)")
     parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--device", default="auto", help="auto|cpu|cuda|mps")

@@ -18,6 +18,7 @@ METHODS = Registry("method", {
     "l2pcsr": "bench.methods.l2pcsr:METHOD",
     "consert": "bench.methods.consert:METHOD",
     "uscal": "bench.methods.uscal:METHOD",
+    "sup-simcse": "bench.methods.sup_simcse:METHOD",
 })
 
 

@@ -4,7 +4,11 @@
   h_i⁺ = g_p(f_p(x_i)) (Eq. 3) comes from encoder p (BERT + its own dense+tanh pooler), which follows
   q by momentum: θ_p ← m·θ_p + (1−m)·θ_q with m = 0.995 (Eq. 4). x_i⁺ = x_i (no augmentation).
 - M = 64 negative adversaries n_j ∈ R^d (§3.3), updated by gradient ASCENT on the same loss (Eq. 7)
-  with lr 3e-3 and momentum 0.9 (§4.1), weight decay 1e-4 (the authors' code, after AdCo).
+  with lr 3e-3 and momentum 0.9 (§4.1), weight decay 1e-4 on the adversaries only (the authors'
+  ``run_adcse.sh``: ``--mem_wd 1e-4``, AdCo's memory weight decay; the paper names no weight decay).
+- Encoder q: AdamW at lr 3e-5 WITHOUT weight decay (the authors' script leaves the HF Trainer's
+  ``weight_decay`` at its default 0, as SimCSE does). Until issue 12 the paper profile also put 1e-4
+  on the encoder; that was a misreading of ``--mem_wd``.
 - Loss (Eq. 5): −log e^{s(h_i,h_i⁺)/τ} / (e^{s(h_i,h_i⁺)/τ} + Σ_j e^{s(h_i,n_j)/τ}), τ = 0.05, plus
   the other sentences' h_j⁺ as negatives (see below).
 - The projection layer is removed at evaluation (§4.1): the exported encoder is q, pooled without g_q.
@@ -68,7 +72,7 @@ class AdCSEConfig(MethodConfig):
     num_adversaries: int = 64  # M, Eq. 5 (§4.1: "the number of negatives ... 64")
     adversary_lr: float = 3e-3  # α_n, Eq. 7 (§4.1)
     adversary_momentum: float = 0.9  # §4.1: momentum of the negative adversaries
-    adversary_weight_decay: float = 1e-4  # authors' code (AdCo's memory weight decay)
+    adversary_weight_decay: float = 1e-4  # authors' run_adcse.sh --mem_wd 1e-4 (AdCo's memory decay); adversaries only
     in_batch_negatives: bool = True  # §4.3 ablation wording + authors' code (docstring); False = Eq. 5 as printed
 
     def __post_init__(self):
@@ -84,13 +88,16 @@ class AdCSE(Method):
     citation = ("Li, Duan, Zeng, Yu. AdCSE: An Adversarial Method for Contrastive Learning of Sentence "
                 "Embeddings. DASFAA 2022.")
     # §4.1: 1 epoch of wiki1m (following SimCSE), STS-B dev every 125 steps, lr 3e-5, batch 64.
-    training = {"paper": {"epochs": 1, "eval_every": 125, "lr": 3e-5, "batch_size": 64, "weight_decay": 1e-4}}
+    # No encoder weight decay: the authors' 1e-4 (--mem_wd) is the adversaries' (adversary_weight_decay).
+    training = {"paper": {"epochs": 1, "eval_every": 125, "lr": 3e-5, "batch_size": 64}}
     open_choices = {
         "adversary_update": "SGD with momentum inside the method (Eq. 7 plain ascent, AdCo's optimiser), "
                             "gradient taken from the same loss as q's step",
         "adversary_init": "standard Gaussian, unnormalised (paper: randomly initialized; authors' code)",
         "in_batch_negatives": "kept with the adversaries (ablation wording, authors' code); Eq. 5 prints none",
         "encoder_p": "training mode (dropout 0.1), no gradient; exported model is q",
+        "weight_decay": "1e-4 on the adversaries only (authors' --mem_wd); encoder q has none (HF Trainer default 0, "
+                        "the authors' script sets no --weight_decay); before issue 12 the paper profile put 1e-4 on q",
     }
 
     def build(self):

@@ -11,6 +11,14 @@ defaults, each field with its equation/table reference). The trainer:
 3. each step calls ``loss(batch, step) -> (loss, logs)`` (batch: tokenised tensors on the device:
    ``input_ids``, ``attention_mask`` [, ``token_type_ids``]), back-propagates, clips, steps, then
    ``after_step(step)`` (EMA / momentum updates, queue pushes, ...);
+
+The data hook (issue 15): the classmethod ``training_data(cfg, ctx) -> TrainingData`` says what the
+trainer batches (default: the unlabeled sentences of ``--data``, one per line), and ``collate(examples)``
+turns one batch of those examples into tensors (default: the tokenizer over the sentences, padded,
+max length ``ctx.max_len``). A method with its own data (supervised SimCSE's NLI triples) overrides
+both. ``self.ctx`` is the :class:`TrainContext` the trainer passes: the tokenizer, data root, home,
+``--data`` file, and ``resources`` (WordNet and the like, resolved by the application layer), so a
+method never re-loads the tokenizer or hard-codes a system path.
 4. saves ``export_model()`` (the HF module that is evaluated; a momentum method may return its
    momentum encoder) and, for resume, the state of every module plus ``state_dict()`` (extra tensors
    such as queues: plain tensors only, they go to safetensors).
@@ -45,7 +53,9 @@ and one line in ``bench/methods/__init__.py``: ``"mine": "bench.methods.mine"``.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -134,27 +144,94 @@ def embedding_module(model) -> nn.Module:
     return module
 
 
+@dataclass
+class TrainContext:
+    """What the trainer hands a method (``Method.ctx``): no method re-loads or hard-codes any of it.
+
+    ``resources`` is an application-level object (bench/train.py ``MethodResources``) with, e.g.,
+    ``wordnet_dir() -> Path`` and ``served() -> dict``; methods call it, they never import ``attacks``.
+    """
+
+    tokenizer: Any = None  # the backbone's tokenizer, loaded once by the trainer
+    max_len: int = 32  # training max length (TrainConfig.max_len)
+    home: Path | None = None  # BENCH_HOME (trained models, resources/)
+    data_root: Path | None = None  # BENCH_DATA_DIR (SentEval layout, anli/, ...)
+    data_path: Path | None = None  # --data: the sentence file, or a method's own data file (None: its default)
+    seed: int = 0
+    resources: Any = None
+
+    @property
+    def resources_dir(self) -> Path | None:
+        return self.home / "resources" if self.home is not None else None
+
+
+@dataclass
+class TrainingData:
+    """The examples the trainer shuffles and batches, with what the model card records about them."""
+
+    examples: list
+    sha256: str  # enters the training fingerprint: other data, other model
+    card: dict  # the card's "data" entry (sources, counts, ...)
+    summary: str  # one phrase for the log, e.g. "11914 sentences from wiki1m_for_simcse.head11914.txt"
+    extra: dict = field(default_factory=dict)
+
+
+def sentence_data(path: Path) -> TrainingData:
+    """Unlabeled sentences, one per line (blank lines skipped): every unsupervised method's data."""
+    blob = Path(path).read_bytes()
+    sentences = [line.strip() for line in blob.decode("utf-8").splitlines() if line.strip()]
+    if not sentences:
+        raise BenchError(f"{path} holds no sentences (one per line expected)")
+    sha = hashlib.sha256(blob).hexdigest()
+    return TrainingData(sentences, sha, {"path": str(path), "sha256": sha, "sentences": len(sentences)},
+                        f"{len(sentences)} sentences from {Path(path).name}")
+
+
 class Method:
     """Base class. Subclasses set ``name``, ``Config``, ``citation`` and implement ``loss``."""
 
     name: ClassVar[str] = ""
+    # bumped when a fix changes what a method computes (enters the training fingerprint and card from 2 on,
+    # so version-1 methods keep their fingerprints and a stale run is never resumed under new code)
+    version: ClassVar[int] = 1
     Config: ClassVar[type[MethodConfig]] = MethodConfig
     citation: ClassVar[str] = ""
     # profile -> trainer settings fixed by the method's paper (e.g. {"paper": {"epochs": 2}})
     training: ClassVar[dict[str, dict[str, Any]]] = {}
     # open choices made where the paper is silent: name -> reason (copied into the model card)
     open_choices: ClassVar[dict[str, str]] = {}
+    # True: trains on the trainer's unlabeled sentences (--data / wiki); False: ``training_data`` builds its own
+    unlabeled_sentences: ClassVar[bool] = True
 
-    def __init__(self, cfg: MethodConfig, model, pooler: str = "cls_before_pooler"):
+    def __init__(self, cfg: MethodConfig, model, pooler: str = "cls_before_pooler", ctx: TrainContext | None = None):
         if pooler not in POOLERS:
             raise BenchError(f"Unknown pooler '{pooler}'. Choose one of: {', '.join(POOLERS)}")
         self.cfg, self.model, self.pooler = cfg, model, pooler
+        self.ctx = ctx if ctx is not None else TrainContext()
         self.hidden_size = int(model.config.hidden_size)
         self._pool = POOLERS[pooler]
         self._needs_hidden = pooler in NEEDS_HIDDEN_STATES
         self.modules = nn.ModuleDict(self.build())
 
     # --- what subclasses override ------------------------------------------------------------
+    @classmethod
+    def training_data(cls, cfg: MethodConfig, ctx: TrainContext) -> TrainingData:
+        """What the trainer batches (called before the model loads). Default: ``ctx.data_path``'s sentences."""
+        if ctx.data_path is None:
+            raise BenchError(f"{cls.name} trains on unlabeled sentences: give --data FILE (one per line) or 'wiki'.")
+        return sentence_data(ctx.data_path)
+
+    @classmethod
+    def training_datasets(cls, cfg: MethodConfig) -> list[str]:
+        """Registered datasets (bench/data.py) that ``training_data`` reads without ``--data``: the trainer
+        checks their content (sha256) before a run. Unlabeled-sentence methods read ``--data``'s file."""
+        return []
+
+    def collate(self, examples: list) -> dict:
+        """One batch of ``training_data`` examples as tensors (the trainer moves them to the device)."""
+        return self.ctx.tokenizer(examples, padding=True, truncation=True, max_length=self.ctx.max_len,
+                                  return_tensors="pt")
+
     def build(self) -> dict[str, nn.Module]:
         """Extra trainable modules, by name (saved and resumed with the encoder)."""
         return {"mlp": MLPPooler(self.hidden_size)} if self.cfg.mlp else {}

@@ -8,7 +8,10 @@ No negatives: contrast is split into alignment and uniformity.
 - Uniformity (§4.2): power normalization (Shen et al. 2020) inside the projection g (Eq. 9):
   X̂ = X/ψ⁽ᵗ⁻¹⁾, Y = γ⊙X̂ + β, (ψ⁽ᵗ⁾)² = (ψ⁽ᵗ⁻¹⁾)² + (1−α)(ψ_B² − (ψ⁽ᵗ⁻¹⁾)²): the running quadratic
   mean, no mean subtraction, and approximate backpropagation through the running statistics.
-- Augmentation (§4.3): WordNet synonym replacement.
+- Augmentation (§4.3): WordNet synonym replacement. WordNet comes from the trainer's context
+  (``ctx.resources.wordnet_dir()``: the copy ``bench resources build`` keeps, else the system WordNet
+  it is built from), or ``wordnet_dir`` when set; the card records the directory that served.
+  The vocabulary, special ids and [MASK] come from the trainer's tokenizer (``ctx.tokenizer``).
 - The MLM objective (§4.3) wherever a masked-LM head exists for the backbone: the backbone's own
   checkpoint (``cls.predictions.*``, e.g. bert-base-uncased), else the offline MiniLM head that
   ``bench resources build --only mlm`` trains under $BENCH_HOME/resources/mlm/minilm (issue 6), when
@@ -46,8 +49,6 @@ from torch import nn
 from bench.errors import BenchError
 from bench.methods.base import Method, MethodConfig
 from bench.methods.perturb import ema_update, frozen_copy
-
-DEBIAN_WORDNET = "/usr/share/wordnet"  # Debian/Ubuntu package wordnet-base
 
 
 # --- power normalization (Eq. 9) ------------------------------------------------------------------
@@ -121,8 +122,9 @@ def wordnet_synonyms(wordnet_dir: str) -> dict[str, frozenset[str]]:
     root = Path(wordnet_dir)
     files = [root / f"data.{pos}" for pos in ("noun", "verb", "adj", "adv")]
     if not any(f.exists() for f in files):
-        raise BenchError(f"No WordNet data files (data.noun, ...) under {root}. Fix: `apt-get install wordnet-base` "
-                         f"(Debian/Ubuntu, installs {DEBIAN_WORDNET}) or pass wordnet_dir=<dir with data.noun>.")
+        raise BenchError(f"No WordNet data files (data.noun, ...) under {root}. Fix: `apt-get install wordnet-base "
+                         f"wordnet-sense-index` (Debian/Ubuntu) then `bench resources build --only nltk`, or pass "
+                         f"--set wordnet_dir=<dir with data.noun>.")
     groups: dict[str, set[str]] = {}
     for path in files:
         if not path.exists():
@@ -176,15 +178,18 @@ def synonym_replace(input_ids, attention_mask, table, counts, continuation, prob
 
 
 # --- the masked-LM head, where the backbone has one -----------------------------------------------
-def mlm_head_candidates(model, explicit: str = "") -> list[str]:
+def mlm_head_candidates(model, explicit: str = "", resources_dir: Path | None = None) -> list[str]:
     """Where a masked-LM head for ``model`` may be: an explicit directory, else the backbone checkpoint
-    itself, then the offline MiniLM head that ``bench resources build --only mlm`` trains (issue 6)."""
+    itself, then the offline MiniLM head that ``bench resources build --only mlm`` trains (issue 6)
+    under ``resources_dir`` (the trainer's $BENCH_HOME/resources; BENCH_HOME's when not given)."""
     if explicit:
         return [explicit]
-    from bench.paths import Paths
+    if resources_dir is None:
+        from bench.paths import Paths
 
+        resources_dir = Paths.from_env().resources
     own = getattr(model.config, "_name_or_path", "") or ""
-    return [c for c in (own, str(Paths.from_env().resources / "mlm" / "minilm")) if c]
+    return [c for c in (own, str(Path(resources_dir) / "mlm" / "minilm")) if c]
 
 
 def load_mlm_head(model, candidates: list[str]):
@@ -247,7 +252,7 @@ class DCLConfig(MethodConfig):
     ema: float = 0.996  # τ_m, Eq. 7: open choice (BYOL's)
     powernorm_alpha: float = 0.9  # α, Eq. 9 (PowerNorm's default; also the backward estimate's rate)
     synonym_prob: float = 0.1  # §4.3 WordNet synonym replacement: open choice (EDA's α_sr)
-    wordnet_dir: str = ""  # "" → Debian's /usr/share/wordnet
+    wordnet_dir: str = ""  # "" → the trainer's WordNet (ctx.resources); the card records the one that served
     mlm: str = "auto"  # §4.3 MLM objective: auto (use a head where one exists) | off; "on" after build
     mlm_head_dir: str = ""  # "" → the backbone's own head, else the offline MiniLM head (issue 6)
     mlm_weight: float = 1.0  # open choice: MLM next to alignment, unweighted
@@ -271,14 +276,16 @@ class DCL(Method):
         "powernorm": "alpha = 0.9 forward and backward (PowerNorm defaults), psi^2 starts at 1, no warm-up",
         "projection": "g = Linear -> PowerNorm -> ReLU -> Linear at encoder width, online branch only",
         "augmentation": "WordNet synonym replacement on whole-word WordPiece tokens, p = 0.1 per eligible "
-                        "word (EDA), stop-words (sklearn list) kept; X = sentence, X' = replaced view",
+                        "word (EDA), stop-words (sklearn list) kept; X = sentence, X' = replaced view; WordNet 3.0 "
+                        "from the trainer's resources (bench resources copy, else the system one), recorded as "
+                        "wordnet_dir",
         "mlm": "auto: the backbone checkpoint's own MLM head, else the offline MiniLM head of `bench resources "
                "build --only mlm` when vocabulary and width match; 15% BERT masking on X, weight 1.0",
         "schedule": "trainer's linear schedule, continuing from the backbone (paper: pre-training, cosine)",
     }
 
-    def __init__(self, cfg, model, pooler="cls_before_pooler"):
-        super().__init__(cfg, model, pooler)
+    def __init__(self, cfg, model, pooler="cls_before_pooler", ctx=None):
+        super().__init__(cfg, model, pooler, ctx)
         self._synonyms = None
         self._tokenizer_info = None
 
@@ -286,8 +293,8 @@ class DCL(Method):
         cfg = self.cfg
         modules = {"projection": Projection(self.hidden_size, cfg.powernorm_alpha, cfg.powernorm_alpha),
                    "target": frozen_copy(self.model)}
-        head, source = (load_mlm_head(self.model, mlm_head_candidates(self.model, cfg.mlm_head_dir))
-                        if cfg.mlm != "off" else (None, ""))
+        candidates = mlm_head_candidates(self.model, cfg.mlm_head_dir, self.ctx.resources_dir)
+        head, source = load_mlm_head(self.model, candidates) if cfg.mlm != "off" else (None, "")
         if head is not None:
             modules["mlm_head"] = head
         # recorded in the model card with the config: whether MLM ran, and whose head it used
@@ -307,16 +314,12 @@ class DCL(Method):
 
     # --- tokens -----------------------------------------------------------------------------------
     def tokenizer_info(self):
-        """(vocab, special ids, mask id) from the backbone's tokenizer (the trainer passes token ids only)."""
+        """(vocab, special ids, mask id) from the trainer's tokenizer (``ctx.tokenizer``; batches are token ids)."""
         if self._tokenizer_info is None:
-            from transformers import AutoTokenizer
-
-            source = getattr(self.model.config, "_name_or_path", "")
-            try:
-                tok = AutoTokenizer.from_pretrained(source)
-            except (OSError, ValueError) as exc:
-                raise BenchError(f"DCL needs the backbone's tokenizer for synonym replacement; none at {source!r} "
-                                 f"({exc}).") from exc
+            tok = self.ctx.tokenizer
+            if tok is None:
+                raise BenchError("DCL needs the backbone's tokenizer for synonym replacement and masking: construct "
+                                 "it with a TrainContext(tokenizer=...) (bench/train.py passes the one it loaded).")
             vocab = tok.get_vocab()
             if not any(t.startswith("##") for t in vocab):
                 raise BenchError("DCL's token-level synonym replacement supports WordPiece vocabularies (BERT, "
@@ -329,8 +332,12 @@ class DCL(Method):
             from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
             vocab = self.tokenizer_info()[0]
-            table = synonym_table(vocab, wordnet_synonyms(self.cfg.wordnet_dir or DEBIAN_WORDNET),
-                                  frozenset(ENGLISH_STOP_WORDS))
+            if not self.cfg.wordnet_dir:
+                if self.ctx.resources is None:
+                    raise BenchError("DCL needs WordNet: pass --set wordnet_dir=DIR or train through bench/train.py, "
+                                     "whose context resolves it.")
+                self.cfg.wordnet_dir = str(self.ctx.resources.wordnet_dir())  # recorded in the card's config
+            table = synonym_table(vocab, wordnet_synonyms(self.cfg.wordnet_dir), frozenset(ENGLISH_STOP_WORDS))
             self._synonyms = tuple(t.to(device) for t in table)
         return self._synonyms
 

@@ -13,6 +13,11 @@ Per batch (Algorithm 1):
    τ = 0.05, in-batch negatives, MLP over [CLS] in training).
 Paper values (App. B): φ = 0.05, the embedding layer and the first two layers (k = 3 outputs),
 β = 0.5, batch 512, lr 3e-5 (BERT) / 1e-5 (RoBERTa), STS-B dev every 150 steps, dropout kept.
+Training data (App. B): 100,000 sentences drawn at random from English Wikipedia ("following
+SimCSE"), 1 epoch at batch 512, i.e. about 195 steps. The paper profile here trains 1 epoch on the
+trainer's data: wiki1m (1,000,000 sentences, 1,953 steps at batch 512, ten times the paper's data)
+when it is under the data root, else the 11.9k-sentence sample (23 steps). ``--set max_steps=195``
+with wiki1m trains on 99,840 sentences of a seeded random permutation, the paper's amount.
 
 Open choices (also in ``open_choices``):
 - t = 1 ascent iteration (Algorithm 1 has t; the paper gives no value; one step as in VAT/FreeLB's
@@ -81,6 +86,9 @@ class L2PCSR(Method):
                        "||g||_2 per sentence; padding never weakened",
         "layers": "3 outputs: embedding layer + first two transformer layers (App. B)",
         "ascent_pass": "with the training MLP and dropout (the same L_CL), no parameter gradient",
+        "data": "the paper trains on 100,000 random Wikipedia sentences (App. B: 1 epoch at 512 = ~195 steps); the "
+                "paper profile uses the trainer's data (wiki1m: 10x that, or the 11.9k sample); --set max_steps=195 "
+                "with wiki1m matches the paper's amount",
     }
 
     def init_probabilities(self, batch):

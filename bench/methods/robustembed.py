@@ -12,13 +12,17 @@ Per batch:
    training-time MLP over the pooled [CLS] (App. A: "a pooler layer on top of [CLS]").
 
 Open choices (the paper is silent; also in ``open_choices``, copied into every model card):
-- ε = 1e-2 (L∞). The paper gives none; the authors' code has 1e-5, which would clip the first
-  FGSM step (β = 1e-3) a hundredfold and make Figure 4's β axis (1e-4..1e-2) meaningless. ε must be
+- ε = 1e-2 (L∞). The paper gives none. The authors' pre-training code (jasl1/RobustEmbed,
+  ``robust_model2.py``) projects onto ε = 1e-6 around the clean embedding (``epsilon=1e-6``); its
+  1e-5 is the random start's noise std (``noise_var=1e-5``, used as a std, not a variance) and, as
+  ``_epsilon2_``, the stabiliser of the gradient normalisation; their fine-tuning script
+  (``adversarial_fine_tunning.py``) has ``_epsilon_=1e-5``. ε = 1e-6 would clip the first FGSM step
+  (β = 1e-3) a thousandfold and make Figure 4's β axis (1e-4..1e-2) meaningless. ε must be
   at least T·β = 5e-3 for the five FGSM steps to count; 1e-2 leaves room for β up to 2e-3 and is
   about 1% of the LayerNorm-ed embedding scale (still "imperceptible").
-- σ = 1e-3 (δ¹'s std): an order below ε, so the attack steps, not the noise, set δ; it also
-  equals one FGSM step. With α = 1e-5 PGD moves at most K·α = 5e-5 (L∞), so δ_pgd stays close
-  to δ¹: σ matters for λ's ablation (Table 6) and is a config field.
+- σ = 1e-3 (δ¹'s std; the authors' code draws 1e-5): an order below ε, so the attack steps, not
+  the noise, set δ; it also equals one FGSM step. With α = 1e-5 PGD moves at most K·α = 5e-5 (L∞),
+  so δ_pgd stays close to δ¹: σ matters for λ's ablation (Table 6) and is a config field.
 - Separate gradients: PGD and FGSM each evaluate g at their own iterate (as PGD and FGSM are
   defined), costing K+T gradient passes per step. ``shared_gradient=True`` reads Algorithm 1's
   single g(δ^t) literally: one gradient per iteration, at the λ-mix of the two iterates
@@ -114,8 +118,9 @@ class RobustEmbed(Method):
     # App. A: 2 epochs, evaluation every 250 steps, batch 64 (or 128).
     training = {"paper": {"epochs": 2, "eval_every": 250}}
     open_choices = {
-        "epsilon": "1e-2 (L-inf): paper gives none; code's 1e-5 would clip FGSM's beta=1e-3 step and flatten "
-                   "Figure 4; needs >= T*beta = 5e-3; ~1% of the embedding scale",
+        "epsilon": "1e-2 (L-inf): paper gives none; the authors' pre-training code projects onto 1e-6 (its 1e-5 is "
+                   "the noise std), which would clip FGSM's beta=1e-3 step and flatten Figure 4; needs >= T*beta = "
+                   "5e-3; ~1% of the embedding scale",
         "init_std": "sigma = 1e-3: an order below epsilon so the attack steps dominate; equals one FGSM step",
         "shared_gradient": "False: PGD and FGSM each take g at their own iterate (K+T passes); True = one g per "
                            "iteration at the lambda-mix (max(K,T) passes)",
