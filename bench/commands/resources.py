@@ -12,7 +12,9 @@ from bench.commands import output_console
 PARTS = {
     "nltk": ("attacks.nltk_data:build_for", "WordNet 3.0 + stopwords for NLTK (seconds)"),
     "counterfit": ("attacks.counterfit:build_for", "GloVe 6B 50d counter-fitted + nearest neighbours (~12 min measured on a busy 2-core CPU)"),
-    "mlm": ("attacks.mlm:build_for", "MiniLM masked-LM head trained on wiki + IMDB (--mlm-minutes of wall time, then evaluation)"),
+    "mlm": ("attacks.mlm:build_for", "all-MiniLM-L6-v2 trained further as a masked LM, every layer, on wiki + "
+                                     "IMDB/MR/SST-2 train text (--mlm-minutes of wall time, then evaluation); "
+                                     "also the registry model minilm-mlm"),
 }
 
 
@@ -21,9 +23,11 @@ def add_arguments(parser):
     parser.add_argument("--only", action="append", choices=list(PARTS), metavar="PART",
                         help=f"build only these parts ({', '.join(PARTS)}); default: all")
     parser.add_argument("--force", action="store_true", help="rebuild parts that are already built")
-    parser.add_argument("--mlm-minutes", type=float, default=12.0, help="training-time budget of the MLM head")
+    parser.add_argument("--mlm-minutes", type=float, default=35.0,
+                        help="wall-time budget of the masked-LM training (an interrupted build resumes from its "
+                             "last checkpoint within the same budget)")
     parser.add_argument("--mlm-resume", action="store_true",
-                        help="continue training the built MLM head for --mlm-minutes more")
+                        help="continue training the built masked LM for --mlm-minutes more")
     parser.add_argument("--offline", action="store_true", help="status: do not probe the network for real resources")
     from bench.commands import add_dtype_argument
 
