@@ -61,7 +61,7 @@ def _short_method(method: str) -> str:
 
 
 def main(args) -> int:
-    from rich.console import Console
+    from bench.commands import output_console
     from rich.table import Table
 
     from bench.errors import BenchError
@@ -95,7 +95,7 @@ def main(args) -> int:
         print(json.dumps({"a": args.model_a, "b": args.model_b, "difference": "B - A", **counts,
                           "rows": [d.as_dict() for d in diffs]}, indent=1))
         return 0
-    console = Console()
+    console = output_console()
     if not counts["shared_cells"]:
         console.print(f"{args.model_a} and {args.model_b} share no result cell"
                       f"{' in suite ' + args.suite if args.suite else ''}{' for task ' + args.task if args.task else ''} "
