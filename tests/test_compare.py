@@ -75,9 +75,11 @@ def test_compare_from_stored_results(bench_env, two_tiny_models, capsys, monkeyp
     assert avg["difference"] == pytest.approx((stsb["difference"] + rows[("sickr", "spearman", "all")]["difference"]) / 2,
                                               abs=1e-3)
     monkeypatch.setenv("COLUMNS", "250")  # rich wraps cells in narrow consoles
+    monkeypatch.setenv("COLUMNS", "60")  # a narrow log: piped output must still keep every value whole
     assert main(["compare", "tiny", "tiny2", "--suite", "sts", "--task", "stsb"]) == 0
     text = capsys.readouterr().out
     assert "stsb" in text and "95% CI" in text and "sickr" not in text
+    assert "…" not in text  # piped: whole values, no column cut to '…'
     assert main(["compare", "tiny", "tiny3"]) == 2
     assert "tiny" in capsys.readouterr().err
 
