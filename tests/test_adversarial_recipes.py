@@ -335,3 +335,14 @@ def test_profile_instrumentation_times_the_roles_and_undoes_itself(stock):
     profile.undo(patches)
     assert dict(vars(WordEmbedding)) == before and "forward" not in vars(victim_model)
     assert "forward" not in vars(model)
+
+
+def test_bert_attack_candidates_reach_the_masked_lm(stock):
+    """K is an option: TextAttack 0.3.11's 8 by default, the BERT-Attack paper's 48 on the paper profile."""
+    from attacks.recipes import build_attack, recipe_parameters
+
+    stock.calls.clear()
+    attack = build_attack("bert-attack", stock, Victim(),
+                          parameters=recipe_parameters(["bert-attack"], {}, "paper")["bert-attack"])
+    assert ("word_swap_masked_lm", {"method": "bert-attack", "max_candidates": 48}) in stock.calls
+    assert "(max_candidates):  48" in repr(attack)  # and the row's recorded repr says so
