@@ -163,6 +163,7 @@ class Statistic:
     columns: int  # how many columns it reads
     fn: Callable[..., np.ndarray]
     interval: str = "bootstrap"  # "bootstrap" or "wilson"
+    bounds: tuple[float, float] | None = None  # the statistic's range before scaling (None: unbounded)
 
 
 def _stratified(fn):
@@ -181,13 +182,14 @@ def _stratified(fn):
 
 
 STATISTICS: dict[str, Statistic] = {s.name: s for s in (
-    Statistic("spearman", 2, spearman),
-    Statistic("pearson", 2, pearson),
-    Statistic("spearman_wmean", 2, _stratified(spearman)),
-    Statistic("pearson_wmean", 2, _stratified(pearson)),
+    Statistic("spearman", 2, spearman, bounds=(-1.0, 1.0)),
+    Statistic("pearson", 2, pearson, bounds=(-1.0, 1.0)),
+    Statistic("spearman_wmean", 2, _stratified(spearman), bounds=(-1.0, 1.0)),
+    Statistic("pearson_wmean", 2, _stratified(pearson), bounds=(-1.0, 1.0)),
     Statistic("mean", 1, _gathered(nan_mean)),
-    Statistic("proportion", 1, _gathered(nan_mean), interval="wilson"),  # 0/1 outcomes, NaN = not counted
-    Statistic("f1", 2, _gathered(f1_binary)),
+    # 0/1 outcomes, NaN = not counted
+    Statistic("proportion", 1, _gathered(nan_mean), interval="wilson", bounds=(0.0, 1.0)),
+    Statistic("f1", 2, _gathered(f1_binary), bounds=(0.0, 1.0)),
 )}
 
 
@@ -278,6 +280,14 @@ class Evidence:
             self._memo[(resamples, seed)] = values
         return self._memo[(resamples, seed)]
 
+    def bounds(self) -> tuple[float, float] | None:
+        """The row's feasible range on its own scale (a rate's 0-100), or None when unbounded."""
+        if self.combine:
+            ranges = {p.bounds() for p in self.parts}
+            return ranges.pop() if len(ranges) == 1 else None
+        b = STATISTICS[self.statistic].bounds
+        return None if b is None else (self.scale * b[0], self.scale * b[1])
+
     # -- the row's interval --
     def interval(self, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED, level: float = LEVEL) -> Interval:
         if self.combine == "runs":
@@ -286,7 +296,7 @@ class Evidence:
             values = [p.point() for p in self.parts]
             if any(v is None for v in values):
                 return NO_INTERVAL
-            return t_interval(values, level, what="runs")
+            return t_interval(values, level, what="runs", bounds=self.bounds())
         if self.combine == "average":
             dist = self.bootstrap(resamples, seed)
             return percentile_interval(dist, level, f"bootstrap-average-of-{len(self.parts)}"
@@ -333,8 +343,11 @@ def wilson(successes: int, n: int, level: float = LEVEL, scale: float = 100.0) -
     return Interval(scale * low, scale * high, "wilson")
 
 
-def t_interval(values, level: float = LEVEL, what: str = "runs") -> Interval:
-    """Student-t interval of the mean of k >= 2 values (runs or seeds); none for fewer."""
+def t_interval(values, level: float = LEVEL, what: str = "runs",
+               bounds: tuple[float, float] | None = None) -> Interval:
+    """Student-t interval of the mean of k >= 2 values (runs or seeds); none for fewer. With ``bounds``
+    (a rate's 0-100) it is cut to the feasible range: with 2 runs t has 1 degree of freedom
+    (t = 12.7), so an interval around a 97% success rate would otherwise reach past 100."""
     from scipy.stats import t
 
     vals = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
@@ -343,7 +356,10 @@ def t_interval(values, level: float = LEVEL, what: str = "runs") -> Interval:
         return NO_INTERVAL
     half = float(t.ppf(0.5 + level / 2.0, k - 1)) * float(vals.std(ddof=1)) / math.sqrt(k)
     mean = float(vals.mean())
-    return Interval(mean - half, mean + half, f"t-over-{k}-{what}")
+    low, high = mean - half, mean + half
+    if bounds is not None and (low < bounds[0] or high > bounds[1]):
+        return Interval(max(low, bounds[0]), min(high, bounds[1]), f"t-over-{k}-{what}-clipped")
+    return Interval(low, high, f"t-over-{k}-{what}")
 
 
 def mean_std_interval(values, level: float = LEVEL, what: str = "seeds") -> tuple[float | None, float | None, Interval]:

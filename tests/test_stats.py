@@ -109,7 +109,20 @@ def test_runs_evidence_one_run_is_that_runs_interval():
     assert stats.Evidence(parts=[run], combine="runs").interval() == run.interval()
     two = stats.Evidence(parts=[run, stats.Evidence("proportion", stats.Sample([0, 1], {"x": [0, 1]}), ("x",))],
                          combine="runs")
-    assert two.interval().method == "t-over-2-runs" and two.point() == pytest.approx((75 + 50) / 2)
+    assert two.point() == pytest.approx((75 + 50) / 2)
+    # t with 1 degree of freedom spans [-96, 221]; a success rate's interval stops at its range
+    assert (two.interval().low, two.interval().high, two.interval().method) == (0.0, 100.0, "t-over-2-runs-clipped")
+
+
+def test_runs_interval_is_cut_only_for_bounded_statistics():
+    near_top = [stats.Evidence("proportion", stats.Sample(list(range(100)), {"x": [1] * k + [0] * (100 - k)}), ("x",))
+                for k in (99, 95)]
+    iv = stats.Evidence(parts=near_top, combine="runs").interval()
+    unclipped = stats.t_interval([99.0, 95.0])
+    assert unclipped.high > 100 and iv.high == 100.0 and iv.low == pytest.approx(unclipped.low)
+    queries = [stats.Evidence("mean", stats.Sample([0, 1], {"q": [q, q + 10]}), ("q",)) for q in (40.0, 80.0)]
+    iv_q = stats.Evidence(parts=queries, combine="runs").interval()
+    assert iv_q.method == "t-over-2-runs" and iv_q.low < 0  # a mean of queries has no range to cut to
 
 
 def test_average_bootstraps_the_tasks_own_resamples():
