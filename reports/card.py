@@ -139,7 +139,8 @@ def _identity(model: str, entry: dict | None, others: dict[str, str]) -> Section
                  ("training profile", entry.get("profile") or "–"),
                  ("recipe", ", ".join(f"{k}={v}" for k, v in sorted((entry.get("recipe") or {}).items()))
                   or "method defaults"),
-                 ("training steps", training.get("steps")), ("training wall time (s)", training.get("wall_s")),
+                 ("training steps", training.get("steps")),
+                 ("training wall time (s)", None if training.get("wall_s") is None else round(float(training["wall_s"]))),
                  ("description", entry.get("description"))]
         sec.headers, sec.rows = ["", ""], [[k, str(v)] for k, v in facts if v not in (None, "")]
     if others:

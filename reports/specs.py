@@ -132,5 +132,6 @@ CARD_HEADLINES = {
     "anli": (("accuracy", "all", None),),
 }
 # Config keys the card prints beside each row (those present in the cell's configuration).
-CARD_SETTINGS = ("profile", "limit", "scorer_version", "mode", "recipes", "runs", "query_budget", "victim_task",
-                 "victim_training", "training_mix", "eval_cap_per_round")
+CARD_SETTINGS = ("profile", "limit", "scorer_version", "mode", "victim", "constraints", "recipes", "runs",
+                 "query_budget", "bert_attack_candidates", "substitute_victim", "victim_task", "victim_training",
+                 "training_mix", "eval_cap_per_round")
