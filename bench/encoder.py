@@ -101,12 +101,14 @@ def _requested(requested: str | None) -> str:
 
 
 def native_bf16(device: str) -> bool:
-    """Does ``device`` run bf16 matrix products in hardware, so that bf16 autocast pays off?
+    """Does ``device`` run bf16 matrix products fast enough in hardware that bf16 autocast pays off?
 
-    Asks torch (CUDA: ``is_bf16_supported``; CPU: oneDNN's bf16 support and cpuinfo's AMX tile or
-    AVX-512-BF16 flags as torch reports them), never the processor's model name. Without AMX or
-    AVX-512-BF16, oneDNN emulates bf16 and autocast is slower than fp32 (several times slower on this
-    project's AVX2-only AMD EPYC; README "Precision").
+    Asks torch (CUDA: ``is_bf16_supported``; CPU: oneDNN's bf16 support and cpuinfo's AMX tile flag as
+    torch reports them), never the processor's model name. AVX-512-BF16 alone is not enough: on an
+    Intel Xeon with AVX-512-BF16 and no AMX (torch 2.13, 2 threads), MiniLM under bf16 autocast was
+    1.7x slower than fp32 at inference and 1.1-1.25x slower per training step
+    (``benchmarks/train_step.py --dtype bf16``); without either, oneDNN emulates bf16 (6.2x slower on
+    an AVX2-only AMD EPYC). README "Precision".
     """
     import torch
 
@@ -115,16 +117,14 @@ def native_bf16(device: str) -> bool:
         return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
     if kind != "cpu":
         return False
-    cpu = getattr(torch, "cpu", None)
-    flags = [getattr(cpu, name, None) for name in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
-    hardware = any(bool(f()) for f in flags if f is not None)
-    return bool(hardware and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    amx = getattr(getattr(torch, "cpu", None), "_is_amx_tile_supported", None)
+    return bool(amx is not None and amx() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
 def resolve_dtype(device: str, requested: str | None = "auto"):
     """The autocast dtype for ``requested`` (auto|fp32|bf16|fp16) on ``device``; None means plain float32.
 
-    auto: bf16 where the hardware runs it natively (``native_bf16``), else fp16 on CUDA devices without
+    auto: bf16 where the hardware runs it fast (``native_bf16``), else fp16 on CUDA devices without
     bf16, else float32. bf16 may be asked for explicitly on CPU and CUDA (correct, but slow on a CPU
     without native bf16); fp16 is a CUDA option only. Bad requests raise BenchError (exit 2).
     """
@@ -182,7 +182,7 @@ def slow_dtype_note(device: str, dtype) -> str | None:
     """A warning when bf16 was asked for on a device that only emulates it, else None."""
     if dtype is None or str(dtype) != "torch.bfloat16" or native_bf16(device):
         return None
-    return (f"Note: bf16 on {device} without AMX/AVX-512-BF16 is emulated and slower than fp32 here; "
+    return (f"Note: bf16 on {device} without AMX is slower than fp32 here (emulated, or AVX-512-BF16 only); "
             f"--dtype auto picks fp32 on this machine.")
 
 

@@ -29,6 +29,15 @@ def write_tiny_bert(directory: Path, seed: int = 0, hidden: int = 32, layers: in
     return directory
 
 
+@pytest.fixture(autouse=True)
+def _cpu_without_amx(monkeypatch):
+    """Tests expect `--dtype auto` to mean fp32 on the CPU whatever machine runs them: an AMX host would
+    otherwise turn every in-process run into bf16 (tests/test_precision.py simulates each answer)."""
+    import torch
+
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
+
+
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory) -> Path:
     return write_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))

@@ -59,5 +59,5 @@ def add_dtype_argument(parser) -> None:
 
     parser.add_argument("--dtype", choices=DTYPES, default="auto",
                         help="precision of every forward pass (weights stay fp32). auto: bf16 autocast where the "
-                             "hardware runs bf16 natively (CUDA with bf16, CPUs with AMX or AVX-512-BF16), fp16 on "
+                             "hardware runs bf16 fast (CUDA with bf16, CPUs with AMX), fp16 on "
                              "other CUDA devices, else fp32. fp16: CUDA only")
