@@ -76,9 +76,36 @@ class UnifiedConstraints:
 
 
 UNIFIED = UnifiedConstraints()
+
+# The attack roles (attacks/resources.py ROLE_OPTIONS) under either constraint set; the unified set adds
+# the word-embedding distance and the sentence encoder to every recipe.
+UNIFIED_ROLES = ("word_embedding", "sentence_encoder")
+
+
+def uses(*roles: str):
+    """Declare the resource roles a recipe builder asks its Resources for (paper constraints). Cell
+    configurations name only these roles' resources, so rebuilding a resource a recipe never uses (the
+    masked LM, for PWWS) leaves that recipe's cells valid; tests check the declaration against use."""
+    def mark(builder):
+        builder.roles = tuple(roles)
+        return builder
+    return mark
+
+
+def recipe_roles(names, constraints: str | None = "paper") -> list[str]:
+    """The roles the recipes ``names`` use under ``constraints``; a recipe that declares none: every role."""
+    from attacks.resources import ROLE_OPTIONS
+
+    roles: set[str] = set()
+    for name in names:
+        roles |= set(getattr(RECIPES.load(name), "roles", ROLE_OPTIONS))
+    if constraint_set(constraints) is not None:
+        roles |= set(UNIFIED_ROLES)
+    return sorted(roles)
 CONSTRAINT_SETS: dict[str, UnifiedConstraints | None] = {"paper": None, "unified": UNIFIED}
 
 
+@uses("word_embedding", "pos_tagger", "sentence_encoder")
 def textfooler(res, goal, unified=None):
     """Jin et al. 2020. Counter-fitted synonyms, POS and USE-window checks, deletion-ranked greedy."""
     from textattack import Attack
@@ -101,6 +128,7 @@ def textfooler(res, goal, unified=None):
                   GreedyWordSwapWIR(wir_method="delete"))
 
 
+@uses("homoglyphs", "word_embedding", "sentence_encoder")
 def textbugger(res, goal, unified=None):
     """Li et al. 2019 (black-box). Character bugs and 5 embedding neighbours; USE >= 0.8."""
     from textattack import Attack
@@ -124,6 +152,7 @@ def textbugger(res, goal, unified=None):
     return Attack(goal, constraints, transformation, GreedyWordSwapWIR(wir_method="delete"))
 
 
+@uses("wordnet")
 def pwws(res, goal, unified=None):
     """Ren et al. 2019. WordNet synonyms ranked by probability-weighted word saliency."""
     from textattack import Attack
@@ -135,6 +164,7 @@ def pwws(res, goal, unified=None):
                   GreedyWordSwapWIR(wir_method="weighted-saliency"))
 
 
+@uses("pos_tagger", "sentence_encoder", "masked_lm")
 def bae(res, goal, unified=None):
     """Garg & Ramakrishnan 2020, BAE-R. Masked-LM replacements, POS and USE (cosine 0.936)."""
     from textattack import Attack
@@ -151,6 +181,7 @@ def bae(res, goal, unified=None):
                   GreedyWordSwapWIR(wir_method="delete"))
 
 
+@uses("sentence_encoder", "masked_lm")
 def bert_attack(res, goal, unified=None, max_candidates: int = 8):
     """Li et al. 2020. Masked-LM subword candidates, <= 40% words. ``max_candidates`` is the paper's K:
     48 in the BERT-Attack paper and older TextAttack, 8 in TextAttack 0.3.11's recipe. RobustEmbed does

@@ -46,7 +46,7 @@ from attacks import datasets as ds
 from attacks.metrics import attack_evidence, attack_metrics, mean_std
 from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, QUERY_BUDGET_OPTION,
                              RECIPE_PARAMETERS, RECIPES, RECIPES_OPTION, constraints_config, constraints_record,
-                             recipe_parameters)
+                             recipe_parameters, recipe_roles)
 from bench.errors import BenchError, lookup
 from bench.plugins import Option
 from suites.base import RunContext, Suite, Task, row
@@ -242,7 +242,8 @@ class AdversarialSuite(Suite):
         cfg.update(recipes=recipes, runs=self.runs(ctx), victim=self.protocol(ctx),
                    victim_training=self.victim_settings(ctx), victim_data=training.source if training else None,
                    substitute_victim=substitute, train_data_present=task.train.present(ctx.paths.data),
-                   attack_resources=resource_status(ctx.paths), **constraints_config(ctx.options))
+                   attack_resources=resource_identity(ctx.paths, recipe_roles(recipes, ctx.options.get("constraints"))),
+                   **constraints_config(ctx.options))
         # A recipe parameter enters the key only for cells that run that recipe.
         for name, keywords in RECIPE_PARAMETERS.items():
             for keyword, (option, _) in keywords.items():
@@ -317,7 +318,8 @@ class AdversarialSuite(Suite):
             # What decides an example's outcome, and nothing else: a log serves any --limit or recipe list.
             identity = {"model": encoder.name, "task": task.name, "recipe": recipe, "victim_sha256": victim_sha,
                         "query_budget": ctx.options.get("query_budget"), "served": roles_used(resources),
-                        "builds": builds, "run_seed": run_seed, "victim": protocol,
+                        "builds": {role: build_identity(b) for role, b in builds.items()},
+                        "run_seed": run_seed, "victim": protocol,
                         # a frozen victim's weights are its head's, which alone do not name the encoder under it
                         "victim_base_sha256": victim.card.get("base_weights_sha256"),
                         # fp32 and paper-constraint logs keep the key they had before these options existed
@@ -385,18 +387,32 @@ def roles_used(resources) -> dict[str, str]:
     return {role: option.id for role, option in resources._served.items()}
 
 
-def resource_status(paths) -> dict[str, dict]:
-    """role -> what would serve it and its build report (``bench resources status``). Part of the
-    configuration: numbers from real resources and from stand-ins, or from two builds of a
-    stand-in, never share a cell or a log."""
+def resource_status(paths, roles=None) -> dict[str, dict]:
+    """role -> what would serve it and its build report, for ``roles`` (default: every role). Part of the
+    configuration: numbers from real resources and from stand-ins, or from two different builds of a
+    stand-in, never share a cell or a log: keys take a report without its wall times (``build_identity``),
+    so the same build made on another machine keys the same cells; rows keep it whole."""
     from attacks.resources import Resources
 
-    return {r["role"]: {"served": r["served"], "report": r["report"]} for r in Resources(paths).status()}
+    return {r["role"]: {"served": r["served"], "report": r["report"]}
+            for r in Resources(paths).status() if roles is None or r["role"] in roles}
+
+
+def resource_identity(paths, roles) -> dict[str, dict]:
+    """``resource_status`` of ``roles`` as cell keys take it: each report without its timings."""
+    return {role: {**status, "report": build_identity(status["report"])}
+            for role, status in resource_status(paths, roles).items()}
+
+
+def build_identity(report: dict) -> dict:
+    """A build report without its timings (``*_s`` seconds, ``s_per_step``): what the build is, not how
+    long it took."""
+    return {k: v for k, v in report.items() if not (k.endswith("_s") or k == "s_per_step")}
 
 
 def local_builds(paths, roles: dict[str, str]) -> dict[str, dict]:
     """The build report of each locally built stand-in a recipe used."""
-    status = resource_status(paths)
+    status = resource_status(paths, roles)
     return {role: status[role]["report"] for role in roles if status.get(role, {}).get("report")}
 
 

@@ -346,3 +346,23 @@ def test_bert_attack_candidates_reach_the_masked_lm(stock):
                           parameters=recipe_parameters(["bert-attack"], {}, "paper")["bert-attack"])
     assert ("word_swap_masked_lm", {"method": "bert-attack", "max_candidates": 48}) in stock.calls
     assert "(max_candidates):  48" in repr(attack)  # and the row's recorded repr says so
+
+
+# --- the roles each recipe declares (what its cells' keys name) ---------------------------------
+
+CALL_ROLES = {"word_swap_embedding": "word_embedding", "word_embedding_distance": "word_embedding",
+              "use": "sentence_encoder", "part_of_speech": "pos_tagger", "word_swap_masked_lm": "masked_lm",
+              "homoglyph_swap": "homoglyphs", "word_swap_wordnet": "wordnet"}
+
+
+@pytest.mark.parametrize("name", ["textfooler", "textbugger", "pwws", "bae", "bert-attack"])
+def test_declared_roles_are_the_roles_a_recipe_asks_for(stock, name):
+    from attacks.recipes import build_attack, recipe_roles
+
+    for constraints in ("paper", "unified"):
+        stock.calls.clear()
+        build_attack(name, stock, Victim(), constraints=constraints)
+        used = {CALL_ROLES[call] for call, _ in stock.calls}
+        declared = set(recipe_roles([name], constraints))
+        # paper: exactly; unified: the unified set may drop a recipe's own constraint (TextFooler's POS)
+        assert used == declared if constraints == "paper" else used <= declared, (constraints, used, declared)

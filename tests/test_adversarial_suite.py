@@ -167,3 +167,38 @@ def test_unified_constraints_run_end_to_end_recorded_and_keyed_apart(adv_env):
     assert _run() == 0  # the paper constraints are another cell and another log
     assert len(list((adv_env.results / "cells/tiny/adversarial/mr").glob("*.json"))) == 2
     assert len(list((adv_env.results / "attack_logs/tiny/mr/pwws").glob("*.jsonl"))) == 2
+
+
+
+def test_cell_key_names_only_the_resources_its_recipes_use_and_no_build_timings(adv_env):
+    """Building the masked LM (BAE, BERT-Attack) must not re-key PWWS cells, and the same build made
+    again (other wall times) must not re-key anything."""
+    from attacks.resources import Resources
+    from bench.paths import Paths
+    from suites.adversarial import AdversarialSuite
+    from suites.base import RunContext
+    from tests.test_resources import _tiny_space
+
+    paths = Paths.from_env()
+    suite, layout = AdversarialSuite(), Resources(paths).layout
+    _tiny_space(layout.counterfit)
+
+    def key(*recipes, **options):
+        ctx = RunContext(paths=paths, limit=4, options={"recipes": list(recipes), **options})
+        return suite.config(suite.task("mr"), ctx)
+
+    pwws, pwws_unified = key("pwws"), key("pwws", constraints="unified")
+    assert "word_embedding" not in pwws["attack_resources"] and "word_embedding" in pwws_unified["attack_resources"]
+    layout.mlm.mkdir(parents=True)
+    (layout.mlm / "model.safetensors").write_bytes(b"weights")
+    (layout.mlm / "report.json").write_text(json.dumps({"top1": 21.0, "steps": 900, "train_s": 2100.0}))
+    assert key("pwws") == pwws and key("pwws", constraints="unified") == pwws_unified
+    bae = key("bae")
+    assert bae["attack_resources"]["masked_lm"]["report"] == {"top1": 21.0, "steps": 900}
+    (layout.mlm / "report.json").write_text(json.dumps({"top1": 21.0, "steps": 900, "train_s": 1900.0}))
+    assert key("bae") == bae  # the same build, another wall time
+    (layout.mlm / "report.json").write_text(json.dumps({"top1": 25.0, "steps": 1200, "train_s": 2100.0}))
+    assert key("bae") != bae  # another build
+    report = layout.counterfit / "report.json"
+    report.write_text(json.dumps({**json.loads(report.read_text()), "build_s": 12.5, "fit_s": 3.0}))
+    assert key("pwws", constraints="unified") == pwws_unified
