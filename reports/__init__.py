@@ -49,6 +49,7 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
         if name not in known:
             raise UnknownName("suite", name, known)
     wanted = set(suites or known)
+    complete = not suites and not formats  # the complete set also holds a robustness card per model
     formats = formats or list(FORMATS)
     out = Artifacts()
     plain = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
@@ -82,6 +83,13 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
         for suffix, blob in fig.render(spec, pts, caption).items():
             out.reports[f"{spec.name}.{suffix}"] = blob
         made.append((spec.title, [f"{spec.name}.{s}" for s in ("png", "pdf", "csv")]))
+    if complete:
+        from reports.card import card
+
+        for model in sorted({r["model"] for r in rows}):
+            files = card(results_dir, model)
+            out.reports.update(files)
+            made.append((f"Robustness card: {model}", sorted(files)))
     out.reports["index.md"] = _index(rows, made, skipped)
     return out
 
@@ -125,6 +133,13 @@ def write(files: dict[str, str | bytes], directory: Path) -> list[Path]:
     return paths
 
 
+def owned_names(directory: Path) -> set[str]:
+    """The names in ``directory`` that a complete `bench report` owns: every table and figure name, and
+    the robustness cards there (one per model, so not known in advance)."""
+    cards = {p.name for p in Path(directory).glob("card-*") if p.suffix in (".md", ".html")}
+    return generated_names() | cards
+
+
 def generated_names() -> set[str]:
     """Every file name `bench report` can produce, for finding stale ones."""
     names = {"index.md"}
@@ -147,6 +162,6 @@ def compare(files: dict[str, str | bytes], directory: Path, prune: bool = True) 
         elif path.read_text(encoding="utf-8") != content:
             problems.append(f"differs: {path}")
     if prune:
-        stale = sorted(n for n in generated_names() - set(files) if (Path(directory) / n).exists())
+        stale = sorted(n for n in owned_names(directory) - set(files) if (Path(directory) / n).exists())
         problems += [f"stale (no longer generated): {Path(directory) / n}" for n in stale]
     return problems

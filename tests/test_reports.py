@@ -371,6 +371,22 @@ def test_cli_report_is_deterministic_and_check_detects_drift(results, tmp_path):
     assert _bench("report", "--out", str(out), "--check", env_extra=env).returncode == 1
 
 
+def test_full_report_writes_a_card_per_model_and_prunes_cards_of_models_gone(results, tmp_path):
+    import shutil
+
+    env = {"BENCH_RESULTS_DIR": str(results)}
+    out = tmp_path / "reports"
+    assert _bench("report", "--out", str(out), env_extra=env).returncode == 0
+    models = sorted(p.name for p in (results / "cells").iterdir() if p.is_dir())
+    assert models and all((out / f"card-{m}.md").exists() and (out / f"card-{m}.html").exists() for m in models)
+    assert f"card-{models[0]}.md" in (out / "index.md").read_text()
+    shutil.rmtree(results / "cells" / models[0])  # that model's results are withdrawn
+    check = _bench("report", "--out", str(out), "--check", env_extra=env)
+    assert check.returncode == 1 and f"stale (no longer generated): {out / f'card-{models[0]}.md'}" in check.stdout
+    assert _bench("report", "--out", str(out), env_extra=env).returncode == 0
+    assert not (out / f"card-{models[0]}.md").exists() and (out / f"card-{models[1]}.md").exists()
+
+
 def test_cli_bad_input_exits_2(results, tmp_path):
     bad = _bench("report", "--suite", "stss", "--out", str(tmp_path / "r"), env_extra={"BENCH_RESULTS_DIR": str(results)})
     assert bad.returncode == 2 and "sts" in bad.stderr

@@ -80,7 +80,7 @@ def main(args) -> int:
         console.print(f"Reports in {out} match a regeneration from {paths.results}.")
         return 0
     if complete:  # drop reports that a full regeneration no longer makes (only names `bench report` owns)
-        for name in sorted(reports.generated_names() - set(artifacts.reports)):
+        for name in sorted(reports.owned_names(out) - set(artifacts.reports)):
             (out / name).unlink(missing_ok=True)
     written = reports.write(artifacts.reports, out) + reports.write(artifacts.results, paths.results)
     tables = sorted(p.name for p in written if p.suffix == ".md" and p.name != "index.md")
