@@ -488,3 +488,24 @@ def test_generated_reports_sit_apart_from_the_report_code():
     assert not list(PUBLISHED_REPORTS.glob("*.py")) and not list((REPO / "reports").glob("*.md"))
     assert Paths(home=REPO, data=REPO, results=PUBLISHED_RESULTS.resolve()).reports == PUBLISHED_REPORTS.resolve()
     assert Paths(home=REPO, data=REPO, results=Path("/x/results")).reports == Path("/x/reports")
+
+
+@pytest.mark.skipif(not (PUBLISHED_RESULTS / "cells").is_dir(), reason="no committed results/")
+def test_committed_cells_come_from_the_current_scorer_versions():
+    """A scorer fix bumps its suite's or task's version; a committed cell of an older version is stale
+    (recompute it, or delete it) and must not stand in the published leaderboard."""
+    from suites import get_suite
+
+    stale = []
+    for path in sorted((PUBLISHED_RESULTS / "cells").glob("*/*/*/*.json")):
+        config = json.loads(path.read_text(encoding="utf-8"))["config"]
+        suite = get_suite(config["suite"])
+        if "summary_of" in config:
+            versions = [suite.task(t).version for t in config["summary_of"]]
+        else:
+            versions = [(suite.summary_task if suite.summary_task and suite.summary_task.name == config["task"]
+                         else suite.task(config["task"])).version]
+        current = f"{suite.name}-{suite.version}." + ".".join(str(v) for v in versions)
+        if config.get("scorer_version") != current:
+            stale.append(f"{path.relative_to(PUBLISHED_RESULTS)}: {config.get('scorer_version')} (current {current})")
+    assert not stale, "stale committed cells:\n" + "\n".join(stale)
