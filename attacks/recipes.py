@@ -92,13 +92,14 @@ def uses(*roles: str):
     return mark
 
 
-def recipe_roles(names, constraints: str | None = "paper") -> list[str]:
-    """The roles the recipes ``names`` use under ``constraints``; a recipe that declares none: every role."""
+def recipe_roles(names, constraints: str | None = "paper", undeclared=None) -> list[str]:
+    """The roles the recipes ``names`` use under ``constraints``. A recipe that declares none counts as
+    using ``undeclared`` (default: every role, so a cell key never misses a resource it may depend on)."""
     from attacks.resources import ROLE_OPTIONS
 
     roles: set[str] = set()
     for name in names:
-        roles |= set(getattr(RECIPES.load(name), "roles", ROLE_OPTIONS))
+        roles |= set(getattr(RECIPES.load(name), "roles", ROLE_OPTIONS if undeclared is None else undeclared))
     if constraint_set(constraints) is not None:
         roles |= set(UNIFIED_ROLES)
     return sorted(roles)

@@ -169,6 +169,18 @@ class Resources:
             self._served[role] = chosen
         return self._served[role]
 
+    def require(self, roles) -> None:
+        """Resolve ``roles`` now, before any victim is trained: one BenchError (exit 2) naming every role
+        that nothing can serve and the command that builds its stand-in."""
+        problems = []
+        for role in roles:
+            try:
+                self.resolve(role)
+            except BenchError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise BenchError(" ".join(problems))
+
     def served(self) -> dict[str, str]:
         """role -> id of the resource that serves it (what result rows record)."""
         return {role: self.resolve(role).id for role in ROLE_OPTIONS}

@@ -43,7 +43,8 @@ from typing import Callable
 
 from attacks.metrics import attack_evidence, attack_metrics
 from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, QUERY_BUDGET_OPTION,
-                             RECIPE_PARAMETERS, RECIPES, RECIPES_OPTION, constraints_config, recipe_parameters)
+                             RECIPE_PARAMETERS, RECIPES, RECIPES_OPTION, constraints_config, recipe_parameters,
+                             recipe_roles)
 from attacks.regression import COLUMNS, PERTURBED, SuccessRule
 from bench.data import PairSet, _norm, atomic_write_text, read_sick, read_stsb, require
 from bench.errors import BenchError, lookup
@@ -171,11 +172,14 @@ class AdvSTSSuite(Suite):
         return list(dict.fromkeys(names))
 
     def config(self, task: AdvSTSTask, ctx: RunContext) -> dict:
+        from suites.adversarial import resource_identity
+
         cfg = super().config(task, ctx)
         recipes = self.recipes(ctx)
         parameters = recipe_parameters(recipes, ctx.options, ctx.profile)
         cfg.update(recipes=recipes, goal=task.rule.describe(), asr_definition=ASR_DEFINITION,
-                   adversarial_set=ADVERSARIAL_SET, **constraints_config(ctx.options))
+                   adversarial_set=ADVERSARIAL_SET, **constraints_config(ctx.options),
+                   attack_resources=resource_identity(ctx.paths, recipe_roles(recipes, ctx.options.get("constraints"))))
         for name, keywords in RECIPE_PARAMETERS.items():  # enters the key only for cells that run the recipe
             for keyword, (option, _) in keywords.items():
                 cfg[option] = parameters.get(name, {}).get(keyword)
@@ -188,6 +192,7 @@ class AdvSTSSuite(Suite):
         s1, s2, gold = task.read(root, task.split).limit(ctx.limit).all_pairs()
         extra = task.extra(root)[:len(gold)] if task.extra else [None] * len(gold)
         resources = Resources(ctx.paths)
+        resources.require(recipe_roles(self.recipes(ctx), ctx.options.get("constraints"), undeclared=()))
         resources.textattack()
         rows = []
         for recipe in self.recipes(ctx):

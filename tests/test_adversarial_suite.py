@@ -202,3 +202,13 @@ def test_cell_key_names_only_the_resources_its_recipes_use_and_no_build_timings(
     report = layout.counterfit / "report.json"
     report.write_text(json.dumps({**json.loads(report.read_text()), "build_s": 12.5, "fit_s": 3.0}))
     assert key("pwws", constraints="unified") == pwws_unified
+
+
+def test_missing_attack_resource_fails_before_any_victim_is_trained(adv_env, capsys):
+    """--constraints unified needs the counter-fitted vectors: without them the run stops at once with
+    the build command, instead of after fine-tuning the victims."""
+    assert _run("--constraints", "unified") == 2
+    out = capsys.readouterr()
+    assert "word_embedding" in out.err and "bench resources build" in out.err
+    assert "Training a" not in out.out + out.err
+    assert not list((adv_env.results / "cells").glob("tiny/adversarial/mr/*.json"))
