@@ -143,6 +143,7 @@ class CellDiff:
     b: float | None
     diff: Difference | None  # None: a model has no stored evidence for this row
     note: str = ""
+    setting: str = ""  # what sets this cell apart from the other shared cells of its task ("victim=frozen, ...")
 
     @property
     def estimate(self) -> float | None:
@@ -161,7 +162,7 @@ class CellDiff:
                 "ci_low": _clean(d.low) if d else None, "ci_high": _clean(d.high) if d else None,
                 "p": _clean(d.p) if d else None, "significant": self.significant,
                 "method": d.method if d else "", "pairs": d.n if d else None,
-                "details": _jsonable(d.extra) if d else {}, "note": self.note}
+                "details": _jsonable(d.extra) if d else {}, "note": self.note, "setting": self.setting}
 
 
 def _clean(x):
@@ -188,7 +189,25 @@ def model_cells(store: ResultStore, model: str, suite: str | None = None, task: 
     return {k: p for k, (_, p) in out.items()}
 
 
-def compare_cells(store: ResultStore, path_a: Path, path_b: Path, include=lambda key: True) -> list[CellDiff]:
+def distinguishing_settings(configs: dict[tuple, dict]) -> dict[tuple, str]:
+    """cell key -> "k=v, ..." of the scalar configuration entries that differ between cells of the same
+    (suite, task), so that rows of one task under several settings (victim protocol, constraints) can be
+    told apart; "" where a task has one cell."""
+    out = {}
+    for key, config in configs.items():
+        peers = [c for k, c in configs.items() if k[:2] == key[:2]]
+        names = sorted({n for c in peers for n, v in c.items() if not isinstance(v, dict)})
+        differing = [n for n in names if len({json.dumps(c.get(n), sort_keys=True) for c in peers}) > 1]
+        out[key] = ", ".join(f"{n}={_setting_value(config.get(n))}" for n in differing)
+    return out
+
+
+def _setting_value(value) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def compare_cells(store: ResultStore, path_a: Path, path_b: Path, include=lambda key: True,
+                  setting: str = "") -> list[CellDiff]:
     """Paired differences B - A over the rows of two cells of one (suite, task, seed, config)."""
     cell_a, cell_b = store.read(path_a), store.read(path_b)
     ev_a, ev_b = stored_evidence(store, path_a), stored_evidence(store, path_b)
@@ -210,7 +229,7 @@ def compare_cells(store: ResultStore, path_a: Path, path_b: Path, include=lambda
             missing = [m for m, ev in (("A", ev_a), ("B", ev_b)) if k not in ev]
             note = f"no stored evidence for {' and '.join(missing)}"
         out.append(CellDiff(c["suite"], c["task"], c["seed"], c["config_hash"], row_key(ra), ra.get("value"),
-                            rb.get("value"), diff, note))
+                            rb.get("value"), diff, note, setting))
     return out
 
 
@@ -220,5 +239,6 @@ def compare_models(store: ResultStore, model_a: str, model_b: str, suite: str | 
     the cells only one model has."""
     a, b = model_cells(store, model_a, suite, task), model_cells(store, model_b, suite, task)
     shared = sorted(set(a) & set(b), key=lambda k: tuple(str(x) for x in k))
-    diffs = [d for k in shared for d in compare_cells(store, a[k], b[k], include)]
+    settings = distinguishing_settings({k: store.read(a[k]).get("config", {}) for k in shared})
+    diffs = [d for k in shared for d in compare_cells(store, a[k], b[k], include, settings[k])]
     return diffs, {"shared_cells": len(shared), "only_a": len(set(a) - set(b)), "only_b": len(set(b) - set(a))}

@@ -84,7 +84,7 @@ def test_compare_from_stored_results(bench_env, two_tiny_models, capsys, monkeyp
     assert "tiny" in capsys.readouterr().err
 
 
-def _attack_cell(store, model, outcomes, queries, run_ids=(0,)):
+def _attack_cell(store, model, outcomes, queries, run_ids=(0,), config=None, config_hash="c" * 16):
     """An adversarial-like cell: per-example outcomes through attacks.metrics' evidence, as the suite does."""
     from attacks.metrics import attack_evidence, attack_metrics
     from bench.stats import Evidence
@@ -100,8 +100,8 @@ def _attack_cell(store, model, outcomes, queries, run_ids=(0,)):
         rows.append(Result(model=model, suite="adversarial", task="mr", split="attack", metric=metric,
                            aggregation="mean-of-runs", attack="textfooler", n=len(outcomes), seed=0,
                            value=float(np.mean([m[metric] for m, _ in runs])), evidence=ev))
-    key = CellKey(model, "ab" * 32, "adversarial", "mr", 0, "c" * 16)
-    store.write(key, rows, {"suite": "adversarial"}, evidence=apply_uncertainty(rows))
+    key = CellKey(model, "ab" * 32, "adversarial", "mr", 0, config_hash)
+    store.write(key, rows, config or {"suite": "adversarial"}, evidence=apply_uncertainty(rows))
     return rows
 
 
@@ -136,3 +136,23 @@ def test_summary_without_evidence_has_no_interval(tmp_path):
     assert not store.evidence_path(path).exists()
     r = store.read(path)["results"][0]
     assert r["ci_low"] is None and r["ci_method"] == "" and "evidence" not in r
+
+
+def test_compare_names_the_setting_of_each_cell_of_a_task(tmp_path, monkeypatch, capsys):
+    """Two cells of one task under two victim protocols: each row says which setting it is."""
+    store = ResultStore(tmp_path)
+    kinds = ["successful"] * 6 + ["failed"] * 4
+    for model in ("a", "b"):
+        for victim, h in (("frozen", "1" * 16), ("finetune", "2" * 16)):
+            config = {"suite": "adversarial", "victim": victim, "constraints": "unified", "recipes": ["textfooler"],
+                      "attack_resources": {"word_embedding": {"served": "x"}}}
+            _attack_cell(store, model, kinds, [10.0] * 10, config=config, config_hash=h)
+    diffs, counts = compare_models(store, "a", "b")
+    assert counts["shared_cells"] == 2
+    assert {d.setting for d in diffs} == {"victim=frozen", "victim=finetune"}  # equal entries are not repeated
+    monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path))
+    assert main(["compare", "a", "b"]) == 0
+    text = capsys.readouterr().out
+    assert "setting" in text and "victim=frozen" in text and "victim=finetune" in text
+    assert main(["compare", "a", "b", "--json"]) == 0
+    assert {r["setting"] for r in json.loads(capsys.readouterr().out)["rows"]} == {"victim=frozen", "victim=finetune"}

@@ -103,7 +103,9 @@ def main(args) -> int:
                       f"only {args.model_b}: {counts['only_b']}. Run the missing cells with the same options.")
         return 0
     table = Table(title=f"{args.model_b} − {args.model_a} (paired, 95% CI)")
-    for col, justify in (("suite", "left"), ("task", "left"), ("attack", "left"), ("metric", "left"),
+    with_settings = any(d.setting for d in diffs)  # a task stored under several settings: say which row is which
+    for col, justify in (("suite", "left"), ("task", "left"), *((("setting", "left"),) if with_settings else ()),
+                         ("attack", "left"), ("metric", "left"),
                          ("agg.", "left"), ("seed", "right"), ("A", "right"), ("B", "right"), ("B − A", "right"),
                          ("95% CI", "right"), ("p", "right"), ("test", "left"), ("pairs", "right")):
         table.add_column(col, justify=justify)
@@ -111,7 +113,8 @@ def main(args) -> int:
         x = d.diff
         ci = f"[{_fmt(x.low, True)}, {_fmt(x.high, True)}]" if x is not None and x.low is not None else "–"
         flag = " *" if d.significant else ""
-        table.add_row(d.suite, d.task, d.key["attack"], d.key["metric"], d.key["aggregation"], str(d.seed),
+        table.add_row(d.suite, d.task, *((d.setting,) if with_settings else ()), d.key["attack"], d.key["metric"],
+                      d.key["aggregation"], str(d.seed),
                       _fmt(d.a), _fmt(d.b), _fmt(d.estimate, True) + flag, ci, _p(x.p if x else None),
                       _short_method(x.method if x else ""), str(x.n) if x else "–")
     console.print(table)
