@@ -368,6 +368,9 @@ def connect(ray, address: str | None, num_cpus: int | None) -> bool:
                              f"RAY_AUTH_MODE=token here, with the token in ~/.ray/auth_token or RAY_AUTH_TOKEN.") from exc
         return True
     cpus = num_cpus or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    # Ray starts workers at nice 15, so a cell got ~12% of a core beside any other job on the machine (its
+    # wall_s, which the dry-run estimate reads, then measures the neighbour); a local grid's cells run at 0.
+    os.environ.setdefault("RAY_worker_niceness", "0")
     # address="local": a private instance even when `ray start` left a cluster (or a stale address) behind
     ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False,
              object_store_memory=LOCAL_OBJECT_STORE_BYTES)
