@@ -195,7 +195,8 @@ class AdversarialSuite(Suite):
     # 2: per-run victims (seed + 1000·k) and disjoint samples; SNLI/MNLI-mm victims on their own train sets;
     #    victim protocols; BERT-Attack's K an option.
     # 3: a mean-over-runs interval of a rate is cut to 0-100 (a 2-run t-interval reached past 100).
-    version = 3
+    # 4: the victims' clean accuracy carries per-example evidence (a Wilson interval, paired comparisons).
+    version = 4
 
     def labels(self) -> dict:
         return {"attack": {name: RECIPES.label(name) for name in RECIPES}}
@@ -284,10 +285,11 @@ class AdversarialSuite(Suite):
         plan = replications(len(examples), ctx.limit, self.runs(ctx), ctx.seed)
         train = _labelled(training.load(root, examples), training.source)
         victims = [self.victim(task, train, examples, encoder, ctx, rep.victim_seed) for rep in plan]
-        clean = [victim.accuracy(_labelled(examples, f"{task.name}:attack")) for victim in victims]
+        clean = [clean_accuracy(victim, examples, task.name) for victim in victims]
         summaries = [_victim_summary(v) for v in victims]
-        out = _run_rows(task, "clean_accuracy", [{"clean_accuracy": c} for c in clean], plan,
-                        json.dumps({"victims": summaries}, sort_keys=True), {}, attack="", n=len(examples))
+        out = _run_rows(task, "clean_accuracy", [{"clean_accuracy": value} for value, _ in clean], plan,
+                        json.dumps({"victims": summaries}, sort_keys=True), {}, attack="", n=len(examples),
+                        evidence=[{"clean_accuracy": evidence} for _, evidence in clean])
         for recipe in recipes:
             # A fresh Resources per recipe, so its provenance names exactly the roles that recipe used.
             out += self.attack_rows(task, recipe, examples, plan, victims, encoder, Resources(ctx.paths), ctx)
@@ -428,6 +430,19 @@ def attack_one(attack, example, index: int, columns, seed: int) -> dict:
     start = time.perf_counter()
     result = attack.attack(OrderedDict(zip(columns, example.inputs)), example.label)
     return record_of(result, index, example, time.perf_counter() - start)
+
+
+def clean_accuracy(victim, examples, task_name: str):
+    """(accuracy x100 on every attack-set example, its per-example Evidence: a Wilson interval per run
+    and a paired test between two models' victims on the same examples)."""
+    import numpy as np
+
+    from bench.stats import Evidence, Sample
+
+    data = _labelled(examples, f"{task_name}:attack")
+    correct = (np.asarray(victim.predict(data.inputs)) == np.asarray(data.labels)).astype(float)
+    return 100.0 * float(correct.mean()), Evidence("proportion", Sample(list(range(len(correct))), {"correct": correct}),
+                                                   ("correct",))
 
 
 def _run_rows(task, metric: str, per_run: list[dict], plan: list[Replication], provenance: str, config: dict,

@@ -71,7 +71,11 @@ def test_pwws_end_to_end_then_resume_after_kill(adv_env, monkeypatch):
     assert provenance["served"]["wordnet"] == "wordnet-3.0"
     assert json.loads(asr["config"])["recipes"] == ["pwws"]
     assert "(search_method): GreedyWordSwapWIR" in json.loads(asr["config"])["attack"]  # repr(attack) in the config
-    assert 0.0 <= rows[("clean_accuracy", "")]["value"] <= 100.0 and rows[("clean_accuracy", "")]["n"] == 5
+    clean = rows[("clean_accuracy", "")]
+    assert 0.0 <= clean["value"] <= 100.0 and clean["n"] == 5
+    # the victim's accuracy on all 5 attack examples, with its Wilson interval from per-example evidence
+    assert clean["ci_method"] == "wilson" and clean["ci_low"] <= clean["value"] <= clean["ci_high"]
+    assert round(clean["value"] * 5 / 100) == pytest.approx(clean["value"] * 5 / 100)
 
     # kill -9 after two examples: the cell was never written, the third record was torn mid-line.
     cell.unlink()
