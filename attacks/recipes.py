@@ -103,6 +103,8 @@ def recipe_roles(names, constraints: str | None = "paper", undeclared=None) -> l
     if constraint_set(constraints) is not None:
         roles |= set(UNIFIED_ROLES)
     return sorted(roles)
+
+
 CONSTRAINT_SETS: dict[str, UnifiedConstraints | None] = {"paper": None, "unified": UNIFIED}
 
 

@@ -278,9 +278,10 @@ class AdversarialSuite(Suite):
 
         from attacks.resources import Resources  # lazily: torch, NLTK, textattack
 
+        preflight = Resources(ctx.paths)
         # every declared role resolvable before any victim is trained (an undeclared plug-in: checked on use)
-        Resources(ctx.paths).require(recipe_roles(recipes, ctx.options.get("constraints"), undeclared=()))
-        Resources(ctx.paths).textattack()  # NLTK data, TA_CACHE_DIR, then the import (HF_HOME restored)
+        preflight.require(recipe_roles(recipes, ctx.options.get("constraints"), undeclared=()))
+        preflight.textattack()  # NLTK data, TA_CACHE_DIR, then the import (HF_HOME restored)
         examples = task.attack_set(root)
         plan = replications(len(examples), ctx.limit, self.runs(ctx), ctx.seed)
         train = _labelled(training.load(root, examples), training.source)
