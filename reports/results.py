@@ -17,7 +17,9 @@ from bench.store import ResultStore
 from bench.uncertainty import row_key, stored_evidence
 
 # Config keys that differ between the cells of one setting (one row per task, split or seed).
-PER_CELL_KEYS = ("suite", "task", "split", "seed", "summary_of")
+# Config keys that differ between rows of one setting: the cell's identity, and a replication's own
+# record (run k's sample and victim seed), so the rows of a cell's runs stay one setting.
+PER_CELL_KEYS = ("suite", "task", "split", "seed", "summary_of", "replication")
 UNREGISTERED = "not in the registry"
 
 
@@ -161,6 +163,25 @@ def _rank(rows: list[dict], prefer: dict) -> tuple:
                  for key, values in prefer.items())
     limit = config.get("limit")
     return (*pref, 0 if limit is None else 1, -(limit or 0), -len({r.get("seed") for r in rows}))
+
+
+def common_setting(rows_of_models: list[list[dict]], where: dict, prefer: dict | None = None) -> str | None:
+    """The one setting (``setting_key``) a table column shows for every model: the one most of the models
+    have results under, then the preferred one (``_rank``). So two models are never set side by side
+    under different settings (say one's fine-tuned victims against the other's frozen ones)."""
+    models_with: dict[str, int] = {}
+    rows_of: dict[str, list[dict]] = {}
+    for rows in rows_of_models:
+        keys = set()
+        for r in rows:
+            if matches(r, where):
+                keys.add(setting_key(r))
+                rows_of.setdefault(setting_key(r), []).append(r)
+        for key in keys:
+            models_with[key] = models_with.get(key, 0) + 1
+    if not models_with:
+        return None
+    return min(models_with, key=lambda k: (-models_with[k], _rank(rows_of[k], prefer or {})))
 
 
 def stat(rows: list[dict], where: dict, prefer: dict | None = None) -> Stat:

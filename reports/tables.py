@@ -26,7 +26,8 @@ from dataclasses import dataclass, field, replace
 from bench.stats import paired_bootstrap
 from reports.paper import PaperRef, PaperValues, reference_rows
 from reports.paper import by_label as paper_by_label
-from reports.results import EMPTY, EMPTY_CATALOG, Catalog, EvidenceIndex, Stat, mean_of, resource_pairs, stat
+from reports.results import (EMPTY, EMPTY_CATALOG, Catalog, EvidenceIndex, Stat, common_setting, matches, mean_of,
+                             resource_pairs, setting_key, stat)
 
 MISSING = "–"
 PARTIAL = "†"
@@ -148,8 +149,14 @@ def _by_model(rows: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
-def _cell_stat(spec: TableSpec, rows: list[dict], runs: list[dict], where: dict) -> Stat:
-    """Per-run rows when the suite wrote them (mean ± std over runs and seeds), else the main rows."""
+def _cell_stat(spec: TableSpec, rows: list[dict], runs: list[dict], where: dict, setting: str | None = None) -> Stat:
+    """Per-run rows when the suite wrote them (mean ± std over runs and seeds), else the main rows; only
+    those of ``setting`` when given (the column's common setting), counting the others as passed over."""
+    if setting is not None:
+        others = {setting_key(r) for r in rows + runs if matches(r, where)} - {setting}
+        s = _cell_stat(spec, [r for r in rows if setting_key(r) == setting],
+                       [r for r in runs if setting_key(r) == setting], where)
+        return replace(s, passed_over=len(others))
     s = stat(runs, where, spec.prefer) if runs else EMPTY
     return s if s.mean is not None else stat(rows, where, spec.prefer)
 
@@ -183,12 +190,17 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
     mine_of, runs_of = _by_model(mine), _by_model(runs)
     models = catalog.order({r["model"] for r in mine if spec.method is None or catalog.method(r["model"]) == spec.method})
     headers = [c.label for c in spec.columns] + [a.label for a in spec.averages]
+    setting = {(block.label, col.label): common_setting([mine_of.get(m, []) for m in models], {**block.where, **col.where},
+                                                        spec.prefer)
+               for block in spec.blocks or (Block({}),) for col in spec.columns}
     lines = []
     for block in spec.blocks or (Block({}),):
         for model in models:
             cells = []
             for col in spec.columns:
-                s = _cell_stat(spec, mine_of.get(model, []), runs_of.get(model, []), {**block.where, **col.where})
+                where = {**block.where, **col.where}
+                s = _over_runs_interval(_cell_stat(spec, mine_of.get(model, []), runs_of.get(model, []), where,
+                                                   setting[block.label, col.label]), evidence)
                 value = paper.get(spec.paper, model, spec.suite, col.paper_task or col.where.get("task", ""),
                                   spec.metric, block.where.get("attack", ""), col.where.get("split"))
                 cells.append(Cell(s, value))
@@ -210,6 +222,15 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
     better = [spec.better] * len(headers)
     _mark_best(lines, better, spec.decimals, evidence)
     return Table(spec, headers, better, lines, settings_sentence(spec, lines, [c.label for c in spec.columns], absent))
+
+
+def _over_runs_interval(s: Stat, evidence: EvidenceIndex | None) -> Stat:
+    """Several runs or seeds: the kernel's interval over them from the stored evidence (a t-interval cut
+    to a rate's 0-100, as the rows' own), where the evidence is stored; else the plain t-interval."""
+    if s.seeds < 2 or evidence is None:
+        return s
+    ev = evidence.of_stat(s)
+    return replace(s, ci=ev.interval()) if ev is not None else s
 
 
 def _with_interval(s: Stat, evidence: EvidenceIndex | None) -> Stat:

@@ -321,9 +321,34 @@ def test_settings_that_differ_name_their_columns(tmp_path):
     md = generate(tmp_path, formats=["md"]).reports["robustembed-table2.md"]
     assert "| MR ↑ | CR ↑ |" in md  # the labels the transfer suite exported
     assert "mode: fasttest (minilm: MR), test (minilm: CR)" in md
-    _cell(store, "simcse-bert", "transfer", "mr", 0, [("acc", 70.0)], mode="test")
+    _cell(store, "simcse-bert", "transfer", "mr", 0, [("acc", 71.0)], mode="test")
     md = generate(tmp_path, formats=["md"]).reports["robustembed-table2.md"]
-    assert "mode: fasttest (minilm: MR), test (minilm: CR; simcse-bert)" in md
+    # One setting per column: MR under mode=test for every model, so minilm's fasttest MR is passed over
+    # (never set beside simcse-bert's test-mode MR) and the caption says so.
+    minilm = next(ln for ln in md.splitlines() if ln.startswith("| minilm |"))
+    assert minilm.split("|")[2].strip().startswith("–") and "75.00" in minilm
+    assert "mode: test;" in md and "1 cell(s) also have results under other settings" in md
+
+
+def test_a_column_shows_every_model_under_one_setting(tmp_path):
+    """Attack cells under two victim protocols: a model with both is shown under the one its peers share,
+    never its fine-tuned victims beside another model's frozen ones."""
+    from reports import generate
+
+    store = ResultStore(tmp_path)
+    for model, victims in (("simcse-bert", ("finetune", "frozen")), ("robustembed-bert", ("frozen",))):
+        for victim in victims:
+            _cell(store, model, "adversarial", "mr", 0, [("attack_success_rate", 90.0 if victim == "finetune" else 60.0,
+                                                          "mean-of-runs", "attack", "textfooler")], victim=victim)
+    export_metadata(tmp_path)  # the recipes' labels
+    md = generate(tmp_path, formats=["md"]).reports["robustembed-table3.md"]
+    rows = {ln.split("|")[2].strip(): ln for ln in md.splitlines() if ln.startswith("| TextFooler |")}
+    assert "60.00" in rows["simcse-bert"] and "90.00" not in rows["simcse-bert"]
+    assert "victim: frozen;" in md and "1 cell(s) also have results under other settings" in md
+    _cell(store, "robustembed-bert", "adversarial", "mr", 0, [("attack_success_rate", 80.0, "mean-of-runs", "attack",
+                                                               "textfooler")], victim="finetune")
+    md = generate(tmp_path, formats=["md"]).reports["robustembed-table3.md"]
+    assert "victim: finetune;" in md  # both have both: the paper's protocol is preferred
 
 
 def test_preferred_setting_wins_over_others(tmp_path):
