@@ -16,7 +16,6 @@ from bench.stats import NO_INTERVAL, Evidence, Interval, t_interval
 from bench.store import ResultStore
 from bench.uncertainty import row_key, stored_evidence
 
-# Config keys that differ between the cells of one setting (one row per task, split or seed).
 # Config keys that differ between rows of one setting: the cell's identity, and a replication's own
 # record (run k's sample and victim seed), so the rows of a cell's runs stay one setting.
 PER_CELL_KEYS = ("suite", "task", "split", "seed", "summary_of", "replication")
