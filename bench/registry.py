@@ -458,9 +458,13 @@ trained("sup-simcse-minilm", "sup-simcse", "minilm", "smoke", citation=SIMCSE_CI
                     "all-MiniLM-L6-v2 (itself trained on SNLI/MNLI among its 1B pairs)")
 
 # --- issue 13: the study profile (bench/train.py PROFILES["study"]), sized for 2 CPU cores -------------
-# From the contrastive all-MiniLM-L6-v2; the masked-LM-trained base (`minilm-mlm`) joins when it is built.
+# From the contrastive all-MiniLM-L6-v2, and from the masked-LM-trained base (`minilm-mlm`), which stands
+# in for the raw MLM-pretrained BERT the papers start from.
+_STUDY_CITES = dict((m, c) for m, c, *_ in ISSUE5_METHODS) | {"simcse": SIMCSE_CITE, "robustembed": ROBUSTEMBED_CITE}
 for _method in ("simcse", "robustembed", "vadvcse", "dcl"):
-    trained(f"{_method}-minilm-study", _method, "minilm", "study",
-            citation=SIMCSE_CITE if _method == "simcse" else dict((m, c) for m, c, *_ in ISSUE5_METHODS).get(
-                _method, ROBUSTEMBED_CITE),
+    trained(f"{_method}-minilm-study", _method, "minilm", "study", citation=_STUDY_CITES[_method],
             description=f"{_method}, study profile (250 steps of 64, CPU) from all-MiniLM-L6-v2")
+for _method in ("simcse", "robustembed"):
+    trained(f"{_method}-minilm-mlm-study", _method, "minilm-mlm", "study", citation=_STUDY_CITES[_method],
+            description=f"{_method}, study profile (250 steps of 64, CPU) from minilm-mlm (all-MiniLM-L6-v2 "
+                        "trained further as a masked LM)")
