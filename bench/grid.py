@@ -296,9 +296,15 @@ def past_timings(results: Path) -> dict[tuple[str, str, str], list[tuple[dict, f
     return out
 
 
-def scaled_cost(config: dict, wall_s: float, planned: dict) -> float | None:
+# Settings a rough estimate may ignore, one more at a time, when no earlier cell matches them
+# (``estimate(rough=True)``): the attack constraints and the victim protocol change a cell's cost by a
+# factor, not by orders.
+ROUGH_SETTINGS = ("constraints", "victim")
+
+
+def scaled_cost(config: dict, wall_s: float, planned: dict, ignore: tuple = ()) -> float | None:
     """An earlier cell's wall time scaled to the planned cell's size; None when they are not comparable."""
-    if any(config.get(k) != planned.get(k) for k in COST_SETTINGS):
+    if any(config.get(k) != planned.get(k) for k in COST_SETTINGS if k not in ignore):
         return None
     (limit, units), (planned_limit, planned_units) = work_units(config), work_units(planned)
     if planned_limit is None:  # the whole task: only an earlier whole-task cell tells its cost
@@ -310,19 +316,24 @@ def scaled_cost(config: dict, wall_s: float, planned: dict) -> float | None:
     return wall_s * size * planned_units / units
 
 
-def estimate(timings: dict, cell: Cell, planned: dict | None = None) -> float | None:
+def estimate(timings: dict, cell: Cell, planned: dict | None = None, rough: bool = False) -> float | None:
     """Median earlier wall time of this model's cell, else of any model's cell for the same suite/task,
-    each scaled to the planned size (examples x runs x recipes) when ``planned`` (its config) is given."""
-    def costs(entries):
+    each scaled to the planned size (examples x runs x recipes) when ``planned`` (its config) is given.
+    ``rough``: earlier cells may differ in the first one, then both, of ``ROUGH_SETTINGS`` (for a setting
+    never run before)."""
+    def costs(entries, ignore):
         if planned is None:
             return [wall for _, wall in entries]
-        return [c for c in (scaled_cost(cfg, wall, planned) for cfg, wall in entries) if c is not None]
+        return [c for c in (scaled_cost(cfg, wall, planned, ignore) for cfg, wall in entries) if c is not None]
 
-    same = costs(timings.get((cell.model, cell.suite, cell.task), ()))
-    if same:
-        return statistics.median(same)
-    other = costs([e for (m, s, t), entries in timings.items() if (s, t) == (cell.suite, cell.task) for e in entries])
-    return statistics.median(other) if other else None
+    same_task = [e for (m, s, t), entries in timings.items() if (s, t) == (cell.suite, cell.task) for e in entries]
+    relaxed = [ROUGH_SETTINGS[:k] for k in range(1, len(ROUGH_SETTINGS) + 1)] if rough else [()]
+    for ignore in relaxed:
+        for entries in (timings.get((cell.model, cell.suite, cell.task), ()), same_task):
+            found = costs(entries, ignore)
+            if found:
+                return statistics.median(found)
+    return None
 
 
 def training_estimate(spec: ModelSpec, models_dir: Path) -> float | None:

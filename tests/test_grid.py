@@ -270,6 +270,22 @@ def test_cost_estimate_scales_by_examples_runs_and_recipes():
     assert scaled_cost(whole, 30.0, {**planned, "limit": None}) == pytest.approx(30.0 * 2 / 2)
 
 
+def test_rough_estimate_borrows_from_other_victim_and_constraint_settings_only():
+    from bench.grid import Cell, estimate
+
+    unified = {"limit": 200, "runs": 2, "recipes": ["textfooler"], "profile": "study", "victim": "frozen",
+               "constraints": "unified"}
+    timings = {("a", "adversarial", "mr"): [(unified, 600.0)]}
+    cell = Cell("b", "adversarial", "mr", 0)
+    paper = {**unified, "constraints": "paper", "victim": "finetune"}
+    assert estimate(timings, cell, paper) is None  # never run under this setting
+    assert estimate(timings, cell, paper, rough=True) == pytest.approx(600.0)
+    # the constraints are relaxed before the victim protocol
+    timings[("a", "adversarial", "mr")].append(({**unified, "victim": "finetune"}, 1800.0))
+    assert estimate(timings, cell, paper, rough=True) == pytest.approx(1800.0)
+    assert estimate(timings, cell, {**paper, "profile": "smoke"}, rough=True) is None  # the profile still binds
+
+
 def test_training_estimate_reads_cards_of_the_same_method_and_profile(tmp_path, monkeypatch):
     import json
 

@@ -108,7 +108,7 @@ def dry_run(plan, console: Console) -> int:
     for col, justify in (("model", "left"), ("suite", "left"), ("task", "left"), ("seed", "right"),
                          ("in store", "left"), ("est. cost", "right")):
         table.add_column(col, justify=justify)
-    total, unknown, to_run, training = 0.0, 0, 0, 0.0
+    total, unknown, to_run, training, rough = 0.0, 0, 0, 0.0, 0
     for spec in plan.models:
         if spec.is_trained and not (spec.checkpoint_dir(plan.paths.models) / "config.json").exists():
             cost = training_estimate(spec, plan.paths.models)
@@ -119,16 +119,22 @@ def dry_run(plan, console: Console) -> int:
     for cell in plan.cells():
         shas = plan.stored_any_weights(cell)
         cost = 0.0 if cell.summary else estimate(timings, cell, plan.config(cell))  # summaries only aggregate
+        shown = fmt_s(cost)
+        if cost is None:  # a setting never run: cells of the same suite and task under other settings
+            cost = estimate(timings, cell, plan.config(cell), rough=True)
+            shown = f"~{fmt_s(cost)}" if cost is not None else shown
         if not shas:
             to_run += 1
             total += cost or 0.0
             unknown += cost is None
+            rough += shown.startswith("~")
         stored = f"yes (weights {', '.join(s[:8] for s in shas)})" if shas else "no"
-        table.add_row(cell.model, cell.suite, cell.task, str(cell.seed), stored, fmt_s(cost))
+        table.add_row(cell.model, cell.suite, cell.task, str(cell.seed), stored, shown)
     console.print(table)
     console.print(f"{to_run} cell(s) without a stored result for this configuration; estimated "
                   f"{fmt_s(total + training)} of CPU-slot time ({fmt_s(training)} training, {fmt_s(total)} cells)"
-                  f"{f', plus {unknown} item(s) never timed' if unknown else ''} "
+                  f"{f', plus {unknown} item(s) never timed' if unknown else ''}"
+                  f"{f'; ~: {rough} rough estimate(s) from cells under another victim or constraint setting' if rough else ''} "
                   f"(from earlier wall_s in the store, scaled by examples x runs x recipes, and from the model "
                   f"cards of finished training runs of the same method and profile; excludes model loading). "
                   f"'in store' matches model, suite, task, seed and configuration; a real run also checks the "
