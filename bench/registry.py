@@ -460,7 +460,7 @@ trained("sup-simcse-minilm", "sup-simcse", "minilm", "smoke", citation=SIMCSE_CI
 # --- issue 13: the study profile (bench/train.py PROFILES["study"]), sized for 2 CPU cores -------------
 # From the contrastive all-MiniLM-L6-v2, and from the masked-LM-trained base (`minilm-mlm`), which stands
 # in for the raw MLM-pretrained BERT the papers start from.
-_STUDY_CITES = dict((m, c) for m, c, *_ in ISSUE5_METHODS) | {"simcse": SIMCSE_CITE, "robustembed": ROBUSTEMBED_CITE}
+_STUDY_CITES = {**{m: c for m, c, *_ in ISSUE5_METHODS}, "simcse": SIMCSE_CITE, "robustembed": ROBUSTEMBED_CITE}
 for _method in ("simcse", "robustembed", "vadvcse", "dcl"):
     trained(f"{_method}-minilm-study", _method, "minilm", "study", citation=_STUDY_CITES[_method],
             description=f"{_method}, study profile (250 steps of 64, CPU) from all-MiniLM-L6-v2")

@@ -99,8 +99,8 @@ def main() -> None:
                              constraints=args.constraints),
     }
     stock = {name: name.startswith("stock") for name in attacks}
-    for name, attack in attacks.items():
-        run(attack, warmup, task.columns, lambda i: example_seed(10 ** 6, i), stock[name])  # lazy loads, not timed
+    for name, attack in attacks.items():  # lazy loads, not timed
+        run(attack, warmup, task.columns, lambda i: example_seed(10 ** 6, i), stock[name])
     results = {}
     for name in reversed(list(attacks)):  # ours first, then stock
         results[name] = run(attacks[name], examples, task.columns, lambda i: example_seed(0, i), stock[name])

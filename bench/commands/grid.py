@@ -134,7 +134,7 @@ def dry_run(plan, console: Console) -> int:
     console.print(f"{to_run} cell(s) without a stored result for this configuration; estimated "
                   f"{fmt_s(total + training)} of CPU-slot time ({fmt_s(training)} training, {fmt_s(total)} cells)"
                   f"{f', plus {unknown} item(s) never timed' if unknown else ''}"
-                  f"{f'; ~: {rough} rough estimate(s) from cells under another victim or constraint setting' if rough else ''} "
+                  f"{f'; ~: {rough} rough estimate(s) from cells under another constraint set or victim' if rough else ''} "
                   f"(from earlier wall_s in the store, scaled by examples x runs x recipes, and from the model "
                   f"cards of finished training runs of the same method and profile; excludes model loading). "
                   f"'in store' matches model, suite, task, seed and configuration; a real run also checks the "
