@@ -577,6 +577,8 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
             method.after_step(step)
             state["step"] = step + 1
             state["losses"].append([step + 1, float(loss.detach())])
+            if state["step"] == 1 and main:  # the loss of the base's own weights: how much is left to learn
+                log(f"  step 1/{total}: loss {state['losses'][-1][1]:.4g} (computed with the base's weights)")
             if cfg.log_every and state["step"] % cfg.log_every == 0 and main:
                 rate = (state["step"] - tick_step) / max(time.perf_counter() - tick, 1e-9)
                 extras = " ".join(f"{k} {v:.4g}" for k, v in logs.items() if k != "loss")
@@ -610,6 +612,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         "data": data.card, "method_resources": ctx.resources.served(),
         "steps": state["step"], "epochs_seen": state["step"] / per_epoch, "world_size": world,
         "best": state["best"], "stsb_dev_before": state.get("dev_before"), "dev_history": state["dev_history"],
+        "first_loss": state["losses"][0][1] if state["losses"] else None,
         "final_loss": state["losses"][-1][1] if state["losses"] else None,
         "device": device, "amp": str(amp).replace("torch.", "") if amp else None, "dtype": dtype_name(amp),
         "git_commit": git_commit(), "package_versions": json.loads(package_versions()),

@@ -100,6 +100,8 @@ def test_training_keeps_the_best_dev_checkpoint_and_writes_a_full_card(tiny_bert
         assert key in card
     assert card["method_config"]["pgd_steps"] == 2 and card["method_config"]["reg_weight"] == 1 / 128
     assert len(card["data"]["sha256"]) == 64 and card["data"]["sentences"] == 64
+    recorded = json.loads((bench_env.home / "train" / "tiny-run" / "losses.json").read_text())
+    assert card["first_loss"] == recorded[0][1] and card["final_loss"] == recorded[-1][1] and len(recorded) == 6
     # the saved weights are the best step's: re-scoring them gives the recorded dev score
     from bench.data import read_stsb
     from bench.metrics import score_pairs
@@ -124,6 +126,7 @@ def test_bench_train_cli_on_a_tiny_fixture(tiny_bert_dir, tmp_path, bench_env, c
     card = json.loads((bench_env.home / "models" / "cli-tiny" / "bench_card.json").read_text())
     assert card["steps"] == 3 and card["method_config"]["temperature"] == 0.1
     assert [h["step"] for h in card["dev_history"]] == [0, 2, 3]
+    assert f"step 1/3: loss {card['first_loss']:.4g} (computed with the base's weights)" in capsys.readouterr().out
     assert cli(args) == 0  # finished: nothing to do
     assert "already trained" in capsys.readouterr().out
     assert cli([*args[:-2], "--name", "x", "--set", "no_such_knob=1"]) == 2
