@@ -60,6 +60,21 @@ def uniformity(x: np.ndarray, t: float = 2.0) -> float:
     return float(m + np.log(np.exp(vals - m).mean()))  # log-mean-exp, stable
 
 
+def uniformity_pseudo_values(x: np.ndarray, t: float = 2.0) -> np.ndarray:
+    """Per-row pseudo-values g_i = 2 h_i - U of the pair mean U = E exp(-t ||f(x) - f(y)||^2), where
+    h_i is row i's mean kernel over the other rows: mean(g) = U, so log(mean(g)) is the uniformity, and
+    a bootstrap of mean(g) over rows has the first-order variance of the U-statistic (4 Var(h) / n;
+    resampling h_i itself would give a quarter of it)."""
+    x = normalise(x).astype(np.float64)
+    n = len(x)
+    if n < 2:
+        return np.full(n, np.nan)
+    kernel = np.exp(-t * np.clip(2.0 - 2.0 * x @ x.T, 0.0, None))
+    np.fill_diagonal(kernel, 0.0)
+    h = kernel.sum(1) / (n - 1)
+    return 2.0 * h - h.mean()
+
+
 def alignment_uniformity(pairs, encode, threshold: float = POSITIVE_THRESHOLD) -> tuple[float, float, int, int]:
     """(alignment over pairs with gold >= threshold, uniformity over the distinct sentences, n positives,
     n sentences) for a ``PairSet``: the alignment suite's and the trainer's dev measure."""

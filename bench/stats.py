@@ -145,6 +145,13 @@ def nan_mean(v: np.ndarray) -> np.ndarray:
         return np.where(count > 0, np.where(present, v, 0.0).sum(-1) / np.maximum(count, 1), np.nan)
 
 
+def log_mean(v: np.ndarray) -> np.ndarray:
+    """log of ``nan_mean``; NaN where the mean is not positive (uniformity from its pseudo-values)."""
+    m = nan_mean(v)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(m > 0, np.log(np.where(m > 0, m, 1.0)), np.nan)
+
+
 def f1_binary(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
     """F1 of the positive class (label 1) over the last axis, as sklearn's f1_score."""
     pred, gold = np.asarray(pred) == 1, np.asarray(gold) == 1
@@ -187,6 +194,7 @@ STATISTICS: dict[str, Statistic] = {s.name: s for s in (
     Statistic("spearman_wmean", 2, _stratified(spearman), bounds=(-1.0, 1.0)),
     Statistic("pearson_wmean", 2, _stratified(pearson), bounds=(-1.0, 1.0)),
     Statistic("mean", 1, _gathered(nan_mean)),
+    Statistic("log_mean", 1, _gathered(log_mean)),
     # 0/1 outcomes, NaN = not counted
     Statistic("proportion", 1, _gathered(nan_mean), interval="wilson", bounds=(0.0, 1.0)),
     Statistic("f1", 2, _gathered(f1_binary), bounds=(0.0, 1.0)),

@@ -61,6 +61,8 @@ def test_alignment_suite(bench_env, tiny_model):
     rows = {r["metric"]: r for r in json.loads(cell.read_text())["results"]}
     assert rows["align"]["n"] == 4  # gold >= 4.0 in the fixture: 4.8, 4.2, 4.6, 4.0
     assert 0.0 <= rows["align"]["value"] <= 4.0 and rows["uniform"]["value"] <= 0.0
+    for metric in ("align", "uniform"):  # every row carries its interval
+        assert rows[metric]["ci_low"] <= rows[metric]["value"] <= rows[metric]["ci_high"], metric
 
 
 def test_unknown_model_exits_2_with_suggestions(capsys):

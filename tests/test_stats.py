@@ -207,3 +207,38 @@ def test_storage_round_trip():
     stored = {name: stats.sample_from_dict(stats.sample_to_dict(s)) for name, s in samples.values()}
     back = stats.evidence_from_dict(d, stored)
     assert back.point() == pytest.approx(avg.point(), abs=1e-4) and back.parts[1].label == "t"
+
+
+def test_uniformity_interval_matches_a_bootstrap_of_the_pair_statistic():
+    """The pseudo-value bootstrap (cheap, per sentence) has the spread of resampling sentences and
+    recomputing uniformity over all pairs (the pair matrix per resample); resampling each sentence's
+    mean kernel instead would be half as wide."""
+    from bench.metrics import normalise, uniformity, uniformity_pseudo_values
+    from bench.stats import Evidence, Sample
+
+    rng = np.random.default_rng(3)
+    x = normalise(rng.normal(size=(160, 6)) + np.repeat(rng.normal(size=(8, 6)), 20, axis=0))
+    pseudo = uniformity_pseudo_values(x)
+    ev = Evidence("log_mean", Sample(list(range(len(x))), {"pseudo": pseudo}), ("pseudo",), scale=1.0)
+    assert ev.point() == pytest.approx(uniformity(x), abs=1e-9)
+
+    brute = []
+    for _ in range(400):
+        idx = rng.integers(0, len(x), len(x))
+        sq = np.clip(2.0 - 2.0 * x[idx] @ x[idx].T, 0.0, None)
+        distinct = idx[:, None] != idx[None, :]  # pairs of different sentences, as the point estimate
+        brute.append(np.log(np.exp(-2.0 * sq)[distinct].mean()))
+    fast = ev.bootstrap(1000, 0)
+    assert np.std(fast) == pytest.approx(np.std(brute), rel=0.2)
+    lo, hi = ev.interval().low, ev.interval().high
+    assert lo < uniformity(x) < hi
+    h = (pseudo + pseudo.mean()) / 2  # each sentence's own mean kernel
+    naive = Evidence("log_mean", Sample(list(range(len(x))), {"h": h}), ("h",), scale=1.0).bootstrap(1000, 0)
+    assert np.std(naive) < 0.6 * np.std(brute)
+    # paired by sentence: B - A is the difference of the two uniformities, its CI narrower than either
+    y = normalise(x + 0.3 * rng.normal(size=x.shape))
+    ev_b = Evidence("log_mean", Sample(list(range(len(y))), {"pseudo": uniformity_pseudo_values(y)}), ("pseudo",),
+                    scale=1.0)
+    diff = stats.paired_bootstrap(ev, ev_b)
+    assert diff.estimate == pytest.approx(uniformity(y) - uniformity(x), abs=1e-9)
+    assert diff.low < diff.estimate < diff.high and diff.high - diff.low < hi - lo
