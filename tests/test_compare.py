@@ -156,3 +156,8 @@ def test_compare_names_the_setting_of_each_cell_of_a_task(tmp_path, monkeypatch,
     assert "setting" in text and "victim=frozen" in text and "victim=finetune" in text
     assert main(["compare", "a", "b", "--json"]) == 0
     assert {r["setting"] for r in json.loads(capsys.readouterr().out)["rows"]} == {"victim=frozen", "victim=finetune"}
+    monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path / "empty"))  # --results-dir wins over the environment
+    assert main(["compare", "a", "b"]) == 2
+    assert "--results-dir" in capsys.readouterr().err
+    assert main(["compare", "a", "b", "--json", "--results-dir", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["shared_cells"] == 2

@@ -1,4 +1,4 @@
-"""bench compare A B [--suite S] [--task T] [--metric M]... [--per-run] [--json]
+"""bench compare A B [--suite S] [--task T] [--metric M]... [--per-run] [--json] [--results-dir DIR]
 
 Paired differences B - A over every result cell the two models share (same suite, task, seed and
 configuration; only the model differs), from the stored results and their evidence sidecars alone
@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from pathlib import Path
 
 PER_RUN = re.compile(r"^run\d+$")
 
@@ -37,6 +38,9 @@ def add_arguments(parser):
     parser.add_argument("--per-run", action="store_true",
                         help="also list each replication's rows (run0, run1, ...), not just their mean")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--results-dir", type=Path,
+                        help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
+                             "`--results-dir results` compares the checkout's published leaderboard")
 
 
 def _models_with_cells(store) -> list[str]:
@@ -69,13 +73,14 @@ def main(args) -> int:
     from bench.store import ResultStore
     from bench.uncertainty import compare_models
 
-    store = ResultStore(Paths.from_env().results)
+    store = ResultStore(Paths.from_env().with_results(args.results_dir).results)
     known = _models_with_cells(store)
     for name in (args.model_a, args.model_b):
         if name not in known:
             if not known:
                 raise BenchError(f"No result cells under {store.root / 'cells'}. Run `bench run` for both models "
-                                 f"first, or point BENCH_RESULTS_DIR at a results directory.")
+                                 f"first, or name a results directory with --results-dir (`--results-dir results`: the "
+                                 f"checkout's published leaderboard).")
             close = difflib.get_close_matches(name, known, n=5, cutoff=0.4)
             raise BenchError(f"No stored results for model '{name}' under {store.root / 'cells'}."
                              + (f" Did you mean: {', '.join(close)}?" if close else "")
