@@ -379,6 +379,14 @@ def mean_std_interval(values, level: float = LEVEL, what: str = "seeds") -> tupl
     return float(np.mean(vals)), std, t_interval(vals, level, what)
 
 
+def display_decimals(low: float | None, high: float | None, minimum: int = 2, maximum: int = 6) -> int:
+    """Decimals that show an interval's width to two significant digits (at least ``minimum``): an
+    alignment difference of 0.004 [0.003, 0.005] must not print as 0.00 [0.00, 0.00]."""
+    if low is None or high is None or not (high > low):
+        return minimum
+    return int(min(maximum, max(minimum, 1 - math.floor(math.log10(high - low)))))
+
+
 # ---------------------------------------------------------------- paired tests -------------------
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.errors import BenchError
+from bench.stats import display_decimals
 from bench.store import ResultStore
 from bench.uncertainty import compare_models, model_cells, row_key
 from reports.results import Catalog, resource_pairs
@@ -71,7 +72,9 @@ def _diff_text(d) -> str:
     p = d.diff.p
     ptext = "–" if p is None else ("<0.001" if p < 0.001 else f"{p:.3f}")
     verdict = "significant" if d.significant else "n.s."
-    return f"{_num(d.estimate, signed=True)} ({_num(d.diff.low, signed=True)}, {_num(d.diff.high, signed=True)}), p {ptext}, {verdict}"
+    k = display_decimals(d.diff.low, d.diff.high)
+    return (f"{_num(d.estimate, k, signed=True)} ({_num(d.diff.low, k, signed=True)}, "
+            f"{_num(d.diff.high, k, signed=True)}), p {ptext}, {verdict}")
 
 
 def _settings_text(config: dict) -> str:
@@ -112,8 +115,9 @@ def card(results_dir: Path, model: str) -> dict[str, str]:
                     continue
                 all_rows.append(r)
                 kt = tuple(row_key(r).values())
-                line = [r["task"], r.get("attack") or "", r["metric"], r["aggregation"], r["split"], _num(r["value"]),
-                        f"{_num(r.get('ci_low'))} – {_num(r.get('ci_high'))}" if r.get("ci_low") is not None else "–",
+                k = display_decimals(r.get("ci_low"), r.get("ci_high"))
+                line = [r["task"], r.get("attack") or "", r["metric"], r["aggregation"], r["split"], _num(r["value"], k),
+                        f"{_num(r.get('ci_low'), k)} – {_num(r.get('ci_high'), k)}" if r.get("ci_low") is not None else "–",
                         r.get("ci_method") or "", "" if r.get("n") is None else str(r["n"]), str(r.get("seed"))]
                 line += [_diff_text(diffs[role].get((suite, r["task"], key[2], key[3], kt))) for role in others]
                 text = _settings_text(cell.get("config", {}))

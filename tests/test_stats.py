@@ -242,3 +242,11 @@ def test_uniformity_interval_matches_a_bootstrap_of_the_pair_statistic():
     diff = stats.paired_bootstrap(ev, ev_b)
     assert diff.estimate == pytest.approx(uniformity(y) - uniformity(x), abs=1e-9)
     assert diff.low < diff.estimate < diff.high and diff.high - diff.low < hi - lo
+
+
+def test_display_decimals_show_the_interval_width():
+    assert stats.display_decimals(-1.77, 1.63) == 2  # an ASR difference: 2 decimals as everywhere
+    assert stats.display_decimals(-0.0052, -0.0011) == 4  # a uniformity difference is not "-0.00 [-0.00, -0.00]"
+    assert f"{-0.0031:+.{stats.display_decimals(-0.0052, -0.0011)}f}" == "-0.0031"
+    assert stats.display_decimals(None, 1.0) == stats.display_decimals(1.0, 1.0) == 2
+    assert stats.display_decimals(0.0, 1e-12) == 6  # capped

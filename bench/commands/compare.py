@@ -48,10 +48,10 @@ def _models_with_cells(store) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
-def _fmt(x, signed=False) -> str:
+def _fmt(x, signed=False, decimals=2) -> str:
     if x is None:
         return "–"
-    return f"{x:+.2f}" if signed else f"{x:.2f}"
+    return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
 
 
 def _p(p) -> str:
@@ -70,6 +70,7 @@ def main(args) -> int:
 
     from bench.errors import BenchError
     from bench.paths import Paths
+    from bench.stats import display_decimals
     from bench.store import ResultStore
     from bench.uncertainty import compare_models
 
@@ -116,11 +117,13 @@ def main(args) -> int:
         table.add_column(col, justify=justify)
     for d in diffs:
         x = d.diff
-        ci = f"[{_fmt(x.low, True)}, {_fmt(x.high, True)}]" if x is not None and x.low is not None else "–"
+        k = display_decimals(x.low, x.high) if x is not None else 2  # the CI's width to 2 significant digits
+        ci = f"[{_fmt(x.low, True, k)}, {_fmt(x.high, True, k)}]" if x is not None and x.low is not None else "–"
         flag = " *" if d.significant else ""
         table.add_row(d.suite, d.task, *((d.setting,) if with_settings else ()), d.key["attack"], d.key["metric"],
                       d.key["aggregation"], str(d.seed),
-                      _fmt(d.a), _fmt(d.b), _fmt(d.estimate, True) + flag, ci, _p(x.p if x else None),
+                      _fmt(d.a, decimals=k), _fmt(d.b, decimals=k), _fmt(d.estimate, True, k) + flag, ci,
+                      _p(x.p if x else None),
                       _short_method(x.method if x else ""), str(x.n) if x else "–")
     console.print(table)
     unmatched = sum(d.diff.extra.get("unmatched", 0) for d in diffs if d.diff)
