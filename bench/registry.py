@@ -464,7 +464,12 @@ _STUDY_CITES = {**{m: c for m, c, *_ in ISSUE5_METHODS}, "simcse": SIMCSE_CITE, 
 for _method in ("simcse", "robustembed", "vadvcse", "dcl"):
     trained(f"{_method}-minilm-study", _method, "minilm", "study", citation=_STUDY_CITES[_method],
             description=f"{_method}, study profile (250 steps of 64, CPU) from all-MiniLM-L6-v2")
-for _method in ("simcse", "robustembed"):
+for _method in ("simcse", "robustembed", "vadvcse", "dcl"):
     trained(f"{_method}-minilm-mlm-study", _method, "minilm-mlm", "study", citation=_STUDY_CITES[_method],
             description=f"{_method}, study profile (250 steps of 64, CPU) from minilm-mlm (all-MiniLM-L6-v2 "
                         "trained further as a masked LM)")
+# Tier 2's second training seed: the same recipe with the trainer's seed 1 (data order, dropout, inits).
+for _method in ("simcse", "robustembed"):
+    trained(f"{_method}-minilm-mlm-study-seed1", _method, "minilm-mlm", "study", recipe={"seed": 1},
+            citation=_STUDY_CITES[_method],
+            description=f"{_method}, study profile (250 steps of 64, CPU) from minilm-mlm, training seed 1")
