@@ -250,3 +250,30 @@ def test_display_decimals_show_the_interval_width():
     assert f"{-0.0031:+.{stats.display_decimals(-0.0052, -0.0011)}f}" == "-0.0031"
     assert stats.display_decimals(None, 1.0) == stats.display_decimals(1.0, 1.0) == 2
     assert stats.display_decimals(0.0, 1e-12) == 6  # capped
+
+
+def test_average_of_tasks_takes_its_p_from_its_own_bootstrap_not_pooled_mcnemar():
+    """A small task with a large difference beside a large task with none: the unweighted average
+    differs, and its p agrees with its CI; pooling McNemar's counts would drown the small task."""
+    rng = np.random.default_rng(1)
+
+    def task(n, lost, swapped, label):
+        a = (rng.random(n) < 0.8).astype(float)
+        b = a.copy()
+        right, wrong = np.flatnonzero(a == 1), np.flatnonzero(a == 0)
+        b[right[:lost + swapped]] = 0.0  # B loses these examples A gets right ...
+        b[wrong[:swapped]] = 1.0  # ... and wins as many others back, in the large task: noise, no difference
+        ids = list(range(n))
+        return (stats.Evidence("proportion", stats.Sample(ids, {"c": a}), ("c",), label=label),
+                stats.Evidence("proportion", stats.Sample(ids, {"c": b}), ("c",), label=label))
+
+    small, large = task(400, 24, 0, "trec"), task(20000, 0, 300, "sst")
+    avg_a = stats.Evidence(parts=[small[0], large[0]], combine="average")
+    avg_b = stats.Evidence(parts=[small[1], large[1]], combine="average")
+    d = stats.paired_bootstrap(avg_a, avg_b)
+    assert d.estimate == pytest.approx(-3.0) and d.high < 0 and d.p < 0.05
+    assert "pooled" not in d.method and d.extra["mcnemar"]["a_only"] == 324  # the counts stay on record
+    assert d.extra["mcnemar"]["p_mid"] > 0.3  # what pooling would have said
+    runs = stats.paired_bootstrap(stats.Evidence(parts=[small[0], small[0]], combine="runs"),
+                                  stats.Evidence(parts=[small[1], small[1]], combine="runs"))
+    assert runs.p == runs.extra["mcnemar"]["p_mid"] and "McNemar mid-p pooled" in runs.method

@@ -12,7 +12,8 @@ configuration; only the model differs), from the stored results and their eviden
   examples attacked by one victim only are reported;
 - continuous per-example measures (queries, % words perturbed): paired bootstrap of the mean difference;
 - averages (STS avg, transfer avg) and means over runs: the parts pair up (task with task, run with
-  run) and the difference of the averages is bootstrapped from each part's paired resamples.
+  run) and the difference of the averages is bootstrapped from each part's paired resamples; runs pool
+  McNemar's counts for the p-value, an (unweighted) average of tasks takes the bootstrap's.
 
 A difference whose CI excludes 0 is flagged (*). Rows without stored evidence show the difference of
 the values only.
