@@ -42,11 +42,15 @@ def baselines(model: str, catalog: Catalog) -> dict[str, str]:
     if entry.get("base"):
         out["base"] = entry["base"]
     if entry["method"] != "simcse":
-        simcse = sorted(name for name, m in catalog.models.items()
+        def training_seed(m: dict):
+            return (m.get("recipe") or {}).get("seed", 0)
+
+        # SimCSE from the same base at the same profile, trained with the same seed where there is one
+        simcse = sorted((training_seed(m) != training_seed(entry), name) for name, m in catalog.models.items()
                         if m.get("method") == "simcse" and m.get("base") == entry.get("base")
                         and m.get("profile") == entry.get("profile"))
         if simcse:
-            out["SimCSE"] = simcse[0]
+            out["SimCSE"] = simcse[0][1]
     return out
 
 

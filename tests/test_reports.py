@@ -245,6 +245,17 @@ def test_report_card(results, tmp_path):
     assert "Δ vs base (simcse-bert)" in md and "Δ vs SimCSE (simcse-x)" in md
     assert "profile=smoke" in md and "<table>" in page and "robust-x" in page
     assert "glove6b50d-counterfitted-local" not in md  # no attack rows of its own
+    # with a second training seed of both, each seed's RobustEmbed is compared with the same seed's SimCSE
+    from reports.card import baselines
+    from reports.results import Catalog
+
+    metadata.export(results, models=[
+        registry.ModelSpec(name=n, backbone="b", method=m, base="simcse-bert", profile="smoke", recipe=r)
+        for n, m, r in (("simcse-x", "simcse", {}), ("a-simcse-x-seed1", "simcse", {"seed": 1}),
+                        ("robust-x", "robustembed", {}), ("robust-x-seed1", "robustembed", {"seed": 1}))])
+    catalog = Catalog.load(results)
+    assert baselines("robust-x", catalog)["SimCSE"] == "simcse-x"
+    assert baselines("robust-x-seed1", catalog)["SimCSE"] == "a-simcse-x-seed1"
     env = {"BENCH_RESULTS_DIR": str(results)}
     bad = _bench("report", "--card", "nobody", "--out", str(tmp_path / "r"), env_extra=env)
     assert bad.returncode == 2 and "nobody" in bad.stderr
