@@ -387,6 +387,17 @@ def display_decimals(low: float | None, high: float | None, minimum: int = 2, ma
     return int(min(maximum, max(minimum, 1 - math.floor(math.log10(high - low)))))
 
 
+def format_number(x: float | None, decimals: int = 2, signed: bool = False) -> str:
+    """A value, CI bound or difference as tables, cards and `bench compare` print it ('–' when missing)."""
+    if x is None:
+        return "–"
+    return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
+
+
+def format_p(p: float | None) -> str:
+    return "–" if p is None else ("<0.001" if p < 0.001 else f"{p:.3f}")
+
+
 # ---------------------------------------------------------------- paired tests -------------------
 
 @dataclass(frozen=True)

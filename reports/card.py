@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.errors import BenchError
-from bench.stats import display_decimals
+from bench.stats import display_decimals, format_number, format_p
 from bench.store import ResultStore
 from bench.uncertainty import compare_models, model_cells, row_key
 from reports.results import Catalog, resource_pairs
@@ -62,23 +62,15 @@ def _headline(suite: str, row: dict) -> bool:
                and (split is None or row["split"] == split) for metric, agg, split in wanted)
 
 
-def _num(x, decimals=2, signed=False) -> str:
-    if x is None:
-        return "–"
-    return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
-
-
 def _diff_text(d) -> str:
     if d is None:
         return "–"
     if d.diff is None or d.diff.low is None:
-        return f"{_num(d.estimate, signed=True)} (no paired evidence)"
-    p = d.diff.p
-    ptext = "–" if p is None else ("<0.001" if p < 0.001 else f"{p:.3f}")
+        return f"{format_number(d.estimate, signed=True)} (no paired evidence)"
     verdict = "significant" if d.significant else "n.s."
     k = display_decimals(d.diff.low, d.diff.high)
-    return (f"{_num(d.estimate, k, signed=True)} ({_num(d.diff.low, k, signed=True)}, "
-            f"{_num(d.diff.high, k, signed=True)}), p {ptext}, {verdict}")
+    return (f"{format_number(d.estimate, k, signed=True)} ({format_number(d.diff.low, k, signed=True)}, "
+            f"{format_number(d.diff.high, k, signed=True)}), p {format_p(d.diff.p)}, {verdict}")
 
 
 def _settings_text(config: dict) -> str:
@@ -120,8 +112,8 @@ def card(results_dir: Path, model: str) -> dict[str, str]:
                 all_rows.append(r)
                 kt = tuple(row_key(r).values())
                 k = display_decimals(r.get("ci_low"), r.get("ci_high"))
-                line = [r["task"], r.get("attack") or "", r["metric"], r["aggregation"], r["split"], _num(r["value"], k),
-                        f"{_num(r.get('ci_low'), k)} – {_num(r.get('ci_high'), k)}" if r.get("ci_low") is not None else "–",
+                line = [r["task"], r.get("attack") or "", r["metric"], r["aggregation"], r["split"], format_number(r["value"], k),
+                        f"{format_number(r.get('ci_low'), k)} – {format_number(r.get('ci_high'), k)}" if r.get("ci_low") is not None else "–",
                         r.get("ci_method") or "", "" if r.get("n") is None else str(r["n"]), str(r.get("seed"))]
                 line += [_diff_text(diffs[role].get((suite, r["task"], key[2], key[3], kt))) for role in others]
                 text = _settings_text(cell.get("config", {}))

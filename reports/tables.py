@@ -23,7 +23,7 @@ import io
 import json
 from dataclasses import dataclass, field, replace
 
-from bench.stats import paired_bootstrap
+from bench.stats import format_number, paired_bootstrap
 from reports.paper import PaperRef, PaperValues, reference_rows
 from reports.paper import by_label as paper_by_label
 from reports.results import (EMPTY, EMPTY_CATALOG, Catalog, EvidenceIndex, Stat, common_setting, matches, mean_of,
@@ -418,14 +418,6 @@ def _betters(spec: TableSpec) -> list[str]:
 
 # ---------------------------------------------------------------- formatting --------------------
 
-def _num(x: float, decimals: int) -> str:
-    return f"{x:.{decimals}f}"
-
-
-def _signed(x: float, decimals: int) -> str:
-    return f"{x:+.{decimals}f}"
-
-
 TEX_SPECIAL = {"&": "\\&", "%": "\\%", "#": "\\#", "_": "\\_", "$": "\\$", "{": "\\{", "}": "\\}",
                "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "\\": "\\textbackslash{}",
                "–": "--", "−": "$-$", "±": "$\\pm$", "†": "$^\\dagger$", "Δ": "$\\Delta$", "×": "$\\times$",
@@ -469,13 +461,13 @@ HTML = Style(bold="<b>{}</b>", ci=" <small>({low}–{high})</small>", pm=" ± ",
 def cell_text(cell: Cell, style: Style, decimals: int) -> str:
     s = cell.stat
     if cell.reference:  # the paper's own number
-        return style.missing if cell.paper is None else _num(cell.paper, decimals)
+        return style.missing if cell.paper is None else format_number(cell.paper, decimals)
     if s.mean is None:
         text = style.missing
     else:
-        text = _num(s.mean, decimals)
+        text = format_number(s.mean, decimals)
         if s.std is not None:
-            text += style.pm + _num(s.std, decimals)
+            text += style.pm + format_number(s.std, decimals)
         if s.seeds > 1:
             text += style.n.format(s.seeds)
         if cell.partial:
@@ -485,11 +477,11 @@ def cell_text(cell: Cell, style: Style, decimals: int) -> str:
         if cell.mark:
             text += " " + cell.mark
         if s.ci.present:
-            text += style.ci.format(low=_num(s.ci.low, decimals), high=_num(s.ci.high, decimals))
+            text += style.ci.format(low=format_number(s.ci.low, decimals), high=format_number(s.ci.high, decimals))
     if cell.paper is None:
         return text
-    paper, delta = _num(cell.paper, decimals), cell.delta
-    part = (style.paper.format(paper=paper, delta=_signed(delta, decimals)) if delta is not None
+    paper, delta = format_number(cell.paper, decimals), cell.delta
+    part = (style.paper.format(paper=paper, delta=format_number(delta, decimals, signed=True)) if delta is not None
             else style.paper_only.format(paper=paper))
     return style.join.format(ours=text, paper=part)
 

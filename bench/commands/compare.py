@@ -49,18 +49,6 @@ def _models_with_cells(store) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
-def _fmt(x, signed=False, decimals=2) -> str:
-    if x is None:
-        return "–"
-    return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
-
-
-def _p(p) -> str:
-    if p is None:
-        return "–"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
 def _short_method(method: str) -> str:
     return ("McNemar" if "McNemar" in method else "bootstrap") if method else "values only"
 
@@ -71,7 +59,7 @@ def main(args) -> int:
 
     from bench.errors import BenchError
     from bench.paths import Paths
-    from bench.stats import display_decimals
+    from bench.stats import display_decimals, format_number, format_p
     from bench.store import ResultStore
     from bench.uncertainty import compare_models
 
@@ -119,12 +107,13 @@ def main(args) -> int:
     for d in diffs:
         x = d.diff
         k = display_decimals(x.low, x.high) if x is not None else 2  # the CI's width to 2 significant digits
-        ci = f"[{_fmt(x.low, True, k)}, {_fmt(x.high, True, k)}]" if x is not None and x.low is not None else "–"
+        ci = (f"[{format_number(x.low, k, signed=True)}, {format_number(x.high, k, signed=True)}]"
+              if x is not None and x.low is not None else "–")
         flag = " *" if d.significant else ""
         table.add_row(d.suite, d.task, *((d.setting,) if with_settings else ()), d.key["attack"], d.key["metric"],
                       d.key["aggregation"], str(d.seed),
-                      _fmt(d.a, decimals=k), _fmt(d.b, decimals=k), _fmt(d.estimate, True, k) + flag, ci,
-                      _p(x.p if x else None),
+                      format_number(d.a, k), format_number(d.b, k), format_number(d.estimate, k, signed=True) + flag,
+                      ci, format_p(x.p if x else None),
                       _short_method(x.method if x else ""), str(x.n) if x else "–")
     console.print(table)
     unmatched = sum(d.diff.extra.get("unmatched", 0) for d in diffs if d.diff)
