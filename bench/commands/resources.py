@@ -6,14 +6,14 @@ import time
 
 from rich.table import Table
 
-from bench.commands import output_console
+from bench.commands import output_console, positive_int
 
 # part -> (builder "module:function", what it builds). Each builder takes (paths, force, log, options).
 PARTS = {
     "nltk": ("attacks.nltk_data:build_for", "WordNet 3.0 + stopwords for NLTK (seconds)"),
     "counterfit": ("attacks.counterfit:build_for", "GloVe 6B 50d counter-fitted + nearest neighbours (~12 min measured on a busy 2-core CPU)"),
     "mlm": ("attacks.mlm:build_for", "all-MiniLM-L6-v2 trained further as a masked LM, every layer, on wiki + "
-                                     "IMDB/MR/SST-2 train text (--mlm-minutes of wall time, then evaluation); "
+                                     "IMDB/MR/SST-2 train text (--mlm-steps optimiser steps, then evaluation); "
                                      "also the registry model minilm-mlm"),
 }
 
@@ -23,11 +23,15 @@ def add_arguments(parser):
     parser.add_argument("--only", action="append", choices=list(PARTS), metavar="PART",
                         help=f"build only these parts ({', '.join(PARTS)}); default: all")
     parser.add_argument("--force", action="store_true", help="rebuild parts that are already built")
-    parser.add_argument("--mlm-minutes", type=float, default=35.0,
-                        help="wall-time budget of the masked-LM training (an interrupted build resumes from its "
-                             "last checkpoint within the same budget)")
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument("--mlm-steps", type=positive_int, default=None, metavar="N",
+                        help="length of the masked-LM training in optimiser steps, the schedule over steps, so the "
+                             "same build on any machine (default 2843; an interrupted build resumes)")
+    length.add_argument("--mlm-minutes", type=float, default=None, metavar="M",
+                        help="instead of --mlm-steps: a wall-time budget, the schedule over elapsed time (depends "
+                             "on the machine's speed, so not reproducible)")
     parser.add_argument("--mlm-resume", action="store_true",
-                        help="continue training the built masked LM for --mlm-minutes more")
+                        help="continue training the built masked LM for --mlm-steps (or --mlm-minutes) more")
     parser.add_argument("--offline", action="store_true", help="status: do not probe the network for real resources")
     from bench.commands import add_dtype_argument
 
@@ -65,7 +69,8 @@ def main(args) -> int:
 
         resolve_dtype("cpu", args.dtype)  # the stand-ins build on CPU: fp16 fails here (exit 2)
         use_dtype(args.dtype)
-        options = {"mlm_minutes": args.mlm_minutes, "mlm_resume": args.mlm_resume, "dtype": args.dtype}
+        options = {"mlm_steps": args.mlm_steps, "mlm_minutes": args.mlm_minutes, "mlm_resume": args.mlm_resume,
+                   "dtype": args.dtype}
         for part in args.only or list(PARTS):
             target, what = PARTS[part]
             module, _, func = target.partition(":")
