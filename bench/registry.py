@@ -66,6 +66,7 @@ class ModelSpec:
     revision: str = ""  # Hugging Face revision (branch, tag or commit) of ``backbone``
     checkpoint: str = ""  # a trained model's checkpoint directory, when not $BENCH_HOME/models/<name>
     source: str = ""  # where the spec came from (a models file, hf:..., a directory): provenance
+    snapshot_of: str = ""  # a trained run whose weights at one step this is (TrainConfig.keep_steps)
 
     @property
     def is_trained(self) -> bool:
@@ -464,10 +465,23 @@ _STUDY_CITES = {**{m: c for m, c, *_ in ISSUE5_METHODS}, "simcse": SIMCSE_CITE, 
 for _method in ("simcse", "robustembed", "vadvcse", "dcl"):
     trained(f"{_method}-minilm-study", _method, "minilm", "study", citation=_STUDY_CITES[_method],
             description=f"{_method}, study profile (250 steps of 64, CPU) from all-MiniLM-L6-v2")
-for _method in ("simcse", "robustembed", "vadvcse", "dcl"):
+for _method in ("simcse", "robustembed", "vadvcse", "dcl", "adcse", "l2pcsr", "uscal"):
     trained(f"{_method}-minilm-mlm-study", _method, "minilm-mlm", "study", citation=_STUDY_CITES[_method],
             description=f"{_method}, study profile (250 steps of 64, CPU) from minilm-mlm (all-MiniLM-L6-v2 "
                         "trained further as a masked LM)")
+# The training-length series: one run of 1,000 steps (the study profile otherwise), linear decay over the
+# 1,000 steps, its weights kept at steps 250, 500 and 1,000 (the weights at that step, not the best dev step).
+SCALE_STEPS = (250, 500, 1000)
+for _method in ("simcse", "robustembed"):
+    _run = trained(f"{_method}-minilm-mlm-scale", _method, "minilm-mlm", "study", citation=_STUDY_CITES[_method],
+                   recipe={"max_steps": max(SCALE_STEPS), "eval_every": 50, "select": "last",
+                           "keep_steps": ",".join(map(str, SCALE_STEPS))},
+                   description=f"{_method} from minilm-mlm, study profile but {max(SCALE_STEPS)} steps "
+                               f"(5.4 passes over the wiki sample), the last step's weights")
+    for _step in SCALE_STEPS:
+        register(replace(_run, name=f"{_run.name}-step{_step}", snapshot_of=_run.name,
+                         description=f"{_method} from minilm-mlm: the weights at step {_step} of the "
+                                     f"{max(SCALE_STEPS)}-step run '{_run.name}' (study profile otherwise)"))
 # Tier 2's second training seed: the same recipe with the trainer's seed 1 (data order, dropout, inits).
 for _method in ("simcse", "robustembed"):
     trained(f"{_method}-minilm-mlm-study-seed1", _method, "minilm-mlm", "study", recipe={"seed": 1},

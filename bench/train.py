@@ -64,6 +64,21 @@ class TrainConfig:
     eval_limit: int = 0  # > 0: score only the first N STS-B dev pairs (smoke: evaluation is the slow part)
     log_every: int = 10  # progress line every N steps
     seed: int = 0
+    # Comma-separated steps (e.g. "250,500,1000") at which the weights are also written as a model of their
+    # own, ``<name>-step<N>``: one run gives the checkpoints of a training-length series.
+    keep_steps: str = ""
+    select: str = "best"  # which weights the model keeps: "best" STS-B dev step, or "last" (a length series)
+
+    def kept_steps(self) -> list[int]:
+        try:
+            return sorted({int(part) for part in self.keep_steps.split(",") if part.strip()})
+        except ValueError:
+            raise BenchError(f"keep_steps={self.keep_steps!r}: give step numbers separated by commas, e.g. "
+                             f"--set keep_steps=250,500") from None
+
+
+# TrainConfig fields that enter the fingerprint only when set: runs from before they existed still resume.
+OPTIONAL_TRAIN_FIELDS = {"keep_steps": "", "select": "best"}
 
 
 # Choices the papers leave open at the trainer level (copied into every model card).
@@ -117,8 +132,10 @@ class TrainJob:
     def fingerprint(self, data_sha: str, dtype: str = "float32", method_version: int = 1) -> str:
         """``dtype``: what runs (``dtype_name``). float32 adds nothing, so fp32 fingerprints never changed;
         nor does ``method_version`` 1, so a method's fingerprint changes only when its version is bumped."""
+        train = {k: v for k, v in dataclasses.asdict(self.train).items()
+                 if OPTIONAL_TRAIN_FIELDS.get(k, object()) != v}
         blob = {"method": self.method, "backbone": self.backbone, "pooler": self.pooler,
-                "train": dataclasses.asdict(self.train), "method_config": self.method_config, "data": data_sha}
+                "train": train, "method_config": self.method_config, "data": data_sha}
         if dtype != "float32":
             blob["dtype"] = dtype
         if method_version != 1:
@@ -201,6 +218,9 @@ def make_train_config(method_cls, profile: str, overrides: dict) -> TrainConfig:
     defaults = TrainConfig()
     cfg = TrainConfig(**{k: _coerce(v, getattr(defaults, k), k) for k, v in values.items()})
     check_values(dataclasses.asdict(cfg))
+    cfg.kept_steps()
+    if cfg.select not in ("best", "last"):
+        raise BenchError(f"select={cfg.select!r}: give --set select=best (the best STS-B dev step) or select=last.")
     return cfg
 
 
@@ -535,6 +555,50 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         log(f"  step {state['step']}/{total}: STS-B dev Spearman {'-' if score is None else f'{score:.2f}'} "
             f"(best {'-' if best_score is None else f'{best_score:.2f}'} at step {state['best']['step']})")
 
+    def make_card() -> dict:
+        """The model card of the weights as they are now."""
+        state["wall_s"] = wall_before + time.perf_counter() - started
+        return {
+            "name": job.name, "method": job.method, "method_citation": method_cls.citation, "base": job.base,
+            "backbone": job.backbone, "pooler": job.pooler, "max_len": job.eval_max_len, "profile": job.profile,
+            "method_version": method_cls.version,
+            "method_config": method_cfg.to_dict(), "open_choices": method_cls.open_choices, "trainer_choices": TRAINER_CHOICES,
+            "train_config": dataclasses.asdict(cfg), "overrides": job.overrides,
+            "data": data.card, "method_resources": ctx.resources.served(),
+            "steps": state["step"], "epochs_seen": state["step"] / per_epoch, "world_size": world,
+            "best": state["best"], "stsb_dev_before": state.get("dev_before"), "dev_history": state["dev_history"],
+            "first_loss": state["losses"][0][1] if state["losses"] else None,
+            "final_loss": state["losses"][-1][1] if state["losses"] else None,
+            "device": device, "amp": str(amp).replace("torch.", "") if amp else None, "dtype": dtype_name(amp),
+            "git_commit": git_commit(), "package_versions": json.loads(package_versions()),
+            "wall_s": state["wall_s"], "sessions": state["sessions"], "fingerprint": fingerprint,
+            "created_at": now_iso(),
+            "kept": "best STS-B dev step" if cfg.select == "best" else f"weights at step {state['step']}",
+        }
+
+    def write_model_files(directory: Path, card: dict) -> None:
+        card["sentence_transformers"] = write_sentence_transformers_files(
+            directory, job.pooler, int(model.config.hidden_size), job.eval_max_len)
+        atomic_write_text(directory / CARD_FILE, json.dumps(card, indent=2, default=str))
+
+    def save_snapshot() -> None:
+        """The weights at this step as a model of their own, ``<name>-step<N>`` (``keep_steps``)."""
+        target = out_dir.with_name(f"{job.name}-step{state['step']}")
+        if not main or ((target / CARD_FILE).exists()
+                        and json.loads((target / CARD_FILE).read_text()).get("fingerprint") == fingerprint):
+            return
+        tmp = target.with_name(f".{target.name}.tmp")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        method.export_model().save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        dev = next((h for h in state["dev_history"] if h["step"] == state["step"]), None)
+        card = {**make_card(), "name": target.name, "snapshot_of": job.name, "kept": f"weights at step {state['step']}",
+                "best": dev}
+        write_model_files(tmp, card)
+        _replace_dir(tmp, target)
+        log(f"  kept the weights at step {state['step']} as '{target.name}' ({target})")
+
     wall_before = float(state.get("wall_s", 0.0))
     state["sessions"] = int(state.get("sessions", 0)) + 1
     if state["step"] == 0 and not state["dev_history"] and dev_pairs is not None and main:
@@ -549,6 +613,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     log(f"Training '{job.name}': {job.method} from {job.base} ({job.profile} profile), {total} steps of "
         f"{cfg.batch_size} x {world} examples ({data.summary}), "
         f"device {device}{', AMP ' + str(amp).replace('torch.', '') if amp else ''}.")
+    kept_steps = set(cfg.kept_steps())
     order_epoch, order = -1, None
     tick, tick_step = time.perf_counter(), state["step"]
     with _StopFlag() as stop:
@@ -588,6 +653,8 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
             if evaluating:
                 evaluate_and_keep()
                 save_last(validated=state["step"] == total)  # mid-run: kept once the next loss is finite
+            if state["step"] in kept_steps:
+                save_snapshot()
             if stop.requested or (stop_after is not None and state["step"] >= stop_after and state["step"] < total):
                 if evaluating:
                     commit_pending()
@@ -601,32 +668,17 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         if not any(h["step"] == state["step"] for h in state["dev_history"][1:]):
             evaluate_and_keep()
         save_last()
+    if cfg.select == "last" and main and state["best"]["step"] != state["step"]:
+        state["best"] = dict(next(h for h in state["dev_history"] if h["step"] == state["step"]))
+        save_best(state["best"]["stsb_dev_spearman"])
     accelerator.wait_for_everyone()
-    state["wall_s"] = wall_before + time.perf_counter() - started
-    card = {
-        "name": job.name, "method": job.method, "method_citation": method_cls.citation, "base": job.base,
-        "backbone": job.backbone, "pooler": job.pooler, "max_len": job.eval_max_len, "profile": job.profile,
-        "method_version": method_cls.version,
-        "method_config": method_cfg.to_dict(), "open_choices": method_cls.open_choices, "trainer_choices": TRAINER_CHOICES,
-        "train_config": dataclasses.asdict(cfg), "overrides": job.overrides,
-        "data": data.card, "method_resources": ctx.resources.served(),
-        "steps": state["step"], "epochs_seen": state["step"] / per_epoch, "world_size": world,
-        "best": state["best"], "stsb_dev_before": state.get("dev_before"), "dev_history": state["dev_history"],
-        "first_loss": state["losses"][0][1] if state["losses"] else None,
-        "final_loss": state["losses"][-1][1] if state["losses"] else None,
-        "device": device, "amp": str(amp).replace("torch.", "") if amp else None, "dtype": dtype_name(amp),
-        "git_commit": git_commit(), "package_versions": json.loads(package_versions()),
-        "wall_s": state["wall_s"], "sessions": state["sessions"], "fingerprint": fingerprint,
-        "created_at": now_iso(),
-    }
+    card = make_card()
     if main:
         tmp = out_dir.with_name(f".{out_dir.name}.tmp")
         if tmp.exists():
             shutil.rmtree(tmp)
         shutil.copytree(best_dir, tmp)
-        card["sentence_transformers"] = write_sentence_transformers_files(
-            tmp, job.pooler, int(model.config.hidden_size), job.eval_max_len)
-        atomic_write_text(tmp / CARD_FILE, json.dumps(card, indent=2, default=str))
+        write_model_files(tmp, card)
         _replace_dir(tmp, out_dir)
         atomic_write_text(work / CARD_FILE, json.dumps(card, indent=2, default=str))
         atomic_write_text(work / "losses.json", json.dumps(state["losses"]))
@@ -706,7 +758,17 @@ def _benchmark_training_data(data_root: Path, data_path: Path) -> list[str]:
 
 def train_registered(spec, paths, device: str = "auto", seed: int = 0, log: Callable[[str], None] = print,
                      allow_unverified_data: bool = False, dtype: str = "auto") -> dict:
-    """Train a registered method model (``bench run`` calls this when its checkpoint is missing)."""
+    """Train a registered method model (``bench run`` calls this when its checkpoint is missing); a
+    snapshot (``snapshot_of``) is written by training the run it belongs to."""
+    if spec.snapshot_of:
+        from bench.registry import resolve_model
+
+        run = resolve_model(spec.snapshot_of, paths)
+        card = train_registered(run, paths, device, seed, log, allow_unverified_data, dtype)
+        if not (Path(paths.models) / spec.name / CARD_FILE).exists():
+            raise BenchError(f"Training '{run.name}' wrote no snapshot '{spec.name}': its keep_steps "
+                             f"({run.recipe.get('keep_steps', '')}) must name the step in the snapshot's name.")
+        return card
     # The model's own recipe (a models.toml entry written by `bench train --name`) and pooler come along.
     settings = {**spec.recipe, "seed": spec.recipe.get("seed", seed), "pooler": spec.pooler}
     job = build_job(spec.method, spec.base, spec.profile or "smoke", paths, settings=settings,

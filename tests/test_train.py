@@ -174,3 +174,40 @@ def test_training_modules_keep_torch_out_of_the_cli():
     code = ("import sys, bench.cli, bench.commands.train, bench.methods, bench.registry; "
             "sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_keep_steps_writes_each_steps_weights_as_a_model_and_survives_a_resume(tiny_bert_dir, tmp_path):
+    """A length series: ``keep_steps`` writes ``<name>-step<N>`` with the weights at step N, and ``select=last``
+    keeps the last step's weights; an interrupted run writes the same snapshots as a straight one."""
+    from safetensors.torch import load_file
+
+    from bench.train import run_training
+
+    home = tmp_path / "home"
+    series = {"keep_steps": "2,4", "select": "last", "max_steps": 4}
+    run_training(tiny_job(tiny_bert_dir, tmp_path, "straight", "simcse", **series), home, log=lambda m: None)
+    run_training(tiny_job(tiny_bert_dir, tmp_path, "cut", "simcse", **series), home, log=lambda m: None, stop_after=3)
+    assert (home / "models" / "cut-step2" / "bench_card.json").exists() and not (home / "models" / "cut").exists()
+    run_training(tiny_job(tiny_bert_dir, tmp_path, "cut", "simcse", **series), home, log=lambda m: None)
+    weights = {name: load_file(str(home / "models" / name / "model.safetensors"))
+               for name in ("straight", "straight-step2", "straight-step4", "cut-step2", "cut-step4")}
+    same = lambda a, b: all(bool((weights[a][k] == weights[b][k]).all()) for k in weights[a])  # noqa: E731
+    assert same("straight", "straight-step4") and same("straight-step2", "cut-step2")
+    assert same("straight-step4", "cut-step4") and not same("straight-step2", "straight-step4")
+    card = json.loads((home / "models" / "straight-step2" / "bench_card.json").read_text())
+    assert card["snapshot_of"] == "straight" and card["kept"] == "weights at step 2" and card["steps"] == 2
+    assert json.loads((home / "models" / "straight" / "bench_card.json").read_text())["kept"] == "weights at step 4"
+
+
+def test_new_trainer_settings_leave_old_fingerprints_alone(tiny_bert_dir, tmp_path):
+    """keep_steps/select enter the fingerprint only when set, so runs from before they existed still resume."""
+    import dataclasses
+    import hashlib
+
+    job = tiny_job(tiny_bert_dir, tmp_path)
+    train = {k: v for k, v in dataclasses.asdict(job.train).items() if k not in ("keep_steps", "select")}
+    blob = {"method": job.method, "backbone": job.backbone, "pooler": job.pooler, "train": train,
+            "method_config": job.method_config, "data": "sha"}
+    expected = hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    assert job.fingerprint("sha") == expected
+    assert tiny_job(tiny_bert_dir, tmp_path, keep_steps="2").fingerprint("sha") != expected
