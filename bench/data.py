@@ -143,7 +143,7 @@ def get_dataset(name: str) -> DatasetSpec:
 def _how_to_get(spec: DatasetSpec) -> str:
     fetch = f"`bench data fetch {spec.name}`" if spec.sources else "copying it from the benchmark bundle"
     return (f"Get it with {fetch}, or point BENCH_DATA_DIR at a directory that has `{spec.root}` "
-            f"(the SentEval downstream layout; see README 'Data').")
+            f"(the SentEval downstream layout; see docs/data.md).")
 
 
 def file_problem(data_root: Path, f: FileSpec, deep: bool = False) -> str | None:

@@ -108,7 +108,7 @@ def native_bf16(device: str) -> bool:
     Intel Xeon with AVX-512-BF16 and no AMX (torch 2.13, 2 threads), MiniLM under bf16 autocast was
     1.7x slower than fp32 at inference and 1.1-1.25x slower per training step
     (``benchmarks/train_step.py --dtype bf16``); without either, oneDNN emulates bf16 (6.2x slower on
-    an AVX2-only AMD EPYC). README "Precision".
+    an AVX2-only AMD EPYC). docs/precision.md.
     """
     import torch
 

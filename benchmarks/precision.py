@@ -8,7 +8,7 @@ both alike) and score them as the STS suite does (``bench.metrics.score_pairs``:
 pairs, SimCSE's headline). It prints, per task, fp32, bf16 and their difference, the smallest cosine
 between a sentence's two embeddings, and the encoding speed of each precision with their ratio.
 Issue 17's goal: every task within 0.1 points and a ratio of at least 1.8. A CPU without AMX falls
-below 1: it emulates bf16, or (AVX-512-BF16 only) runs it slower than fp32 (README, "Precision").
+below 1: it emulates bf16, or (AVX-512-BF16 only) runs it slower than fp32 (docs/precision.md).
 ``--limit N`` scores the first N pairs of each task: a quick check, not the budget.
 
 It also measures how the encoder responds to an embedding-space perturbation in each precision

@@ -55,9 +55,9 @@ RATE_METRICS = ("attack_success_rate", "original_accuracy", "accuracy_under_atta
                 "avg_queries", "words_perturbed_pct", "examples_per_s")
 
 # Victim training per protocol and profile: bench.finetune.FinetuneConfig / FrozenHeadConfig fields.
-# The same settings serve every encoder. smoke: a CPU-sized cap. study (issue 13): the full MR and
+# The same settings serve every encoder. smoke: a CPU-sized cap. study: the full MR and
 # SST-2 training sets on 2 CPU cores, one epoch: a MiniLM step of batch 32 on MR took 2.2 CPU-seconds
-# (one thread, under load), so an MR victim is about 11 CPU-minutes and an SST-2 one about 45 (README,
+# (one thread, under load), so an MR victim is about 11 CPU-minutes and an SST-2 one about 45 (docs/attacks.md,
 # "Study victims"). paper: BERT fine-tuning defaults (Devlin et al. 2019: lr 2e-5, 3 epochs).
 VICTIM_SETTINGS = {
     "finetune": {

@@ -1,9 +1,9 @@
-"""Fault suite (issue 16): bad inputs and faults as a new user or an unlucky operator meets them.
+"""Fault suite: bad inputs and faults as a new user or an unlucky operator meets them.
 
 Each test asserts the exit code, that the message names the fix, and that no finished result
 changed (the cells written before the fault keep their bytes and modification times).
 Every test's docstring starts with the case and ``exit N``; ``python tests/test_faults.py --table``
-prints the README's "Reliability" table from them (a test below checks the README holds it).
+prints the table of docs/reliability.md from them (a test below checks that page holds it).
 Directory faults use a tiny tmpfs (we mount one where we may; else the test is skipped with the reason).
 """
 
@@ -672,20 +672,20 @@ def test_piped_tables_keep_whole_values(finished, bench_env, capsys):
     assert_unchanged(finished, bench_env.results)
 
 
-def test_readme_reliability_table_is_current():
-    """The README's Reliability table is this file's table (`python tests/test_faults.py --table`)."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert reliability_table() in readme, "regenerate it: python tests/test_faults.py --table"
+def test_reliability_page_table_is_current():
+    """docs/reliability.md's table is this file's table (`python tests/test_faults.py --table`)."""
+    page = (REPO / "docs" / "reliability.md").read_text(encoding="utf-8")
+    assert reliability_table() in page, "regenerate it: python tests/test_faults.py --table"
 
 
-# --- the README table ------------------------------------------------------------------------
+# --- the reliability page's table ------------------------------------------------------------------------
 
 def reliability_table() -> str:
     """Markdown table: one line per fault test of this file, from its docstring "<case>: exit N; <what happens>"."""
     tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
     lines = ["| case | exit | what happens | test |", "| --- | --- | --- | --- |"]
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_") and node.name != "test_readme_reliability_table_is_current":
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_") and node.name != "test_reliability_page_table_is_current":
             doc = " ".join((ast.get_docstring(node) or "").split())
             found = re.fullmatch(r"(.+?): exit (\d+)[;,]? ?(.*)", doc)
             if found is None:

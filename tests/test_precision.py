@@ -63,7 +63,7 @@ def test_auto_is_bf16_on_a_cpu_with_amx(cpu_bf16, flags):
 
 
 def test_auto_is_fp32_on_a_cpu_with_avx512_bf16_but_no_amx(cpu_bf16):
-    # measured on such a Xeon: bf16 autocast 1.7x slower than fp32 at inference (README "Precision")
+    # measured on such a Xeon: bf16 autocast 1.7x slower than fp32 at inference (docs/precision.md)
     cpu_bf16(amx=False, avx512_bf16=True)
     assert not native_bf16("cpu")
     assert resolve_dtype("cpu", "auto") is None

@@ -66,7 +66,7 @@ def settings_from_args(args) -> dict:
 
 
 def relaunch_with_accelerate(args, argv: list[str]) -> int:
-    """Run the same command once per process under `accelerate launch` (DDP; see README 'Training')."""
+    """Run the same command once per process under `accelerate launch` (DDP; see docs/training.md)."""
     import torch
 
     processes = args.num_processes or torch.cuda.device_count()
