@@ -429,9 +429,9 @@ trained("robustembed-roberta", "robustembed", "roberta-base-cls", "paper", recip
         citation=ROBUSTEMBED_CITE, description="RobustEmbed from roberta-base (paper profile)",
         paper_ref=ROBUSTEMBED_REF)
 
-# --- issue 5: V-advCSE, AdCSE, DCL, L2P-CSR and the ConSERT / USCAL baselines -----------------
+# --- V-advCSE, AdCSE, DCL, L2P-CSR and the ConSERT / USCAL baselines --------------------------
 # Each: `<method>-minilm` (smoke profile, offline) and `<method>-bert` (paper profile, bert-base-uncased).
-ISSUE5_METHODS = (
+METHOD_PAPERS = (
     # method, citation, the paper table with its BERT-base STS values (reports/paper_values.csv)[, BERT pooler]
     ("vadvcse", "V-advCSE: Virtual Adversarial Contrastive Learning for Sentence Embeddings (seed paper).",
      "V-advCSE Table 1"),
@@ -446,22 +446,22 @@ ISSUE5_METHODS = (
     ("uscal", "Miao et al. Simple Contrastive Representation Adversarial Learning for NLP Tasks (USCAL). "
               "arXiv:2111.13301, 2021.", "RobustEmbed Table 1"),  # their reproduction
 )
-for _method, _cite, _ref, *_pooler in ISSUE5_METHODS:
+for _method, _cite, _ref, *_pooler in METHOD_PAPERS:
     trained(f"{_method}-minilm", _method, "minilm", "smoke", citation=_cite,
             description=f"{_method} (bench/methods/{_method}.py), smoke profile (offline, CPU) from all-MiniLM-L6-v2")
     trained(f"{_method}-bert", _method, "bert-base-cls", "paper", citation=_cite, pooler=(_pooler or [None])[0],
             description=f"{_method} (bench/methods/{_method}.py) from bert-base-uncased (paper profile)",
             paper_ref=_ref)
 
-# --- issue 15: supervised SimCSE (bench/methods/sup_simcse.py), offline on the SNLI/ANLI dev/test data we have ----
+# --- supervised SimCSE (bench/methods/sup_simcse.py), offline on the SNLI/ANLI dev/test data we have ----
 trained("sup-simcse-minilm", "sup-simcse", "minilm", "smoke", citation=SIMCSE_CITE,
         description="Supervised SimCSE (NLI triples: SNLI dev+test, ANLI dev), smoke profile (offline, CPU) from "
                     "all-MiniLM-L6-v2 (itself trained on SNLI/MNLI among its 1B pairs)")
 
-# --- issue 13: the study profile (bench/train.py PROFILES["study"]), sized for 2 CPU cores -------------
+# --- the study profile (bench/train.py PROFILES["study"]), sized for 2 CPU cores ----------------------
 # From the contrastive all-MiniLM-L6-v2, and from the masked-LM-trained base (`minilm-mlm`), which stands
 # in for the raw MLM-pretrained BERT the papers start from.
-_STUDY_CITES = {**{m: c for m, c, *_ in ISSUE5_METHODS}, "simcse": SIMCSE_CITE, "robustembed": ROBUSTEMBED_CITE}
+_STUDY_CITES = {**{m: c for m, c, *_ in METHOD_PAPERS}, "simcse": SIMCSE_CITE, "robustembed": ROBUSTEMBED_CITE}
 for _method in ("simcse", "robustembed", "vadvcse", "dcl"):
     trained(f"{_method}-minilm-study", _method, "minilm", "study", citation=_STUDY_CITES[_method],
             description=f"{_method}, study profile (250 steps of 64, CPU) from all-MiniLM-L6-v2")
@@ -482,7 +482,7 @@ for _method in ("simcse", "robustembed"):
         register(replace(_run, name=f"{_run.name}-step{_step}", snapshot_of=_run.name,
                          description=f"{_method} from minilm-mlm: the weights at step {_step} of the "
                                      f"{max(SCALE_STEPS)}-step run '{_run.name}' (study profile otherwise)"))
-# Tier 2's second training seed: the same recipe with the trainer's seed 1 (data order, dropout, inits).
+# A second training seed: the same recipe with the trainer's seed 1 (data order, dropout, inits).
 for _method in ("simcse", "robustembed"):
     trained(f"{_method}-minilm-mlm-study-seed1", _method, "minilm-mlm", "study", recipe={"seed": 1},
             citation=_STUDY_CITES[_method],

@@ -100,7 +100,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "smoke": {"batch_size": 16, "max_steps": 10, "eval_every": 5, "eval_limit": 500, "epochs": 1},
     # The papers' settings (batch 64, max_len 32, lr 3e-5, wiki1m); epochs and eval interval per method.
     "paper": {"batch_size": 64, "eval_every": 250, "epochs": 1},
-    # Between the two, sized for 2 CPU cores (issue 13): the papers' batch 64, max_len 32 and lr, for
+    # Between the two, sized for 2 CPU cores: the papers' batch 64, max_len 32 and lr, for
     # 250 steps (16,000 sentences, 1.3 passes over the wiki sample). The step count is the budget's:
     # a MiniLM RobustEmbed step at batch 64 takes 15.0 s on this project's machine in fp32
     # (benchmarks/train_step.py), so 250 steps is about 62 minutes; every method trains as many steps.

@@ -1,4 +1,4 @@
-"""Adversarial victims (issue 12 items 2-3, issue 13 item 1): NLI victims on their own training sets
+"""Adversarial victims: NLI victims on their own training sets
 (skipped with a message when absent, a substitute only behind a flag), replications that vary the
 victim seed and the sample, the two victim protocols, and BERT-Attack's candidates option."""
 

@@ -1,4 +1,4 @@
-"""The methods' data hook (issue 15): TrainContext, ``training_data`` and ``collate``, with every existing
+"""The methods' data hook: TrainContext, ``training_data`` and ``collate``, with every existing
 method keeping its behaviour (batches, fingerprints) and version-2 methods getting a new fingerprint."""
 
 from __future__ import annotations

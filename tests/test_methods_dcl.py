@@ -156,7 +156,7 @@ def test_mlm_head_from_another_checkpoint_only_when_vocabulary_and_width_match(t
 
     from tests.conftest import write_tiny_bert
 
-    # the offline head of issue 6 lives under the trainer's home: resources/mlm/minilm
+    # the offline masked-LM head (bench resources build --only mlm) lives under the trainer's home: resources/mlm/minilm
     head_dir = tmp_path / "home" / "resources" / "mlm" / "minilm"
     write_tiny_bert(head_dir)
     BertForMaskedLM(BertConfig.from_pretrained(head_dir)).save_pretrained(head_dir, safe_serialization=True)

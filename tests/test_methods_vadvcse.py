@@ -164,7 +164,7 @@ TRAINING_SENTENCES = SENTENCES + ["the plot was boring", "a child is happy", "th
 
 
 def test_doubling_the_default_weight_visibly_moves_the_trained_weights(tmp_path):
-    """Issue 12: the adversarial term must act at the default λ. Doubling λ must move the weights after a
+    """The adversarial term must act at the default λ. Doubling λ must move the weights after a
     few training steps by a visible fraction (> 0.5%) of how far training moves them; version 1 (λ = 1e-6
     on the in-batch softmax, averaged) moved them by about 1e-7 of it.
 

@@ -1,4 +1,4 @@
-"""--dtype (issue 17): one resolver for every network path, fp32 cells and fingerprints unchanged,
+"""--dtype: one resolver for every network path, fp32 cells and fingerprints unchanged,
 bf16 cells apart, and RobustEmbed's δ under bf16 autocast on a tiny random BERT.
 
 The capability check is simulated both ways (this project's CPU has neither AMX nor AVX-512-BF16,

@@ -7,8 +7,8 @@
   with lr 3e-3 and momentum 0.9 (§4.1), weight decay 1e-4 on the adversaries only (the authors'
   ``run_adcse.sh``: ``--mem_wd 1e-4``, AdCo's memory weight decay; the paper names no weight decay).
 - Encoder q: AdamW at lr 3e-5 WITHOUT weight decay (the authors' script leaves the HF Trainer's
-  ``weight_decay`` at its default 0, as SimCSE does). Until issue 12 the paper profile also put 1e-4
-  on the encoder; that was a misreading of ``--mem_wd``.
+  ``weight_decay`` at its default 0, as SimCSE does). The paper profile once also put 1e-4 on the
+  encoder; that was a misreading of ``--mem_wd``, since corrected.
 - Loss (Eq. 5): −log e^{s(h_i,h_i⁺)/τ} / (e^{s(h_i,h_i⁺)/τ} + Σ_j e^{s(h_i,n_j)/τ}), τ = 0.05, plus
   the other sentences' h_j⁺ as negatives (see below).
 - The projection layer is removed at evaluation (§4.1): the exported encoder is q, pooled without g_q.
@@ -97,7 +97,7 @@ class AdCSE(Method):
         "in_batch_negatives": "kept with the adversaries (ablation wording, authors' code); Eq. 5 prints none",
         "encoder_p": "training mode (dropout 0.1), no gradient; exported model is q",
         "weight_decay": "1e-4 on the adversaries only (authors' --mem_wd); encoder q has none (HF Trainer default 0, "
-                        "the authors' script sets no --weight_decay); before issue 12 the paper profile put 1e-4 on q",
+                        "the authors' script sets no --weight_decay); earlier, the paper profile put 1e-4 on q by misreading --mem_wd",
     }
 
     def build(self):

@@ -12,7 +12,7 @@ defaults, each field with its equation/table reference). The trainer:
    ``input_ids``, ``attention_mask`` [, ``token_type_ids``]), back-propagates, clips, steps, then
    ``after_step(step)`` (EMA / momentum updates, queue pushes, ...);
 
-The data hook (issue 15): the classmethod ``training_data(cfg, ctx) -> TrainingData`` says what the
+The data hook: the classmethod ``training_data(cfg, ctx) -> TrainingData`` says what the
 trainer batches (default: the unlabeled sentences of ``--data``, one per line), and ``collate(examples)``
 turns one batch of those examples into tensors (default: the tokenizer over the sentences, padded,
 max length ``ctx.max_len``). A method with its own data (supervised SimCSE's NLI triples) overrides

@@ -14,7 +14,7 @@ No negatives: contrast is split into alignment and uniformity.
   The vocabulary, special ids and [MASK] come from the trainer's tokenizer (``ctx.tokenizer``).
 - The MLM objective (§4.3) wherever a masked-LM head exists for the backbone: the backbone's own
   checkpoint (``cls.predictions.*``, e.g. bert-base-uncased), else the offline MiniLM head that
-  ``bench resources build --only mlm`` trains under $BENCH_HOME/resources/mlm/minilm (issue 6), when
+  ``bench resources build --only mlm`` trains under $BENCH_HOME/resources/mlm/minilm, when
   vocabulary and width match. all-MiniLM-L6-v2 ships no head, so without that build its runs train
   without MLM. ``mlm_used`` is logged every step, and the model card's config records ``mlm``
   ("auto" resolves to "on" or "off" at build time) and ``mlm_head_dir`` (the head's source).
@@ -180,7 +180,7 @@ def synonym_replace(input_ids, attention_mask, table, counts, continuation, prob
 # --- the masked-LM head, where the backbone has one -----------------------------------------------
 def mlm_head_candidates(model, explicit: str = "", resources_dir: Path | None = None) -> list[str]:
     """Where a masked-LM head for ``model`` may be: an explicit directory, else the backbone checkpoint
-    itself, then the offline MiniLM head that ``bench resources build --only mlm`` trains (issue 6)
+    itself, then the offline MiniLM head that ``bench resources build --only mlm`` trains
     under ``resources_dir`` (the trainer's $BENCH_HOME/resources; BENCH_HOME's when not given)."""
     if explicit:
         return [explicit]
@@ -254,7 +254,7 @@ class DCLConfig(MethodConfig):
     synonym_prob: float = 0.1  # §4.3 WordNet synonym replacement: open choice (EDA's α_sr)
     wordnet_dir: str = ""  # "" → the trainer's WordNet (ctx.resources); the card records the one that served
     mlm: str = "auto"  # §4.3 MLM objective: auto (use a head where one exists) | off; "on" after build
-    mlm_head_dir: str = ""  # "" → the backbone's own head, else the offline MiniLM head (issue 6)
+    mlm_head_dir: str = ""  # "" → the backbone's own head, else the offline MiniLM head
     mlm_weight: float = 1.0  # open choice: MLM next to alignment, unweighted
     mlm_probability: float = 0.15  # BERT's masking rate
 

@@ -7,10 +7,11 @@ Loss (Eq. 10): L = L_cont + λ·L_vadv, with
 - F = Jensen-Shannon divergence (Table 5's best), KL and symmetric KL as options (Eq. 11-13);
 - an MLP pooler with BatchNorm over [CLS] during training (§4.1, Table 4).
 
-Version 2 (issue 12). Version 1 took p(y|x) as the in-batch instance softmax and averaged F over the
-batch at λ = 1e-6: JS ≤ ln 2 per sentence, so λ·L_vadv ≤ 7e-7 and the term moved nothing (on
-all-MiniLM-L6-v2 at batch 64: L_vadv = 1.2·L_cont, and doubling λ changed the gradient by 2e-6 of its
-norm); the model trained as SimCSE with a BatchNorm MLP. What changed, and why:
+Version 2: p(y|x) over the representation's features. Version 1 took p(y|x) as the in-batch instance
+softmax and averaged F over the batch at λ = 1e-6: JS ≤ ln 2 per sentence, so λ·L_vadv ≤ 7e-7 and
+the term moved nothing (on all-MiniLM-L6-v2 at batch 64: L_vadv = 1.2·L_cont, and doubling λ changed
+the gradient by 2e-6 of its norm); the model trained as SimCSE with a BatchNorm MLP. What changed,
+and why:
 - p(y|x) is the model's OUTPUT distribution as Algorithm 1 writes it, F(f(x; θ̂), f(x + r; θ)) with
   f(x) = h the sentence representation (§3: h_i = f(x_i)): the softmax over the features of the
   training-time representation (the BatchNorm-MLP output that L_cont also sees), as VAT takes the
@@ -62,8 +63,9 @@ from bench.methods.perturb import (ascent_step, capture_embedding_output, norm_o
 
 
 OPEN_CHOICES = {
-    "version": "2 (issue 12): p(y|x) over the representation's features, F summed over sentences, lambda = 1e-2; "
-               "v1 (in-batch softmax, mean, lambda 1e-6) was inert: the model trained as SimCSE + BatchNorm MLP",
+    "version": "2: p(y|x) over the representation's features, F summed over sentences, lambda = 1e-2; "
+               "version 1 (in-batch softmax, mean, lambda 1e-6) made the term inert: the model trained as SimCSE + "
+               "a BatchNorm MLP",
     "p(y|x)": "softmax over the features of the training-time representation g(f(x)) (Algorithm 1's "
               "F(f(x), f(x+r)), VAT's softmax of the output); prediction=instances = v1's in-batch softmax",
     "theta_hat": "detached clean logits of the anchor view (its dropout mask); the perturbed pass draws fresh dropout",
@@ -167,7 +169,7 @@ class VAdvCSEConfig(MethodConfig):
 
 class VAdvCSE(Method):
     name = "vadvcse"
-    version = 2  # v1 took p(y|x) as the in-batch softmax, averaged: the term was inert (issue 12)
+    version = 2  # v1 took p(y|x) as the in-batch softmax, averaged: the term was inert
     Config = VAdvCSEConfig
     citation = "V-advCSE: virtual adversarial contrastive learning of sentence embeddings (seed paper v-advcse.txt)."
     # §4.1: "the same settings as the unsupervised SimCSE": 1 epoch, STS-B dev every 125 steps.

@@ -1,5 +1,6 @@
-"""Each issue-5 method trains through the shared trainer (bench/train.py) on a tiny random BERT:
-checkpoint with its extra modules, resume, card with the method's config and open choices."""
+"""Each of V-advCSE, AdCSE, DCL, L2P-CSR, ConSERT and USCAL trains through the shared trainer
+(bench/train.py) on a tiny random BERT: checkpoint with its extra modules, resume, card with the
+method's config and open choices."""
 
 from __future__ import annotations
 
