@@ -258,7 +258,7 @@ def build(data_root: Path, out_dir: Path, hyper: Hyper = Hyper(), log=print) -> 
 
 def build_for(paths, force: bool, log, options: dict) -> str:
     """`bench resources build --only counterfit`."""
-    from attacks.layout import Layout
+    from bench.resources_layout import Layout
 
     out_dir = Layout(paths.resources).counterfit
     if (out_dir / "report.json").is_file() and not force:

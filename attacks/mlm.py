@@ -540,7 +540,7 @@ def build_for(paths, force: bool, log, options: dict) -> str:
     import torch
 
     from attacks import nltk_data
-    from attacks.layout import Layout
+    from bench.resources_layout import Layout
 
     layout = Layout(paths.resources)
     out_dir = layout.mlm

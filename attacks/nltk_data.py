@@ -21,9 +21,7 @@ from pathlib import Path
 
 from bench.data import atomic_write_text
 from bench.errors import BenchError
-
-SYSTEM_WORDNET = Path(os.environ.get("BENCH_SYSTEM_WORDNET", "/usr/share/wordnet"))
-APT_PACKAGES = "wordnet-base wordnet-sense-index"
+from bench.resources_layout import APT_PACKAGES, SYSTEM_WORDNET, Layout
 
 # WordNet 3.0 lexicographer files, lexnames(5WN): number, name, syntactic category (1 n, 2 v, 3 a, 4 r).
 LEXNAMES = (
@@ -125,8 +123,6 @@ def activate(nltk_dir: Path) -> None:
 
 def build_for(paths, force: bool, log, options: dict) -> str:
     """`bench resources build --only nltk`."""
-    from attacks.layout import Layout
-
     nltk_dir = Layout(paths.resources).nltk
     if is_built(nltk_dir) and not force:
         return f"already built in {nltk_dir} (stopwords: {stopwords_source(nltk_dir)})"

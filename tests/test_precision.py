@@ -176,7 +176,7 @@ def test_fp16_off_cuda_exits_2_in_every_command(tiny_model, bench_env, capsys):
 
 
 def test_grid_keys_bf16_cells_apart(tiny_model, bench_env):
-    from bench.grid import Cell, CellSettings, Plan
+    from bench.commands.grid_runner import Cell, CellSettings, Plan
 
     def plan(dtype):
         return Plan(models=[tiny_model], tasks={"sts": ["stsb"]}, seeds=[0], settings=CellSettings(dtype=dtype),

@@ -58,7 +58,7 @@ def add_arguments(parser):
 
 
 def build_plan(args):
-    from bench.grid import CellSettings, Plan, select_tasks, split_list
+    from bench.commands.grid_runner import CellSettings, Plan, select_tasks, split_list
     from bench.paths import Paths
     from bench.registry import resolve_model
 
@@ -101,7 +101,7 @@ def fmt_s(seconds) -> str:
 
 
 def dry_run(plan, console: Console) -> int:
-    from bench.grid import estimate, past_timings, training_estimate
+    from bench.commands.grid_runner import estimate, past_timings, training_estimate
 
     timings = past_timings(plan.paths.results)
     table = Table(title=f"bench grid --dry-run: {len(plan.cells())} cells (results: {plan.paths.results})")
@@ -219,7 +219,7 @@ def report(result, plan, console: Console) -> None:
 def main(args) -> int:
     from rich.live import Live
 
-    from bench.grid import import_ray, run_grid
+    from bench.commands.grid_runner import import_ray, run_grid
 
     plan = build_plan(args)
     console = output_console()  # piped: whole values, no '…'

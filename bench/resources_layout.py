@@ -1,14 +1,20 @@
-"""Where the attacks' resources live under ``$BENCH_HOME/resources``, and the one safe pickle reader.
+"""Where the offline resources live under ``$BENCH_HOME/resources`` and where the system WordNet is,
+and the one safe pickle reader.
 
-A leaf module: the builders (counterfit, mlm, nltk_data), the stand-ins and ``attacks.resources``
-all import it, and it imports none of them, so ``attacks/`` has no import cycle.
+Kernel code that the attacks (builders, stand-ins, ``attacks.resources``) and the training methods
+(``bench.methods.resources``, WordNet for DCL) share; it imports nothing of either.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import pickle
 from pathlib import Path
+
+# WordNet 3.0 as the system installs it (Debian's packages below): what `bench resources build` copies.
+SYSTEM_WORDNET = Path(os.environ.get("BENCH_SYSTEM_WORDNET", "/usr/share/wordnet"))
+APT_PACKAGES = "wordnet-base wordnet-sense-index"
 
 
 class Layout:
