@@ -75,3 +75,12 @@ class AttackLog:
 
     def ordered(self, indices) -> list[dict]:
         return [self.records[i] for i in indices if i in self.records]
+
+
+def read_log(path: Path) -> tuple[dict, list[dict]]:
+    """A log's header and records, read only (a torn last line from a killed writer is ignored)."""
+    raw = Path(path).read_bytes()
+    lines = raw[: raw.rfind(b"\n") + 1].decode("utf-8").splitlines()
+    if not lines or "header" not in json.loads(lines[0]):
+        raise BenchError(f"{path} is not an attack log (its first line is not a header).")
+    return json.loads(lines[0])["header"], [json.loads(line) for line in lines[1:] if line.strip()]

@@ -152,6 +152,16 @@ def log_mean(v: np.ndarray) -> np.ndarray:
         return np.where(m > 0, np.log(np.where(m > 0, m, 1.0)), np.nan)
 
 
+def ratio_of_means(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """mean(num) / mean(den) over the last axis, both over the examples where both are present
+    (a ratio estimator: one resample draws the same examples for both means)."""
+    num, den = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)
+    both = ~np.isnan(num) & ~np.isnan(den)
+    top, bottom = nan_mean(np.where(both, num, np.nan)), nan_mean(np.where(both, den, np.nan))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(bottom != 0, top / np.where(bottom != 0, bottom, 1.0), np.nan)
+
+
 def f1_binary(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
     """F1 of the positive class (label 1) over the last axis, as sklearn's f1_score."""
     pred, gold = np.asarray(pred) == 1, np.asarray(gold) == 1
@@ -195,6 +205,7 @@ STATISTICS: dict[str, Statistic] = {s.name: s for s in (
     Statistic("pearson_wmean", 2, _stratified(pearson), bounds=(-1.0, 1.0)),
     Statistic("mean", 1, _gathered(nan_mean)),
     Statistic("log_mean", 1, _gathered(log_mean)),
+    Statistic("ratio_of_means", 2, _gathered(ratio_of_means)),
     # 0/1 outcomes, NaN = not counted
     Statistic("proportion", 1, _gathered(nan_mean), interval="wilson", bounds=(0.0, 1.0)),
     Statistic("f1", 2, _gathered(f1_binary), bounds=(0.0, 1.0)),

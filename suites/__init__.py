@@ -12,6 +12,7 @@ SUITES = Registry("suite", {
     "anli": "suites.anli:SUITE",
     "advsts": "suites.advsts:SUITE",
     "transfer": "suites.transfer:SUITE",
+    "perturbation": "suites.perturbation:SUITE",
 })
 
 
