@@ -37,7 +37,8 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     wanted = next((a for a in argv if not a.startswith("-")), None)
     for name in COMMANDS:
         help_text = COMMANDS.helps.get(name, "")
-        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        # argparse %-formats help strings ("95% CI" would crash `bench --help`), not descriptions
+        cmd = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text)
         if name == wanted:  # import only the command being run
             COMMANDS.load(name).add_arguments(cmd)
             cmd.set_defaults(module=COMMANDS[name])

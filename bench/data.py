@@ -394,6 +394,15 @@ def current_umask() -> int:
     return mask
 
 
+def umask_permissions(path: Path) -> None:
+    """Give ``path`` (a file, or every file and directory under it) the permissions a plain open() or mkdir()
+    would under the umask: safetensors writes 0600 and mkstemp 0600, result files get 0644 under umask 022."""
+    mask = current_umask()
+    path = Path(path)
+    for item in (path, *path.rglob("*")) if path.is_dir() else (path,):
+        os.chmod(item, (0o777 if item.is_dir() else 0o666) & ~mask)
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Write to a temporary file in the same directory, then rename: readers never see half a file,
     and a failure mid-write leaves the previous version in place."""

@@ -193,11 +193,18 @@ def autocast_dtype(device: str):
 
 def load_hf(name_or_path: str, spec_name: str = "", revision: str | None = None):
     """(model, tokenizer) from a directory or a Hub id (at ``revision``), with an actionable error offline."""
+    from safetensors import SafetensorError
     from transformers import AutoModel, AutoTokenizer
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, revision=revision or None)
         model = AutoModel.from_pretrained(name_or_path, use_safetensors=None, revision=revision or None)
+    except SafetensorError as exc:  # a truncated or damaged weights file
+        owner = f" for model '{spec_name}'" if spec_name else ""
+        raise BenchError(
+            f"Backbone '{name_or_path}'{owner}: its model.safetensors is damaged or truncated ({exc}). Fix: copy or "
+            f"download the model again (for a model bench trained: `bench train` with --restart)."
+        ) from None
     except OSError as exc:
         owner = f" for model '{spec_name}'" if spec_name else ""
         refused = _refused_pickle(exc)

@@ -46,7 +46,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bench.data import atomic_write_text
+from bench.data import atomic_write_text, umask_permissions
 from bench.encoder import autocast, dtype_name
 from bench.errors import BenchError
 from bench.poolers import NEEDS_HIDDEN_STATES, POOLERS
@@ -179,6 +179,7 @@ class FinetunedClassifier(_Classifier):
         directory.mkdir(parents=True, exist_ok=True)
         tmp = directory / f".{WEIGHTS}.tmp"
         save_model(self.model, str(tmp))  # handles tied weights; no pickle
+        umask_permissions(tmp)  # as result files: safetensors writes 0600
         tmp.replace(directory / WEIGHTS)
         card = {**self.card, "weights_sha256": file_sha256(directory / WEIGHTS)}
         atomic_write_text(directory / CARD, json.dumps(card, indent=1, sort_keys=True) + "\n")
@@ -424,6 +425,7 @@ class FrozenHeadClassifier(_Classifier):
         directory.mkdir(parents=True, exist_ok=True)
         tmp = directory / f".{WEIGHTS}.tmp"
         save_model(self.head, str(tmp))
+        umask_permissions(tmp)  # as result files: safetensors writes 0600
         tmp.replace(directory / WEIGHTS)
         self.card = {**self.card, "weights_sha256": file_sha256(directory / WEIGHTS)}
         atomic_write_text(directory / CARD, json.dumps(self.card, indent=1, sort_keys=True) + "\n")

@@ -217,7 +217,13 @@ def resolve_model(text: str, paths=None, *, pooler: str | None = None,
     path = Path(text).expanduser()
     if path.is_dir():
         return directory_spec(path, pooler, known, paths)
-    if "/" in text or os.sep in text or text.startswith(("~", ".")):
+    if path.exists():
+        raise BenchError(f"--model {text}: is a file, not a model directory. Fix: pass the directory that holds "
+                         f"config.json and the weights, or a registered name (`bench ls models`).")
+    if text.startswith(("/", "~", ".")) or os.sep != "/" and os.sep in text:  # a path, never a Hub id
+        raise BenchError(f"--model {text}: the directory {path} does not exist. Fix: check the path, or use a "
+                         f"registered name (`bench ls models`).")
+    if "/" in text:
         raise BenchError(f"--model {text}: no such directory. A Hugging Face Hub model is written hf:{text}; "
                          f"a name must be registered (`bench ls models`).")
     raise UnknownName("model", text, sorted(known))
@@ -278,14 +284,33 @@ def directory_spec(path: Path, pooler: str | None, known: dict, paths=None) -> M
                      description=f"local directory {path}")
 
 
+CARD_NEEDS = ("name", "method", "pooler")  # what a checkpoint's card must say to be run
+
+
+def read_card(card_path: Path) -> dict:
+    """A checkpoint's bench card; a BenchError naming the file, what is wrong and the fix otherwise."""
+    try:
+        card = json.loads(card_path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        problem = f"cannot be read ({exc.strerror or exc})"
+    except UnicodeDecodeError:
+        problem = "is not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        problem = f"is not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
+    else:
+        missing = [k for k in CARD_NEEDS if not isinstance(card, dict) or not isinstance(card.get(k), str)]
+        if not missing:
+            return card
+        problem = f"lacks the text field(s) {', '.join(missing)}"
+    raise BenchError(f"The bench card {card_path} {problem}. Fix: re-train the model (`bench train ... --restart`), "
+                     f"or delete {CARD_FILE} to run the directory as a plain Hugging Face or sentence-transformers "
+                     f"model (with --pooler).")
+
+
 def checkpoint_spec(path: Path, known: dict, paths=None) -> ModelSpec:
     """A directory ``bench train`` wrote: method, base, profile, recipe and pooler from its card."""
-    try:
-        card = json.loads((path / CARD_FILE).read_text(encoding="utf-8"))
-        name, method, pooler = card["name"], card["method"], card["pooler"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise BenchError(f"{path / CARD_FILE} is not a readable bench card ({exc}); re-train the model or pass "
-                         f"the directory's parent format instead.") from exc
+    card = read_card(path / CARD_FILE)
+    name, method, pooler = card["name"], card["method"], card["pooler"]
     registered = known.get(name)
     if registered is not None:
         if registered.checkpoint_dir(Path(paths.models) if paths is not None else Path("/nonexistent")) == path:

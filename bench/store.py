@@ -168,6 +168,10 @@ def check_writable(directory: Path, what: str, env_var: str, min_free_bytes: int
     long run at its last write."""
     directory = Path(directory)
     fix = f"or point {env_var} at another directory. Nothing was computed."
+    blocking = next((p for p in (directory, *directory.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise BenchError(f"The {what} {directory} cannot be created: {blocking} is a file, not a directory. "
+                         f"Fix: move that file away, {fix}")
     try:
         directory.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=directory, prefix=".write-check-")
@@ -205,6 +209,14 @@ def _parse_cell(path: Path) -> dict:
         raise CorruptCell(path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     if not isinstance(payload, dict) or not isinstance(payload.get("results"), list):
         raise CorruptCell(path, "not a result cell: no 'results' list")
+    for i, row in enumerate(payload["results"]):
+        if not isinstance(row, dict):
+            raise CorruptCell(path, f"row {i} is not an object")
+        for name in NUMBER_FIELDS:  # what clean_number wrote: a finite number or null, never text or NaN
+            value = row.get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value)):
+                raise CorruptCell(path, f"row {i} has {name} {value!r}, not a finite number")
     return payload
 
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.data import atomic_write_text
+from bench.data import atomic_write_text, umask_permissions
 from bench.errors import BenchError
 
 STATE_FILE = "trainer_state.json"
@@ -308,6 +308,7 @@ def likely_nan_causes(cfg: TrainConfig, method_cfg, amp=None) -> list[str]:
 
 def _replace_dir(tmp: Path, final: Path) -> None:
     """Swap ``tmp`` in as ``final`` with renames (the old one is removed only after the swap)."""
+    umask_permissions(tmp)  # as result files: safetensors writes 0600
     old = final.with_name(f".{final.name}.old")
     if old.exists():
         shutil.rmtree(old)

@@ -308,6 +308,127 @@ def test_refused_pickle_weights_say_so(finished, bench_env, tiny_bert_dir, tmp_p
     assert_unchanged(finished, bench_env.results)
 
 
+def test_truncated_safetensors_weights(finished, bench_env, tiny_bert_dir, tmp_path, monkeypatch, capsys):
+    """A truncated `model.safetensors`: exit 2; the message names the file as damaged or truncated and how to get
+    it again (was a SafetensorError traceback); no cell is written for the model."""
+    import shutil
+
+    from bench import registry
+
+    model_dir = tmp_path / "torn"
+    shutil.copytree(tiny_bert_dir, model_dir)
+    weights = model_dir / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])
+    monkeypatch.setitem(registry.MODELS, "torn", registry.ModelSpec(
+        name="torn", backbone=str(model_dir), pooler="avg", max_len=64))
+    code, _, err = bench(*RUN[:6], "torn", "--task", "stsb", capsys=capsys)
+    assert code == 2 and "model.safetensors is damaged or truncated" in err and "Fix: copy or download" in err
+    assert "Traceback" not in err and not (bench_env.results / "cells" / "torn").exists()
+    assert_unchanged(finished, bench_env.results)
+
+
+@pytest.mark.parametrize("where", ["{tmp}/nonexistent/dir", "./no-such-dir", "~/no-such-bench-dir"])
+def test_model_directory_that_does_not_exist(bench_env, tmp_path, capsys, where):
+    """`--model /nonexistent/dir` (or `./x`, `~/x`): exit 2; the message says the directory does not exist (it
+    used to suggest `hf:/nonexistent/dir`); a file says it is a file; `org/name` still suggests `hf:org/name`."""
+    text = where.format(tmp=tmp_path)
+    code, _, err = bench(*RUN[:5], "--model", text, capsys=capsys)
+    assert code == 2 and "does not exist" in err and "Fix: check the path" in err and "hf:" not in err
+    (tmp_path / "weights.bin").write_bytes(b"")
+    code, _, err = bench(*RUN[:5], "--model", str(tmp_path / "weights.bin"), capsys=capsys)
+    assert code == 2 and "is a file, not a model directory" in err and "Fix:" in err
+    code, _, err = bench(*RUN[:5], "--model", "no-such-org/no-such-model", capsys=capsys)
+    assert code == 2 and "hf:no-such-org/no-such-model" in err
+    assert "Traceback" not in err and not (bench_env.results / "cells").exists()
+
+
+@pytest.mark.parametrize("card", [b"{", b'{"name": "x"}', b"[]", b"\xff\xfe"])
+def test_bad_bench_card(bench_env, tiny_bert_dir, tmp_path, capsys, card):
+    """A checkpoint directory whose `bench_card.json` is not JSON, not UTF-8 or lacks its fields: exit 2; the
+    message names the file, what is wrong and the fixes (re-train, or delete the card) (was garbled)."""
+    import shutil
+
+    checkpoint = tmp_path / "checkpoint"
+    shutil.copytree(tiny_bert_dir, checkpoint)
+    (checkpoint / "bench_card.json").write_bytes(card)
+    code, _, err = bench(*RUN[:5], "--model", str(checkpoint), capsys=capsys)
+    assert code == 2 and f"The bench card {checkpoint / 'bench_card.json'}" in err
+    assert re.search(r"is not valid JSON \(line 1 column \d+|lacks the text field\(s\) |is not UTF-8", err)
+    assert "Fix: re-train the model" in err and "delete bench_card.json" in err
+    assert "Traceback" not in err and not (bench_env.results / "cells").exists()
+
+
+# --- help and devices ------------------------------------------------------------------------
+
+def command_paths() -> list[tuple[str, ...]]:
+    """Every command path the CLI offers, from its own registry and parsers: (), ("run",), ... and any
+    subcommand a command adds with add_subparsers."""
+    import argparse
+
+    from bench.cli import COMMANDS, build_parser
+
+    def children(parser, prefix):
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    found += [(*prefix, name), *children(child, (*prefix, name))]
+        return found
+
+    paths = [()]
+    for name in COMMANDS:  # each command's arguments are added only when it is the one named
+        paths += [p for p in children(build_parser([name]), ()) if p[0] == name]
+    return list(dict.fromkeys(paths))
+
+
+def test_help_of_every_command(capsys):
+    """`bench --help` and `bench COMMAND --help` for every registered command: exit 0; each prints its usage
+    (`bench --help` used to crash on the "%" of "95% CI")."""
+    from bench.cli import COMMANDS
+
+    paths = command_paths()
+    assert {p[0] for p in paths if p} == set(COMMANDS)
+    for path in paths:
+        code, out, err = bench(*path, "--help", capsys=capsys)
+        assert code == 0 and out.startswith(" ".join(("usage: bench", *path))), (path, err)
+        assert "Traceback" not in err
+
+
+@pytest.fixture
+def no_accelerator(monkeypatch):
+    """A machine without CUDA or MPS, whatever machine runs the test."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+
+
+@pytest.mark.parametrize("command, device, shown", [
+    ("run", "bogus", "is not a device. Fix: choose one of auto, cpu, cuda, cuda:N, mps"),
+    ("run", "mps", "no Apple MPS device on this machine. Fix: --device cpu"),
+    ("run", "cuda:1", "no CUDA device is visible. Fix: --device cpu"),
+    ("train", "bogus", "is not a device. Fix: choose one of auto, cpu, cuda, cuda:N, mps"),
+    ("train", "mps", "no Apple MPS device on this machine. Fix: --device cpu"),
+    ("train", "cuda", "no CUDA device is visible. Fix: --device cpu"),
+    ("grid", "gpu", "is not a device. Fix: choose one of auto, cpu, cuda, cuda:N, mps"),
+])
+def test_device_is_checked_when_parsed(finished, bench_env, tiny_bert_dir, no_accelerator, monkeypatch, capsys,
+                                       command, device, shown):
+    """`--device bogus`, or `mps`/`cuda` on a machine without one, for run, train (and grid's syntax): exit 2; when
+    the flag is parsed, before any model loads, naming the choices and the fix (train used to run on the CPU)."""
+    from bench import encoder
+
+    monkeypatch.setattr(encoder.Encoder, "from_spec", lambda *a, **k: pytest.fail("a model was loaded"))
+    args = {"run": (*RUN[:1], *RUN[3:], "--task", "stsb"),
+            "train": ("train", "--method", "simcse", "--backbone", str(tiny_bert_dir), "--steps", "2"),
+            "grid": ("grid", "--models", "tiny", "--suites", "sts", "--dry-run")}[command]
+    code, _, err = bench(*args, "--device", device, capsys=capsys)
+    assert code == 2 and f"argument --device: " in err and shown in err and "Traceback" not in err
+    assert not (bench_env.home / "train").exists() and not (bench_env.home / "models").exists()
+    assert_unchanged(finished, bench_env.results)
+
+
 # --- --set -----------------------------------------------------------------------------------
 
 def _train(tiny_bert_dir, corpus, *extra, steps: str | None = "6"):
@@ -465,6 +586,66 @@ def test_report_skips_a_corrupt_cell_and_says_so(finished, bench_env, tmp_path, 
     assert str(path) in err and "1 unreadable result cell(s) skipped" in out
     assert path.read_text() == "{"
     assert_unchanged({k: v for k, v in finished.items() if k != avg}, bench_env.results)
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_results_path_is_a_file(finished, bench_env, tmp_path, monkeypatch, capsys, inside):
+    """A results path that is a file (or lies under one): exit 2; before any work, the message says which path
+    is a file and names the fix (it used to say "File exists ... make it writable or free space")."""
+    blocker = tmp_path / "results-file"
+    blocker.write_text("not a directory\n")
+    monkeypatch.setenv("BENCH_RESULTS_DIR", str(blocker / "results" if inside else blocker))
+    code, out, err = bench(*RUN, "--task", "sts12", capsys=capsys)
+    assert code == 2 and f"{blocker} is a file, not a directory" in err and "Fix: move that file away" in err
+    assert "BENCH_RESULTS_DIR" in err and "free space" not in err and "Traceback" not in err
+    assert blocker.read_text() == "not a directory\n"
+    assert_unchanged(finished, bench_env.results)
+
+
+@pytest.mark.parametrize("value", ['"abc"', "NaN", "Infinity", "true"])
+def test_non_numeric_cell_value_is_quarantined(finished, bench_env, tmp_path, capsys, value):
+    """A cell whose value is not a finite number (text, NaN, Infinity, true): exit 0; like a truncated cell, a
+    warning names it, `bench report` leaves its rows out, `bench run` moves it to quarantine/ and recomputes it
+    (both used to crash)."""
+    stsb = next(rel for rel in finished if "/stsb/" in rel)
+    path = bench_env.results / stsb
+    text = path.read_text()
+    payload = json.loads(text)
+    original = payload["results"][0]["value"]
+    bad = text.replace(f'"value": {json.dumps(original)}', f'"value": {value}', 1)
+    assert bad != text
+    path.write_text(bad)
+    code, out, err = bench("report", "--out", str(tmp_path / "reports"), capsys=capsys)
+    assert code == 0 and str(path) in err and "not a finite number" in err and "Traceback" not in err
+    assert "1 unreadable result cell(s) skipped" in out
+    board = (bench_env.results / "leaderboard.csv").read_text()
+    assert ",stsb," not in board  # the bad cell's rows are not scored
+    code, out, err = bench(*RUN, "--task", "stsb", capsys=capsys)
+    assert code == 0 and f"Result cell {path} was unreadable" in err and "Traceback" not in err
+    (quarantined,) = (bench_env.results / "quarantine").rglob("*.json.*")
+    assert quarantined.read_text() == bad
+    assert json.loads(path.read_text())["results"][0]["value"] == original  # recomputed to the same number
+
+
+def test_checkpoint_files_get_the_results_permissions(bench_env, tiny_bert_dir, corpus, tmp_path, capsys):
+    """A trained checkpoint under umask 022: exit 0; its files (weights included) and resume state get 0644 like
+    result files, and its directories 0755 (safetensors wrote the weights 0600)."""
+    from bench.data import atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        code, _, err = bench(*_train(tiny_bert_dir, corpus, "--name", "perms", "--eval-every", "0", steps="2"),
+                             capsys=capsys)
+        atomic_write_text(tmp_path / "cell.json", "{}")  # how result files are written
+    finally:
+        os.umask(old)
+    assert code == 0, err
+    result_mode = (tmp_path / "cell.json").stat().st_mode & 0o777
+    written = [p for root in (bench_env.home / "models" / "perms", bench_env.home / "train" / "perms")
+               for p in root.rglob("*")]
+    assert any(p.name == "model.safetensors" for p in written)
+    modes = {p.relative_to(bench_env.home).as_posix(): p.stat().st_mode & 0o777 for p in written}
+    assert {k: m for k, m in modes.items() if m != (0o755 if (bench_env.home / k).is_dir() else result_mode)} == {}
 
 
 def test_result_files_respect_the_umask(finished, bench_env, capsys):

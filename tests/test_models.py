@@ -119,7 +119,7 @@ def test_hugging_face_directory_needs_a_pooler(tmp_path, tiny_bert_dir):
         resolve_model(str(tiny_bert_dir), paths)
     spec = resolve_model(str(tiny_bert_dir), paths, pooler="cls_before_pooler")
     assert spec.pooler == "cls_before_pooler" and spec.model_source == str(tiny_bert_dir.resolve())
-    with pytest.raises(BenchError, match="no such directory"):
+    with pytest.raises(BenchError, match="does not exist"):
         resolve_model(str(tmp_path / "missing"), paths)
     with pytest.raises(BenchError, match="choose one of"):
         resolve_model("minilm", paths, pooler="mean")

@@ -36,6 +36,44 @@ positive_float = _number(float, 0, low_open=True, what="a number > 0")
 nonnegative_float = _number(float, 0, what="a number >= 0")
 
 
+DEVICE_KINDS = ("auto", "cpu", "cuda", "cuda:N", "mps")
+
+
+def _device_syntax(text: str) -> str:
+    kind, _, index = text.partition(":")
+    if text in ("auto", "cpu", "cuda", "mps") or (kind == "cuda" and index.isdigit()):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r} is not a device. Fix: choose one of {', '.join(DEVICE_KINDS)}")
+
+
+def device_name(text: str) -> str:
+    """An argparse type for a device used elsewhere (grid cells on a cluster): the syntax only."""
+    return _device_syntax(text.strip().lower())
+
+
+def local_device(text: str) -> str:
+    """An argparse type for a device of this machine: the syntax, then that torch sees it (so a bad
+    --device fails before any model loads or training starts)."""
+    device = _device_syntax(text.strip().lower())
+    if device in ("auto", "cpu"):
+        return device
+    import torch
+
+    kind, _, index = device.partition(":")
+    if kind == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count <= int(index or 0):
+            seen = f"{count} CUDA device(s) visible (cuda:0..cuda:{count - 1})" if count else "no CUDA device is visible"
+            raise argparse.ArgumentTypeError(f"{text}: {seen}. Fix: --device cpu, or --device auto")
+    elif not (getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()):
+        raise argparse.ArgumentTypeError(f"{text}: no Apple MPS device on this machine. Fix: --device cpu, or "
+                                         f"--device auto")
+    return device
+
+
+local_device.__name__ = device_name.__name__ = "device"
+
+
 def add_unverified_data_flag(parser) -> None:
     parser.add_argument("--allow-unverified-data", action="store_true",
                         help="use data files whose sha256 differs from bench/data_files.tsv (your own data); "

@@ -10,7 +10,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from bench.commands import (add_unverified_data_flag, nonnegative_float, nonnegative_int, output_console,
+from bench.commands import (add_unverified_data_flag, device_name, nonnegative_float, nonnegative_int, output_console,
                             positive_float, positive_int)
 from bench.errors import BenchError
 
@@ -38,7 +38,7 @@ def add_arguments(parser):
     from bench.plugins import PROFILE_HELP, PROFILES
 
     parser.add_argument("--profile", choices=PROFILES, default="smoke", help=PROFILE_HELP)
-    parser.add_argument("--device", default="auto",
+    parser.add_argument("--device", type=device_name, default="auto",
                         help="device inside each cell; auto: cuda when --gpus-per-cell > 0, else cpu")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--limit", type=positive_int, help="use only the first N examples of each task")

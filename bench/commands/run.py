@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bench.commands import add_unverified_data_flag, nonnegative_int, output_console, positive_int
+from bench.commands import add_unverified_data_flag, local_device, nonnegative_int, output_console, positive_int
 
 
 def add_arguments(parser):
@@ -23,7 +23,7 @@ def add_arguments(parser):
 
     parser.add_argument("--profile", choices=PROFILES, default="smoke", help=PROFILE_HELP)
     parser.add_argument("--seed", type=nonnegative_int, default=0)
-    parser.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps (auto: cuda, mps, cpu)")
+    parser.add_argument("--device", type=local_device, default="auto", help="auto|cpu|cuda|cuda:N|mps (auto: cuda, mps, cpu)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--limit", type=positive_int, help="use only the first N examples of each task")
     from bench.commands import add_dtype_argument

@@ -13,7 +13,8 @@ import subprocess
 import sys
 import time
 
-from bench.commands import add_unverified_data_flag, nonnegative_int, positive_float, positive_int
+from bench.commands import (add_unverified_data_flag, local_device, nonnegative_int, positive_float,
+                            positive_int)
 from bench.errors import BenchError
 
 LAUNCHERS = ("none", "accelerate")
@@ -33,7 +34,7 @@ def add_arguments(parser):
                                        "(default: triples from the offline SNLI/ANLI splits)")
     parser.add_argument("--steps", type=positive_int, help="stop after N optimiser steps (N >= 1)")
     parser.add_argument("--seed", type=nonnegative_int, default=0)
-    parser.add_argument("--device", default="auto", help="auto|cpu|cuda|mps")
+    parser.add_argument("--device", type=local_device, default="auto", help="auto|cpu|cuda|cuda:N|mps")
     from bench.commands import add_dtype_argument
 
     add_dtype_argument(parser)
