@@ -23,6 +23,7 @@ COMMANDS = Registry("command", helps={
     "grid": "run models x suites x tasks x seeds on Ray (local or a cluster), skipping finished cells",
     "resources": "build or check the attacks' offline resources (WordNet, counter-fitted vectors, MLM)",
     "compare": "paired differences B - A (95% CI, p-value) over the result cells two models share",
+    "divergence": "how far apart two models from one base are: weight distance ratio, attack outcome agreement",
     "report": "regenerate paper tables, figures and leaderboards from result files",
     "train": "train a sentence encoder with a method (simcse, robustembed, ...)",
     "publish": "copy chosen result cells into the published leaderboard (the checkout's results/)",

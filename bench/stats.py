@@ -598,3 +598,54 @@ def evidence_from_dict(d: dict, samples: dict[str, Sample], resolve=None) -> Evi
         return Evidence(parts=parts, combine=d["combine"], label=d.get("label", ""))
     return Evidence(d["statistic"], samples[d["sample"]], tuple(d["columns"]), d.get("scale", 100.0),
                     label=d.get("label", ""))
+
+
+# ---------------------------------------------------------------- how far apart two models are ----
+
+def outcome_agreement(a, b, ids=None, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> dict:
+    """Paired attack outcomes of two victims on the same examples (1 = attack succeeded, 0 = failed,
+    NaN = not attacked, e.g. skipped as already misclassified): over the examples both attacked, the
+    table (both succeed, both fail, only A, only B), the share on which they agree, McNemar's exact and
+    mid-p, and the paired difference in success rate B - A (x100) with its bootstrap CI."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    both = ~np.isnan(a) & ~np.isnan(b)
+    x, y = a[both], b[both]
+    n = int(both.sum())
+    table = {"both_succeed": int(np.sum((x == 1) & (y == 1))), "both_fail": int(np.sum((x == 0) & (y == 0))),
+             "a_only": int(np.sum((x == 1) & (y == 0))), "b_only": int(np.sum((x == 0) & (y == 1)))}
+    out = {"attacked_by_both": n, "attacked_by_one": int(np.sum(np.isnan(a) != np.isnan(b))),
+           "attacked_by_neither": int(np.sum(np.isnan(a) & np.isnan(b))), **table,
+           "agreement": (table["both_succeed"] + table["both_fail"]) / n if n else None}
+    test = mcnemar(x, y)
+    out.update(mcnemar_p_exact=test["p_exact"], mcnemar_p_mid=test["p_mid"])
+    if n:
+        names = list(np.asarray(ids if ids is not None else range(len(a)), dtype=object)[both])
+        diff = paired_bootstrap(Evidence("proportion", Sample(names, {"s": x}), ("s",)),
+                                Evidence("proportion", Sample(names, {"s": y}), ("s",)), resamples, seed)
+        out.update(asr_a=diff.extra["a"], asr_b=diff.extra["b"], asr_difference=diff.estimate,
+                   asr_ci_low=diff.low, asr_ci_high=diff.high)
+    return out
+
+
+def weight_distance_ratio(theta_a: dict, theta_b: dict, theta_0: dict, group: Callable[[str], str] = lambda n: n) -> dict:
+    """How far apart two models trained from one base are, relative to how far A moved from it:
+    ||theta_B - theta_A|| / ||theta_A - theta_0|| (Frobenius over the tensors of a group), per group of
+    tensors (``group(name)``, e.g. the layer) and over all. Tensors missing from one of the three or
+    of another shape are left out and named."""
+    shared = sorted(n for n in theta_a if n in theta_b and n in theta_0
+                    and np.shape(theta_a[n]) == np.shape(theta_b[n]) == np.shape(theta_0[n]))
+    sums: dict[str, np.ndarray] = {}
+    for name in shared:
+        a, b, o = (np.asarray(t[name], dtype=np.float64) for t in (theta_a, theta_b, theta_0))
+        part = np.array([np.sum((b - a) ** 2), np.sum((a - o) ** 2), np.sum((b - o) ** 2)])
+        sums[group(name)] = sums.get(group(name), np.zeros(3)) + part
+
+    def distances(sq: np.ndarray) -> dict:
+        between, a_moved, b_moved = np.sqrt(sq)
+        return {"between": float(between), "a_moved": float(a_moved), "b_moved": float(b_moved),
+                "ratio": float(between / a_moved) if a_moved > 0 else None}
+
+    total = np.sum(list(sums.values()), axis=0) if sums else np.zeros(3)
+    return {"overall": {**distances(total), "tensors": len(shared)},
+            "groups": {g: distances(sq) for g, sq in sums.items()},
+            "left_out": sorted((set(theta_a) | set(theta_b) | set(theta_0)) - set(shared))}
