@@ -193,6 +193,10 @@ def autocast_dtype(device: str):
 
 def load_hf(name_or_path: str, spec_name: str = "", revision: str | None = None):
     """(model, tokenizer) from a directory or a Hub id (at ``revision``), with an actionable error offline."""
+    from bench import hub
+
+    if hub.is_hub_id(name_or_path):  # not cached and the Hub unreachable: one message now, not retries
+        hub.require(name_or_path, revision, owner=spec_name)
     from safetensors import SafetensorError
     from transformers import AutoModel, AutoTokenizer
 

@@ -359,21 +359,6 @@ def sentence_transformers_config(path: Path, read=None) -> dict | None:
     return out
 
 
-HUB_HOST = "huggingface.co"
-
-
-def _hub_reachable(timeout: float = 3.0) -> bool:
-    if os.environ.get("HF_HUB_OFFLINE") or os.environ.get("BENCH_OFFLINE"):
-        return False
-    import socket
-
-    try:
-        with socket.create_connection((HUB_HOST, 443), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
 def hub_spec(ref: str, pooler: str | None) -> ModelSpec:
     """``ORG/NAME[@REVISION]`` on the Hugging Face Hub: from the local cache when it is there, else
     downloaded; its pooler from the sentence-transformers config, else ``pooler``. The row's name is
@@ -383,22 +368,17 @@ def hub_spec(ref: str, pooler: str | None) -> ModelSpec:
         raise BenchError(f"--model hf:{ref}: expected hf:ORG/NAME or hf:ORG/NAME@REVISION.")
     from huggingface_hub import hf_hub_download, try_to_load_from_cache
 
-    online = None
+    from bench.hub import offline_reason, unreachable_message
 
     def read(rel: str):
-        nonlocal online
         cached = try_to_load_from_cache(repo, rel, revision=revision or None)
         if isinstance(cached, str):
             return Path(cached)
         if cached is not None:  # cached as "this file does not exist"
             return None
-        if online is None:
-            online = _hub_reachable()
-        if not online:
-            raise BenchError(
-                f"Model 'hf:{ref}' is not in the local Hugging Face cache ($HF_HOME) and the Hub cannot be reached "
-                f"(offline?). Fix: download it once with internet access (`huggingface-cli download {repo}`), or "
-                f"pass a local directory with --model DIR. Offline, use the default model 'minilm'.")
+        reason = offline_reason()  # one short check per process, not the hub client's retries
+        if reason is not None:
+            raise BenchError(unreachable_message(repo, reason, owner=f"hf:{ref}"))
         try:
             return Path(hf_hub_download(repo, rel, revision=revision or None))
         except Exception as exc:  # noqa: BLE001  hub errors: missing file vs missing repo

@@ -198,6 +198,9 @@ class Method:
     citation: ClassVar[str] = ""
     # profile -> trainer settings fixed by the method's paper (e.g. {"paper": {"epochs": 2}})
     training: ClassVar[dict[str, dict[str, Any]]] = {}
+    # time of one training step / SimCSE's at the same batch and backbone (benchmarks/train_step.py): what
+    # `bench run` multiplies a measured SimCSE step by to estimate a training run before it starts
+    step_cost: ClassVar[float] = 1.0
     # open choices made where the paper is silent: name -> reason (copied into the model card)
     open_choices: ClassVar[dict[str, str]] = {}
     # True: trains on the trainer's unlabeled sentences (--data / wiki); False: ``training_data`` builds its own

@@ -1,0 +1,155 @@
+"""What training a registered model will cost on this device, said before it starts: the steps its
+profile runs on the data at hand, times a step time scaled from measured ones. An estimate, and it
+says so; it is printed by ``bench run`` before a missing model is trained on demand, and a paper-profile
+model on a machine without a GPU is refused unless the user opts in.
+
+Step times: SimCSE on all-MiniLM-L6-v2 at batch 64, max_len 32, fp32 took 2.47 s a step on 2 CPU
+threads (quiet Intel Xeon; ``python benchmarks/train_step.py --batch-size 64 --repeats 2``). A method
+declares its step time relative to SimCSE's (``Method.step_cost``, from the same benchmark). Another
+backbone scales by its non-embedding size (layers × hidden², the matrix products of short sequences):
+BERT-base is 8× MiniLM. On CUDA the reference is SimCSE's authors' report of unsupervised SimCSE on
+BERT-base: one epoch of wiki1m (15,625 steps of 64) in under an hour on one RTX 3090.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.errors import BenchError
+
+CPU_SIMCSE_MINILM_S_PER_STEP = 2.47  # batch 64, max_len 32, fp32, 2 threads (measured, see above)
+CUDA_SIMCSE_BERT_BASE_S_PER_STEP = 3600 / 15_625  # under an hour for 15,625 steps, RTX 3090 (authors' report)
+MINILM_SIZE = 6 * 384 ** 2  # layers x hidden^2 of all-MiniLM-L6-v2
+BERT_BASE_SIZE = 12 * 768 ** 2
+WIKI1M_SENTENCES = 1_000_000  # SimCSE's wiki1m_for_simcse.txt
+ALLOW_FLAG = "--allow-cpu-paper-profile"
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """What ``bench run`` will train before it evaluates, and how long that should take here."""
+
+    name: str
+    method: str
+    base: str
+    profile: str
+    steps: int
+    batch_size: int
+    data: str  # what the steps run over, e.g. "2 epochs of wiki1m (1,000,000 sentences)"
+    device: str
+    seconds: float | None  # None: no reference for this device
+    basis: str  # how the estimate was made
+
+    @property
+    def train_command(self) -> str:
+        return f"bench train --method {self.method} --backbone {self.base} --profile {self.profile}"
+
+    def estimate(self) -> str:
+        if self.seconds is None:
+            return f"no time estimate for {self.device} (no measured step time for it)"
+        return f"about {duration(self.seconds)} on {self.device} (an estimate: {self.basis})"
+
+    def describe(self) -> str:
+        return (f"Model '{self.name}' has no checkpoint yet, so it is trained first: {self.method} from "
+                f"{self.base}, {self.profile} profile, {self.steps:,} steps of batch {self.batch_size} "
+                f"({self.data}); {self.estimate()}.")
+
+
+def duration(seconds: float) -> str:
+    for unit, size in (("days", 86_400), ("hours", 3_600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:,.0f} {unit}"
+    return f"{max(seconds, 1):.0f} s"
+
+
+def backbone_size(backbone: str) -> tuple[int, str]:
+    """(layers × hidden², where it came from) of a directory or Hub id, from its config.json; BERT-base's
+    size when the config cannot be read here."""
+    config = Path(backbone) / "config.json"
+    if not config.is_file():
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            cached = try_to_load_from_cache(backbone, "config.json")
+            config = Path(cached) if isinstance(cached, str) else None
+        except Exception:  # noqa: BLE001  not a Hub id either
+            config = None
+    try:
+        values = json.loads(config.read_text(encoding="utf-8"))
+        return int(values["num_hidden_layers"]) * int(values["hidden_size"]) ** 2, "its config"
+    except (AttributeError, OSError, ValueError, KeyError, TypeError):
+        return BERT_BASE_SIZE, "BERT-base's size assumed"
+
+
+def training_sentences(method_cls, method_cfg, data_root: Path) -> tuple[int, str]:
+    """(sentences one epoch runs over, their name) for the default training data."""
+    from bench.data import available, get_dataset
+
+    if method_cls.unlabeled_sentences:
+        if available(data_root, "wiki1m"):
+            return WIKI1M_SENTENCES, "wiki1m"
+        sample = get_dataset("wiki-sample")
+        return sum(f.lines for f in sample.files), "the wiki sample"
+    names = method_cls.training_datasets(method_cfg)
+    lines = sum(f.lines for name in names for f in get_dataset(name).files)
+    return lines, " + ".join(names) or "its own data"
+
+
+def step_seconds(method_cls, batch_size: int, backbone: str, device: str) -> tuple[float | None, str]:
+    """A step's estimated seconds on ``device`` and how it was estimated."""
+    kind = device.split(":")[0]
+    size, size_source = backbone_size(backbone)
+    relative = f"{method_cls.name} {method_cls.step_cost:g}x SimCSE a step"
+    if kind == "cpu":
+        seconds = CPU_SIMCSE_MINILM_S_PER_STEP * method_cls.step_cost * (size / MINILM_SIZE) * batch_size / 64
+        return seconds, (f"SimCSE's measured {CPU_SIMCSE_MINILM_S_PER_STEP} s a step for MiniLM at batch 64 on "
+                         f"2 CPU threads, {relative}, scaled to this backbone ({size_source}) and batch")
+    if kind == "cuda":
+        seconds = CUDA_SIMCSE_BERT_BASE_S_PER_STEP * method_cls.step_cost * (size / BERT_BASE_SIZE) * batch_size / 64
+        return seconds, (f"SimCSE on BERT-base in under an hour for 15,625 steps on one RTX 3090 (its authors' "
+                         f"report), {relative}, scaled to this backbone ({size_source}) and batch")
+    return None, ""
+
+
+def plan(spec, paths, device: str) -> TrainingPlan:
+    """The training ``bench run`` would start for ``spec`` (a trained model without its checkpoint)."""
+    from bench.encoder import resolve_backbone
+    from bench.methods import get_method
+    from bench.registry import known_models
+    from bench.train import make_train_config, split_overrides
+
+    known = known_models(paths)
+    run = known.get(spec.snapshot_of, spec) if spec.snapshot_of else spec  # a snapshot comes from its run
+    method_cls = get_method(run.method)
+    train_values, method_values = split_overrides(method_cls, {k: v for k, v in run.recipe.items()})
+    cfg = make_train_config(method_cls, run.profile or "smoke", train_values)
+    sentences, data_name = training_sentences(method_cls, method_cls.Config.from_dict(method_values), paths.data)
+    per_epoch = max(1, sentences // cfg.batch_size)
+    steps = per_epoch * cfg.epochs if not cfg.max_steps else min(per_epoch * cfg.epochs, cfg.max_steps)
+    epochs = f"{cfg.epochs} epoch{'s' if cfg.epochs > 1 else ''} of" if steps == per_epoch * cfg.epochs else \
+        f"{steps / per_epoch:.1f} passes over"
+    base = known.get(run.base or "")
+    try:
+        backbone = resolve_backbone(base) if base is not None else (run.base or "")
+    except BenchError:  # e.g. a base built by `bench resources build` that is not there yet
+        backbone = base.backbone if base is not None else ""
+    seconds_per_step, basis = step_seconds(method_cls, cfg.batch_size, backbone, device)
+    return TrainingPlan(name=run.name, method=run.method, base=run.base or "", profile=run.profile or "smoke",
+                        steps=steps, batch_size=cfg.batch_size,
+                        data=f"{epochs} {data_name}, {sentences:,} sentences", device=device,
+                        seconds=None if seconds_per_step is None else seconds_per_step * steps, basis=basis)
+
+
+def check_cpu_paper_profile(training: TrainingPlan, allowed: bool) -> None:
+    """A paper-profile model is days of training without a GPU: refuse unless the user opted in."""
+    if training.profile != "paper" or training.device.split(":")[0] == "cuda" or allowed:
+        return
+    raise BenchError(
+        f"Model '{training.name}' is a paper-profile model without a checkpoint, and this machine has no GPU "
+        f"(device {training.device}): training it here ({training.steps:,} steps of batch {training.batch_size}, "
+        f"{training.data}) "
+        f"would take {training.estimate()}. Fix: train it on a GPU machine with `{training.train_command}` "
+        f"and copy $BENCH_HOME/models/{training.name} here; or pass {ALLOW_FLAG} to train it on this "
+        f"{training.device} anyway.")

@@ -1,0 +1,147 @@
+"""Models that cannot be had fail at once with one message naming the fix, and a missing trained model is
+announced (what, which profile, how long here) before it is trained; a paper-profile model on a machine
+without a GPU needs --allow-cpu-paper-profile. No test touches the network: the Hub's address is a
+loopback port (listening, or closed) and the Hugging Face cache is an empty directory."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from bench import hub
+from bench.cli import main
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    """An empty BENCH_HOME, results directory and Hugging Face cache; the Hub probe not yet made."""
+    import huggingface_hub.constants
+
+    monkeypatch.setenv("BENCH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # as the environment had it at import
+    for name in (*hub.OFFLINE_ENVS, hub.ADDRESS_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(hub, "_probed", {})
+    monkeypatch.setattr(hub, "go_offline", lambda: None)  # keep this process's hub client as it was
+    return tmp_path
+
+
+@pytest.fixture
+def listening_hub(monkeypatch):
+    """A loopback port that accepts connections: the Hub 'answers'."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    monkeypatch.setenv(hub.ADDRESS_ENV, f"127.0.0.1:{server.getsockname()[1]}")
+    yield
+    server.close()
+
+
+@pytest.fixture
+def closed_hub(monkeypatch):
+    """A loopback port nothing listens on: the Hub does not answer (connection refused)."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    monkeypatch.setenv(hub.ADDRESS_ENV, f"127.0.0.1:{port}")
+    return port
+
+
+def bench(*args: str, capsys) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, " ".join(err.split())
+
+
+def assert_one_clear_message(err: str, *needles: str) -> None:
+    assert err.count("bench: error:") == 1, err
+    assert "Traceback" not in err and "Retrying" not in err and "MaxRetryError" not in err, err
+    for needle in needles:
+        assert needle in err, (needle, err)
+
+
+def test_hf_model_offline_fails_with_one_message(isolated, monkeypatch, capsys):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, out, err = bench("run", "--suite", "sts", "--model", "hf:org/none", capsys=capsys)
+    assert code == 2
+    assert_one_clear_message(err, "'org/none'", "HF_HUB_OFFLINE is set", "huggingface-cli download org/none",
+                             "--model DIR")
+
+
+def test_hf_model_with_the_hub_unreachable_fails_after_one_probe(isolated, closed_hub, capsys):
+    code, out, err = bench("run", "--suite", "sts", "--model", "hf:org/none", capsys=capsys)
+    assert code == 2
+    assert_one_clear_message(err, f"127.0.0.1:{closed_hub}", "huggingface-cli download org/none")
+    assert "without HF_HUB_OFFLINE" not in err  # that advice only when the variable is the reason
+
+
+def test_registry_model_on_a_hub_backbone_fails_offline_before_training(isolated, monkeypatch, capsys):
+    """robustembed-bert is trained from bert-base-uncased: offline and uncached, nothing can start."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, out, err = bench("run", "--suite", "adversarial", "--model", "robustembed-bert", capsys=capsys)
+    assert code == 2
+    assert_one_clear_message(err, "'robustembed-bert' needs the Hugging Face model 'bert-base-uncased'",
+                             "huggingface-cli download bert-base-uncased")
+    assert "training it now" not in out and not (isolated / "home" / "train").exists()
+
+
+def test_paper_profile_without_a_gpu_needs_the_opt_in(isolated, listening_hub, monkeypatch, capsys):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    code, out, err = bench("run", "--suite", "sts", "--model", "robustembed-bert", "--device", "cpu", capsys=capsys)
+    assert code == 2
+    assert_one_clear_message(err, "paper-profile", "no GPU",
+                             "`bench train --method robustembed --backbone bert-base-cls --profile paper`",
+                             "--allow-cpu-paper-profile", "an estimate")
+    assert not (isolated / "home" / "train").exists()
+
+
+def test_the_opt_in_lets_a_cpu_paper_profile_run_through(isolated, monkeypatch):
+    from bench.paths import Paths
+    from bench.registry import get_model
+    from bench.train_cost import check_cpu_paper_profile, plan
+
+    training = plan(get_model("robustembed-bert"), Paths.from_env(), "cpu")
+    check_cpu_paper_profile(training, allowed=True)  # no error
+    with pytest.raises(Exception, match="--allow-cpu-paper-profile"):
+        check_cpu_paper_profile(training, allowed=False)
+    check_cpu_paper_profile(plan(get_model("robustembed-bert"), Paths.from_env(), "cuda"), allowed=False)
+
+
+def test_the_plan_counts_the_profiles_steps_and_scales_the_step_time(isolated):
+    from bench.methods import get_method
+    from bench.paths import Paths
+    from bench.registry import get_model
+    from bench.train_cost import CPU_SIMCSE_MINILM_S_PER_STEP, plan
+
+    paths = Paths.from_env()
+    smoke = plan(get_model("robustembed-minilm"), paths, "cpu")
+    assert (smoke.steps, smoke.batch_size, smoke.profile) == (10, 16, "smoke")
+    assert "10 steps of batch 16" in smoke.describe() and "an estimate" in smoke.describe()
+    study = plan(get_model("simcse-minilm-study"), paths, "cpu")
+    assert study.steps == 250 and study.batch_size == 64
+    assert "its config" in study.basis  # MiniLM's own config: SimCSE's measured step, 250 times
+    assert study.seconds == pytest.approx(250 * CPU_SIMCSE_MINILM_S_PER_STEP)
+    robust = plan(get_model("robustembed-minilm-study"), paths, "cpu")
+    assert robust.seconds == pytest.approx(study.seconds * get_method("robustembed").step_cost)
+    assert plan(get_model("simcse-minilm-study"), paths, "mps").seconds is None
+
+
+def test_a_cached_model_with_the_hub_unreachable_is_loaded_offline(isolated, closed_hub, monkeypatch):
+    calls = []
+    monkeypatch.setattr(hub, "is_cached", lambda repo, revision=None: True)
+    monkeypatch.setattr(hub, "go_offline", lambda: calls.append("offline"))
+    hub.require("org/cached")
+    assert calls == ["offline"]
+
+
+def test_a_bad_hub_address_is_named(isolated, monkeypatch):
+    monkeypatch.setenv(hub.ADDRESS_ENV, "no-port")
+    with pytest.raises(Exception, match="BENCH_HUB_ADDRESS"):
+        hub.offline_reason()
