@@ -6,7 +6,7 @@
   NLI triples) builds it from the data root. Each epoch is a fresh permutation drawn from (seed,
   epoch); the last incomplete batch is dropped (in-batch negatives want full batches); the method's
   ``collate`` tokenises a batch (default: max length 32, SimCSE's). Methods get a ``TrainContext``
-  (tokenizer, data root, home, resources such as WordNet through the attacks' resource layer);
+  (tokenizer, data root, home, resources such as WordNet, found by ``bench.methods.resources``);
 - one AdamW over the method's parameter groups, linear decay to 0 (SimCSE's HF Trainer defaults:
   no warm-up, gradient clipping at 1.0, weight decay 0);
 - STS-B dev Spearman (``bench.metrics.score_pairs`` through ``bench.encoder.Encoder``) before
@@ -23,6 +23,13 @@
   gradient passes included) run under its autocast; weights and optimiser state stay float32.
   A float32 run's fingerprint is what it was before --dtype existed (checkpoints resume); any other
   precision enters the fingerprint, so runs in two precisions never resume each other.
+
+``run_training`` runs five named phases over three records: ``prepare`` (configuration, data, device and
+precision, fingerprint, directories; then ``open_session``: the accelerator and the resume state) makes
+the ``Run``; ``build`` (model, method, optimiser, schedule, restored when resuming) makes the ``Parts``;
+``train_steps`` (the step loop) calls ``evaluate_and_keep`` (evaluate, keep the best) and ``save_last``;
+``save_and_commit`` writes the model. ``Run`` and ``Parts`` stay as made; the one state the loop changes
+is ``Progress``, which every resume point saves as ``trainer_state.json``.
 
 Output: ``$BENCH_HOME/models/<name>/`` holds the best checkpoint as safetensors + tokenizer +
 ``bench_card.json`` (method, every hyper-parameter, open choices, data sha256, steps, dev scores,
@@ -343,7 +350,218 @@ class _StopFlag:
             signal.signal(signal.SIGINT, self._previous)
 
 
+# --- the run's records -----------------------------------------------------------------------
+
+@dataclass
+class Progress:
+    """The state the phases share and every resume point saves (``trainer_state.json``, the same keys as
+    always, so a run saved by an earlier version resumes)."""
+
+    step: int = 0
+    fingerprint: str = ""
+    best: dict | None = None  # the kept evaluation: step, stsb_dev_spearman, align, uniform
+    dev_history: list = field(default_factory=list)
+    losses: list = field(default_factory=list)  # [step, loss] after each step
+    wall_s: float = 0.0  # over every session of the run
+    sessions: int = 0
+    dev_before: float | None = None  # STS-B dev before training: reported, never selected
+
+    @classmethod
+    def read(cls, path: Path) -> Progress:
+        saved = json.loads(path.read_text())
+        return cls(**{f.name: saved[f.name] for f in dataclasses.fields(cls) if f.name in saved})
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=1)
+
+
+@dataclass(frozen=True)
+class RunDirs:
+    """Work in progress under ``$BENCH_HOME/train/<name>``, the finished model in ``$BENCH_HOME/models/<name>``."""
+
+    work: Path
+    out: Path
+
+    @classmethod
+    def of(cls, home: Path, name: str) -> RunDirs:
+        return cls(Path(home) / "train" / name, Path(home) / "models" / name)
+
+    @property
+    def last(self) -> Path:  # the resume point
+        return self.work / "last"
+
+    @property
+    def best(self) -> Path:  # the weights the model keeps
+        return self.work / "best"
+
+    @property
+    def pending(self) -> Path:
+        """A saved state becomes the resume point ("last") only once the next step's loss is finite: a state
+        the explosion already reached is never kept as the last good one. Until then it waits here."""
+        return self.work / ".last.pending"
+
+
+@dataclass
+class Run:
+    """What ``prepare`` fixes for the whole run (configuration, data, precision, fingerprint, directories)
+    and the session it runs in (accelerator, device, log, clock)."""
+
+    job: TrainJob
+    method_cls: Any
+    method_cfg: Any
+    ctx: Any  # the methods' TrainContext
+    data: Any  # the methods' TrainingData
+    amp: Any  # autocast dtype; None: float32
+    fingerprint: str
+    dirs: RunDirs
+    dev_pairs: Any  # STS-B dev pairs, None: no evaluation
+    log: Callable[[str], None]
+    device: str
+    accelerator: Any = None
+    started: float = 0.0  # perf_counter when this session started
+    wall_before: float = 0.0  # wall seconds of the earlier sessions
+
+    @property
+    def cfg(self) -> TrainConfig:
+        return self.job.train
+
+    @property
+    def main(self) -> bool:
+        return self.accelerator.is_main_process
+
+    @property
+    def world(self) -> int:
+        return self.accelerator.num_processes
+
+    @property
+    def rank(self) -> int:
+        return self.accelerator.process_index
+
+    def wall_s(self) -> float:
+        return self.wall_before + time.perf_counter() - self.started
+
+
+@dataclass
+class Parts:
+    """What ``build`` makes: the network, the method around it, the optimiser and the schedule."""
+
+    model: Any
+    tokenizer: Any
+    method: Any
+    module: Any  # encoder + the method's extra modules, as the accelerator wraps them
+    optimizer: Any
+    scheduler: Any
+    per_epoch: int
+    total: int
+    eval_max_len: int
+
+
 # --- the loop --------------------------------------------------------------------------------
+
+def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, restart: bool = False,
+                 stop_after: int | None = None) -> dict:
+    """Train (or resume) ``job``; returns the model card. ``stop_after`` simulates an interruption
+    after that many steps (tests): the state is saved and the function returns without finishing.
+
+    The phases: prepare (configuration, data, device, resume state), build (model, method, optimiser,
+    schedule), the step loop (evaluating and keeping the best as it goes), then save and commit."""
+    started = time.perf_counter()
+    run = prepare(job, home, log)
+    done = already_trained(run, restart)
+    if done is not None:
+        return done
+    progress, resuming = open_session(run, restart, started)
+    parts = build(run, progress, resuming)
+    if not train_steps(run, parts, progress, stop_after):
+        return {"stopped_at": progress.step}
+    return save_and_commit(run, parts, progress)
+
+
+# --- phase 1: prepare ------------------------------------------------------------------------
+
+def prepare(job: TrainJob, home: Path, log: Callable[[str], None]) -> Run:
+    """The configuration, checked; the method's training data; the device and precision; the fingerprint
+    that guards resume; the run's directories (a swap cut by a kill is undone first)."""
+    from bench.encoder import dtype_name, pick_device, resolve_dtype
+    from bench.methods import get_method
+    from bench.methods.base import TrainContext
+    from bench.methods.resources import MethodResources
+
+    method_cls = get_method(job.method)
+    method_cfg = method_cls.Config.from_dict(job.method_config)
+    cfg = job.train
+    check_values(dataclasses.asdict(cfg))
+    check_values(method_cfg.to_dict(), getattr(method_cls.Config, "limits", None))
+    ctx = TrainContext(max_len=cfg.max_len, home=Path(home), data_root=job.data_root, data_path=job.data_path,
+                       seed=cfg.seed, resources=MethodResources(home))
+    data = method_cls.training_data(method_cfg, ctx)  # the method's data hook (default: --data's sentences)
+    device = pick_device(job.device)
+    amp = resolve_dtype(device, job.dtype)  # None: float32
+    dirs = RunDirs.of(home, job.name)
+    for directory in (dirs.last, dirs.best):
+        _recover_dir(directory)
+    dev_pairs = None
+    if job.dev_dir is not None:
+        from bench.data import read_stsb
+
+        dev_pairs = read_stsb(job.dev_dir, "dev").limit(cfg.eval_limit or None)
+    return Run(job=job, method_cls=method_cls, method_cfg=method_cfg, ctx=ctx, data=data, amp=amp,
+               fingerprint=job.fingerprint(data.sha256, dtype_name(amp), method_cls.version), dirs=dirs,
+               dev_pairs=dev_pairs, log=log, device=device)
+
+
+def already_trained(run: Run, restart: bool) -> dict | None:
+    """The card of a finished model with this fingerprint (nothing to do), unless ``restart``."""
+    card_path = run.dirs.out / CARD_FILE
+    if not card_path.exists() or restart:
+        return None
+    done = json.loads(card_path.read_text())
+    if done.get("fingerprint") == run.fingerprint:
+        run.log(f"'{run.job.name}' is already trained with this configuration ({run.dirs.out}); --restart retrains it.")
+        return done
+    run.log(f"Note: {run.dirs.out} holds '{run.job.name}' trained with another configuration; it is replaced when "
+            f"this run completes.")
+    return None
+
+
+def open_session(run: Run, restart: bool, started: float) -> tuple[Progress, bool]:
+    """The accelerator on the chosen device and precision, then the resume state: (progress, resuming)."""
+    import torch
+    from accelerate import Accelerator
+    from accelerate.utils import DistributedDataParallelKwargs
+
+    mixed_precision = {None: "no", torch.bfloat16: "bf16", torch.float16: "fp16"}[run.amp]
+    _reset_accelerate_precision(mixed_precision)
+    run.accelerator = Accelerator(
+        cpu=run.device == "cpu", mixed_precision=mixed_precision,
+        kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
+    run.device = str(run.accelerator.device)
+    if not run.main:  # one voice: the main process logs
+        run.log = lambda message: None
+    progress, resuming = resume_state(run, restart)
+    run.started, run.wall_before = started, float(progress.wall_s)
+    progress.sessions = int(progress.sessions) + 1
+    return progress, resuming
+
+
+def resume_state(run: Run, restart: bool) -> tuple[Progress, bool]:
+    """The saved progress of an unfinished run with the same fingerprint, else a fresh one (``restart``
+    discards the old work)."""
+    dirs = run.dirs
+    resuming = (dirs.last / STATE_FILE).exists() and not restart
+    progress = Progress(fingerprint=run.fingerprint)
+    if resuming:
+        progress = Progress.read(dirs.last / STATE_FILE)
+        if progress.fingerprint != run.fingerprint:
+            raise BenchError(f"{dirs.work} holds an unfinished run of '{run.job.name}' with a different configuration "
+                             f"(data, hyper-parameters or backbone changed). Re-run with --restart to discard it, "
+                             f"or --name to train under another name.")
+    elif restart and dirs.work.exists() and run.main:
+        shutil.rmtree(dirs.work)
+    if run.main and dirs.pending.exists():  # never validated (a kill came first): the last state is older
+        shutil.rmtree(dirs.pending)
+    return progress, resuming
+
 
 def _reset_accelerate_precision(mixed_precision: str) -> None:
     """accelerate keeps one process-wide AcceleratorState and refuses a second Accelerator with another
@@ -356,86 +574,50 @@ def _reset_accelerate_precision(mixed_precision: str) -> None:
         AcceleratorState._reset_state(reset_partial_state=False)
 
 
-def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, restart: bool = False,
-                 stop_after: int | None = None) -> dict:
-    """Train (or resume) ``job``; returns the model card. ``stop_after`` simulates an interruption
-    after that many steps (tests): the state is saved and the function returns without finishing."""
+# --- phase 2: build --------------------------------------------------------------------------
+
+def build(run: Run, progress: Progress, resuming: bool) -> Parts:
+    """The base's weights, the method around them, AdamW and the linear schedule; a resumed run gets back
+    every module's weights, the method's state, the optimiser, the schedule and the RNG."""
     import torch
-    from accelerate import Accelerator
-    from accelerate.utils import DistributedDataParallelKwargs
-    from safetensors.torch import load_file, load_model, save_file, save_model
     from transformers import get_linear_schedule_with_warmup
 
-    from bench.encoder import Encoder, dtype_name, load_hf, pick_device, resolve_dtype, slow_dtype_note
-    from bench.methods import get_method
-    from bench.methods.base import TrainContext
-    from bench.methods.resources import MethodResources
-    from bench.store import git_commit, now_iso, package_versions
+    from bench.encoder import load_hf
 
-    started = time.perf_counter()
-    method_cls = get_method(job.method)
-    method_cfg = method_cls.Config.from_dict(job.method_config)
-    cfg = job.train
-    check_values(dataclasses.asdict(cfg))
-    check_values(method_cfg.to_dict(), getattr(method_cls.Config, "limits", None))
-    ctx = TrainContext(max_len=cfg.max_len, home=Path(home), data_root=job.data_root, data_path=job.data_path,
-                       seed=cfg.seed, resources=MethodResources(home))
-    data = method_cls.training_data(method_cfg, ctx)  # the method's data hook (default: --data's sentences)
-    examples, data_sha = data.examples, data.sha256
-    device = pick_device(job.device)
-    amp = resolve_dtype(device, job.dtype)  # None: float32
-    fingerprint = job.fingerprint(data_sha, dtype_name(amp), method_cls.version)
-    work = Path(home) / "train" / job.name
-    out_dir = Path(home) / "models" / job.name
-    last_dir, best_dir = work / "last", work / "best"
-    # A saved state becomes the resume point ("last") only once the next step's loss is finite: a state
-    # the explosion already reached is never kept as the last good one. Until then it waits here.
-    pending_dir = work / ".last.pending"
-    for directory in (last_dir, best_dir):
-        _recover_dir(directory)
-    if (out_dir / CARD_FILE).exists() and not restart:
-        done = json.loads((out_dir / CARD_FILE).read_text())
-        if done.get("fingerprint") == fingerprint:
-            log(f"'{job.name}' is already trained with this configuration ({out_dir}); --restart retrains it.")
-            return done
-        log(f"Note: {out_dir} holds '{job.name}' trained with another configuration; it is replaced when this "
-            f"run completes.")
-
-    mixed_precision = {None: "no", torch.bfloat16: "bf16", torch.float16: "fp16"}[amp]
-    _reset_accelerate_precision(mixed_precision)
-    accelerator = Accelerator(
-        cpu=device == "cpu", mixed_precision=mixed_precision,
-        kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
-    main = accelerator.is_main_process
-    if not main:  # one voice: the main process logs
-        log = lambda message: None  # noqa: E731
-    world, rank = accelerator.num_processes, accelerator.process_index
-
-    state: dict[str, Any] = {"step": 0, "fingerprint": fingerprint, "best": None, "dev_history": [],
-                             "losses": [], "wall_s": 0.0, "sessions": 0}
-    resuming = (last_dir / STATE_FILE).exists() and not restart
-    if resuming:
-        saved = json.loads((last_dir / STATE_FILE).read_text())
-        if saved["fingerprint"] != fingerprint:
-            raise BenchError(f"{work} holds an unfinished run of '{job.name}' with a different configuration "
-                             f"(data, hyper-parameters or backbone changed). Re-run with --restart to discard it, "
-                             f"or --name to train under another name.")
-        state = saved
-    elif restart and work.exists() and main:
-        shutil.rmtree(work)
-    if main and pending_dir.exists():  # never validated (a kill came first): the last state is older
-        shutil.rmtree(pending_dir)
-
+    cfg = run.cfg
     torch.manual_seed(cfg.seed)
-    model, tokenizer = load_hf(job.backbone, job.name)
+    model, tokenizer = load_hf(run.job.backbone, run.job.name)
     model.train()
-    ctx.tokenizer = tokenizer
-    method = method_cls(method_cfg, model, job.pooler, ctx)
-    eval_max_len = min(job.eval_max_len, int(getattr(model.config, "max_position_embeddings", 512)))
+    run.ctx.tokenizer = tokenizer
+    method = run.method_cls(run.method_cfg, model, run.job.pooler, run.ctx)
+    eval_max_len = min(run.job.eval_max_len, int(getattr(model.config, "max_position_embeddings", 512)))
+    module = _train_module(model, method)
+    optimizer = torch.optim.AdamW(method.param_groups(cfg.lr, cfg.weight_decay), lr=cfg.lr,
+                                  weight_decay=cfg.weight_decay)
+    per_epoch = len(run.data.examples) // (cfg.batch_size * run.world)
+    if per_epoch == 0:
+        raise BenchError(f"The training data ({run.data.summary}) is fewer than one batch of "
+                         f"{cfg.batch_size} x {run.world} process(es). Use a smaller --batch-size or more data.")
+    total = per_epoch * cfg.epochs
+    if cfg.max_steps > 0:
+        total = min(total, cfg.max_steps)
+    scheduler = get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, total)
+    if resuming:
+        _load_resume_point(run.dirs.last, module, method, optimizer, scheduler)
+    module, optimizer = run.accelerator.prepare(module, optimizer)
+    if resuming:
+        _restore_rng(run.dirs.last)
+        run.log(f"Resuming '{run.job.name}' at step {progress.step}/{total} from {run.dirs.last}.")
+    return Parts(model=model, tokenizer=tokenizer, method=method, module=module, optimizer=optimizer,
+                 scheduler=scheduler, per_epoch=per_epoch, total=total, eval_max_len=eval_max_len)
+
+
+def _train_module(model, method):
+    """Encoder + the method's extra modules as one module: one forward (the loss) per backward, as DDP wants.
+    Its parameter names (``encoder.*``, ``extra.*``) are the keys of the saved ``modules.safetensors``."""
+    import torch
 
     class TrainModule(torch.nn.Module):
-        """Encoder + extra modules as one module: one forward (the loss) per backward, as DDP wants."""
-
         def __init__(self):
             super().__init__()
             self.encoder, self.extra = model, method.modules
@@ -443,250 +625,317 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
         def forward(self, batch, step):
             return method.loss(batch, step)
 
-    module = TrainModule()
-    optimizer = torch.optim.AdamW(method.param_groups(cfg.lr, cfg.weight_decay), lr=cfg.lr,
-                                  weight_decay=cfg.weight_decay)
-    per_epoch = len(examples) // (cfg.batch_size * world)
-    if per_epoch == 0:
-        raise BenchError(f"The training data ({data.summary}) is fewer than one batch of "
-                         f"{cfg.batch_size} x {world} process(es). Use a smaller --batch-size or more data.")
-    total = per_epoch * cfg.epochs
-    if cfg.max_steps > 0:
-        total = min(total, cfg.max_steps)
-    scheduler = get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, total)
+    return TrainModule()
 
-    if resuming:
-        load_model(module, str(last_dir / "modules.safetensors"), device="cpu")
-        extra = last_dir / "method_state.safetensors"
-        method.load_state_dict(load_file(str(extra)) if extra.exists() else {})
-        optimizer.load_state_dict(torch.load(last_dir / "optimizer.pt", weights_only=True))
-        scheduler.load_state_dict(torch.load(last_dir / "scheduler.pt", weights_only=True))
-    module, optimizer = accelerator.prepare(module, optimizer)
-    device = str(accelerator.device)
-    if resuming:
-        rng = torch.load(last_dir / "rng.pt", weights_only=True)
-        torch.set_rng_state(rng["cpu"])
-        if torch.cuda.is_available() and "cuda" in rng:
-            torch.cuda.set_rng_state_all(list(rng["cuda"]))
-        log(f"Resuming '{job.name}' at step {state['step']}/{total} from {last_dir}.")
 
-    dev_pairs = None
-    if job.dev_dir is not None:
-        from bench.data import read_stsb
+def _load_resume_point(last_dir: Path, module, method, optimizer, scheduler) -> None:
+    import torch
+    from safetensors.torch import load_file, load_model
 
-        dev_pairs = read_stsb(job.dev_dir, "dev").limit(cfg.eval_limit or None)
+    load_model(module, str(last_dir / "modules.safetensors"), device="cpu")
+    extra = last_dir / "method_state.safetensors"
+    method.load_state_dict(load_file(str(extra)) if extra.exists() else {})
+    optimizer.load_state_dict(torch.load(last_dir / "optimizer.pt", weights_only=True))
+    scheduler.load_state_dict(torch.load(last_dir / "scheduler.pt", weights_only=True))
 
-    extra: dict[str, float] = {}  # alignment/uniformity of the last evaluation, for the dev curve
 
-    def evaluate() -> float | None:
-        if dev_pairs is None or not main:
-            return None
-        from bench.metrics import score_pairs
+def _restore_rng(last_dir: Path) -> None:
+    import torch
 
-        encoder = Encoder(method.export_model(), tokenizer, pooler=job.pooler, max_len=eval_max_len,
-                          device=device, batch_size=128, name=job.name, dtype=dtype_name(amp))
-        score = score_pairs(dev_pairs, encoder.encode)[("spearman", "all")]
-        extra["align"], extra["uniform"] = dev_alignment_uniformity(dev_pairs, encoder.encode)
-        module.train()
-        return float(score)
+    rng = torch.load(last_dir / "rng.pt", weights_only=True)
+    torch.set_rng_state(rng["cpu"])
+    if torch.cuda.is_available() and "cuda" in rng:
+        torch.cuda.set_rng_state_all(list(rng["cuda"]))
 
-    def save_last(validated: bool = True) -> None:
-        """Save the resume state; ``validated=False`` parks it until the next step's loss is finite."""
-        if not main:
-            return
-        tmp = work / ".last.tmp"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir(parents=True)
-        save_model(accelerator.unwrap_model(module), str(tmp / "modules.safetensors"))
-        extra_state = {k: v.detach().cpu().contiguous() for k, v in method.state_dict().items()}
-        if extra_state:
-            save_file(extra_state, str(tmp / "method_state.safetensors"))
-        torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-        torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
-        rng = {"cpu": torch.get_rng_state()}
-        if torch.cuda.is_available():
-            rng["cuda"] = torch.stack(torch.cuda.get_rng_state_all())
-        torch.save(rng, tmp / "rng.pt")
-        state["wall_s"] = wall_before + time.perf_counter() - started
-        atomic_write_text(tmp / STATE_FILE, json.dumps(state, indent=1))
-        if validated:
-            _replace_dir(tmp, last_dir)
-            shutil.rmtree(pending_dir, ignore_errors=True)
-        else:
-            _replace_dir(tmp, pending_dir)
 
-    def commit_pending() -> None:
-        if main and pending_dir.exists():
-            _replace_dir(pending_dir, last_dir)
+# --- phase 3: the step loop ------------------------------------------------------------------
 
-    def non_finite(what: str, step: int) -> BenchError:
-        shutil.rmtree(pending_dir, ignore_errors=True)  # saved after the bad update: not a good state
-        kept = (json.loads((last_dir / STATE_FILE).read_text())["step"]
-                if (last_dir / STATE_FILE).exists() else None)
-        where = (f"The last finite state (step {kept}) is kept in {last_dir}." if kept is not None else
-                 "No state was saved since the start that a finite step followed, so nothing is kept.")
-        causes = likely_nan_causes(cfg, method_cfg, amp)
-        return BenchError(f"{what} became non-finite at step {step}. Likely cause: {causes[0]}"
-                          + "".join(f" Also: {c}" for c in causes[1:])
-                          + f" {where} Re-run with the fix and --restart (a changed setting starts afresh).")
-
-    def save_best(score: float | None) -> None:
-        if not main:
-            return
-        tmp = work / ".best.tmp"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        method.export_model().save_pretrained(tmp, safe_serialization=True)
-        tokenizer.save_pretrained(tmp)
-        atomic_write_text(tmp / "best.json", json.dumps({"step": state["step"], "stsb_dev_spearman": score}))
-        _replace_dir(tmp, best_dir)
-
-    def evaluate_and_keep() -> None:
-        score = evaluate()
-        if not main:
-            return
-        entry = {"step": state["step"], "stsb_dev_spearman": score, **extra}
-        state["dev_history"].append(entry)
-        best = state["best"]
-        if dev_pairs is None or best is None or score > best["stsb_dev_spearman"]:
-            state["best"] = dict(entry)
-            save_best(score)
-        best_score = state["best"]["stsb_dev_spearman"]
-        log(f"  step {state['step']}/{total}: STS-B dev Spearman {'-' if score is None else f'{score:.2f}'} "
-            f"(best {'-' if best_score is None else f'{best_score:.2f}'} at step {state['best']['step']})")
-
-    def make_card() -> dict:
-        """The model card of the weights as they are now."""
-        state["wall_s"] = wall_before + time.perf_counter() - started
-        return {
-            "name": job.name, "method": job.method, "method_citation": method_cls.citation, "base": job.base,
-            "backbone": job.backbone, "pooler": job.pooler, "max_len": job.eval_max_len, "profile": job.profile,
-            "method_version": method_cls.version,
-            "method_config": method_cfg.to_dict(), "open_choices": method_cls.open_choices, "trainer_choices": TRAINER_CHOICES,
-            "train_config": dataclasses.asdict(cfg), "overrides": job.overrides,
-            "data": data.card, "method_resources": ctx.resources.served(),
-            "steps": state["step"], "epochs_seen": state["step"] / per_epoch, "world_size": world,
-            "best": state["best"], "stsb_dev_before": state.get("dev_before"), "dev_history": state["dev_history"],
-            "first_loss": state["losses"][0][1] if state["losses"] else None,
-            "final_loss": state["losses"][-1][1] if state["losses"] else None,
-            "device": device, "amp": str(amp).replace("torch.", "") if amp else None, "dtype": dtype_name(amp),
-            "git_commit": git_commit(), "package_versions": json.loads(package_versions()),
-            "wall_s": state["wall_s"], "sessions": state["sessions"], "fingerprint": fingerprint,
-            "created_at": now_iso(),
-            "kept": "best STS-B dev step" if cfg.select == "best" else f"weights at step {state['step']}",
-        }
-
-    def write_model_files(directory: Path, card: dict) -> None:
-        card["sentence_transformers"] = write_sentence_transformers_files(
-            directory, job.pooler, int(model.config.hidden_size), job.eval_max_len)
-        atomic_write_text(directory / CARD_FILE, json.dumps(card, indent=2, default=str))
-
-    def save_snapshot() -> None:
-        """The weights at this step as a model of their own, ``<name>-step<N>`` (``keep_steps``)."""
-        target = out_dir.with_name(f"{job.name}-step{state['step']}")
-        if not main or ((target / CARD_FILE).exists()
-                        and json.loads((target / CARD_FILE).read_text()).get("fingerprint") == fingerprint):
-            return
-        tmp = target.with_name(f".{target.name}.tmp")
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        method.export_model().save_pretrained(tmp, safe_serialization=True)
-        tokenizer.save_pretrained(tmp)
-        dev = next((h for h in state["dev_history"] if h["step"] == state["step"]), None)
-        card = {**make_card(), "name": target.name, "snapshot_of": job.name, "kept": f"weights at step {state['step']}",
-                "best": dev}
-        write_model_files(tmp, card)
-        _replace_dir(tmp, target)
-        log(f"  kept the weights at step {state['step']} as '{target.name}' ({target})")
-
-    wall_before = float(state.get("wall_s", 0.0))
-    state["sessions"] = int(state.get("sessions", 0)) + 1
-    if state["step"] == 0 and not state["dev_history"] and dev_pairs is not None and main:
-        before = evaluate()
-        state["dev_before"] = before
-        state["dev_history"].append({"step": 0, "stsb_dev_spearman": before, **extra})
-        log(f"  step 0: STS-B dev Spearman {before:.2f} (before training; not a candidate for 'best')")
-
-    note = slow_dtype_note(device, amp)
-    if note:
-        log(note)
-    log(f"Training '{job.name}': {job.method} from {job.base} ({job.profile} profile), {total} steps of "
-        f"{cfg.batch_size} x {world} examples ({data.summary}), "
-        f"device {device}{', AMP ' + str(amp).replace('torch.', '') if amp else ''}.")
+def train_steps(run: Run, parts: Parts, progress: Progress, stop_after: int | None) -> bool:
+    """The score before training, then steps to the end of the schedule; every ``eval_every`` steps an
+    evaluation (keeping the best) and a resume point. False when stopped early (Ctrl-C, ``stop_after``):
+    the state is saved first."""
+    cfg = run.cfg
+    evaluate_before(run, parts, progress)
+    announce(run, parts)
     kept_steps = set(cfg.kept_steps())
-    order_epoch, order = -1, None
-    tick, tick_step = time.perf_counter(), state["step"]
+    orders: dict = {}  # epoch -> its permutation (the current epoch only)
+    tick = (time.perf_counter(), progress.step)
     with _StopFlag() as stop:
-        while state["step"] < total:
-            step = state["step"]
-            epoch, index = divmod(step, per_epoch)
-            if epoch != order_epoch:
-                order = torch.randperm(len(examples), generator=torch.Generator().manual_seed(cfg.seed * 1000 + epoch))
-                order_epoch = epoch
-            start = (index * world + rank) * cfg.batch_size
-            batch = method.collate([examples[i] for i in order[start:start + cfg.batch_size].tolist()])
-            batch = {k: v.to(accelerator.device) for k, v in batch.items()}
-            with accelerator.autocast():
-                loss, logs = module(batch, step)
-            if not torch.isfinite(loss):
-                raise non_finite(f"The loss ({float(loss.detach())})", step + 1)
-            commit_pending()  # the state saved after the previous step gave a finite loss: keep it
-            accelerator.backward(loss)
-            if cfg.max_grad_norm > 0:
-                grad_norm = accelerator.clip_grad_norm_(module.parameters(), cfg.max_grad_norm)
-                if grad_norm is not None and not torch.isfinite(torch.as_tensor(grad_norm)):
-                    raise non_finite(f"The gradient norm ({float(grad_norm)})", step + 1)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            method.after_step(step)
-            state["step"] = step + 1
-            state["losses"].append([step + 1, float(loss.detach())])
-            if state["step"] == 1 and main:  # the loss of the base's own weights: how much is left to learn
-                log(f"  step 1/{total}: loss {state['losses'][-1][1]:.4g} (computed with the base's weights)")
-            if cfg.log_every and state["step"] % cfg.log_every == 0 and main:
-                rate = (state["step"] - tick_step) / max(time.perf_counter() - tick, 1e-9)
-                extras = " ".join(f"{k} {v:.4g}" for k, v in logs.items() if k != "loss")
-                log(f"  step {state['step']}/{total} loss {state['losses'][-1][1]:.4g} {extras} "
-                    f"({rate:.2f} steps/s, ETA {(total - state['step']) / max(rate, 1e-9) / 60:.1f} min)")
-            evaluating = cfg.eval_every > 0 and (state["step"] % cfg.eval_every == 0 or state["step"] == total)
+        while progress.step < parts.total:
+            logs = take_step(run, parts, progress, orders)
+            log_step(run, parts, progress, logs, tick)
+            evaluating = cfg.eval_every > 0 and (progress.step % cfg.eval_every == 0 or progress.step == parts.total)
             if evaluating:
-                evaluate_and_keep()
-                save_last(validated=state["step"] == total)  # mid-run: kept once the next loss is finite
-            if state["step"] in kept_steps:
-                save_snapshot()
-            if stop.requested or (stop_after is not None and state["step"] >= stop_after and state["step"] < total):
+                evaluate_and_keep(run, parts, progress)
+                # mid-run, the state is kept once the next loss is finite
+                save_last(run, parts, progress, validated=progress.step == parts.total)
+            if progress.step in kept_steps:
+                save_snapshot(run, parts, progress)
+            if stop.requested or (stop_after is not None and stop_after <= progress.step < parts.total):
                 if evaluating:
-                    commit_pending()
+                    commit_pending(run)
                 else:
-                    save_last()
+                    save_last(run, parts, progress)
                 if stop.requested:
                     raise KeyboardInterrupt
-                return {"stopped_at": state["step"]}
+                return False
+    return True
 
-    if cfg.eval_every == 0 or state["best"] is None:
-        if not any(h["step"] == state["step"] for h in state["dev_history"][1:]):
-            evaluate_and_keep()
-        save_last()
-    if cfg.select == "last" and main and state["best"]["step"] != state["step"]:
-        state["best"] = dict(next(h for h in state["dev_history"] if h["step"] == state["step"]))
-        save_best(state["best"]["stsb_dev_spearman"])
-    accelerator.wait_for_everyone()
-    card = make_card()
-    if main:
-        tmp = out_dir.with_name(f".{out_dir.name}.tmp")
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        shutil.copytree(best_dir, tmp)
-        write_model_files(tmp, card)
-        _replace_dir(tmp, out_dir)
-        atomic_write_text(work / CARD_FILE, json.dumps(card, indent=2, default=str))
-        atomic_write_text(work / "losses.json", json.dumps(state["losses"]))
-        for done in (last_dir, best_dir, pending_dir):  # resume state is spent (optimiser state is 2x the model)
-            shutil.rmtree(done, ignore_errors=True)
-        log(f"Saved '{job.name}' to {out_dir} (best step {state['best']['step']}, STS-B dev "
-            f"{state['best']['stsb_dev_spearman']}); wall time {state['wall_s'] / 60:.1f} min.")
+
+def announce(run: Run, parts: Parts) -> None:
+    from bench.encoder import slow_dtype_note
+
+    note = slow_dtype_note(run.device, run.amp)
+    if note:
+        run.log(note)
+    job, cfg, amp = run.job, run.cfg, run.amp
+    run.log(f"Training '{job.name}': {job.method} from {job.base} ({job.profile} profile), {parts.total} steps of "
+            f"{cfg.batch_size} x {run.world} examples ({run.data.summary}), "
+            f"device {run.device}{', AMP ' + str(amp).replace('torch.', '') if amp else ''}.")
+
+
+def next_batch(run: Run, parts: Parts, step: int, orders: dict) -> dict:
+    """The batch of ``step``: this process's slice of its epoch's permutation, drawn from (seed, epoch)."""
+    import torch
+
+    cfg, examples = run.cfg, run.data.examples
+    epoch, index = divmod(step, parts.per_epoch)
+    if epoch not in orders:
+        orders.clear()
+        orders[epoch] = torch.randperm(len(examples), generator=torch.Generator().manual_seed(cfg.seed * 1000 + epoch))
+    start = (index * run.world + run.rank) * cfg.batch_size
+    batch = parts.method.collate([examples[i] for i in orders[epoch][start:start + cfg.batch_size].tolist()])
+    return {k: v.to(run.accelerator.device) for k, v in batch.items()}
+
+
+def take_step(run: Run, parts: Parts, progress: Progress, orders: dict) -> dict:
+    """One optimiser step on the next batch; its logs. A non-finite loss or gradient norm stops the run."""
+    import torch
+
+    step, accelerator = progress.step, run.accelerator
+    batch = next_batch(run, parts, step, orders)
+    with accelerator.autocast():
+        loss, logs = parts.module(batch, step)
+    if not torch.isfinite(loss):
+        raise non_finite(run, f"The loss ({float(loss.detach())})", step + 1)
+    commit_pending(run)  # the state saved after the previous step gave a finite loss: keep it
+    accelerator.backward(loss)
+    if run.cfg.max_grad_norm > 0:
+        grad_norm = accelerator.clip_grad_norm_(parts.module.parameters(), run.cfg.max_grad_norm)
+        if grad_norm is not None and not torch.isfinite(torch.as_tensor(grad_norm)):
+            raise non_finite(run, f"The gradient norm ({float(grad_norm)})", step + 1)
+    parts.optimizer.step()
+    parts.scheduler.step()
+    parts.optimizer.zero_grad(set_to_none=True)
+    parts.method.after_step(step)
+    progress.step = step + 1
+    progress.losses.append([step + 1, float(loss.detach())])
+    return logs
+
+
+def log_step(run: Run, parts: Parts, progress: Progress, logs: dict, tick: tuple[float, int]) -> None:
+    """Step 1's loss (the base's own weights: how much is left to learn), then every ``log_every`` steps."""
+    if not run.main:
+        return
+    step, total, loss = progress.step, parts.total, progress.losses[-1][1]
+    if step == 1:
+        run.log(f"  step 1/{total}: loss {loss:.4g} (computed with the base's weights)")
+    if run.cfg.log_every and step % run.cfg.log_every == 0:
+        rate = (step - tick[1]) / max(time.perf_counter() - tick[0], 1e-9)
+        extras = " ".join(f"{k} {v:.4g}" for k, v in logs.items() if k != "loss")
+        run.log(f"  step {step}/{total} loss {loss:.4g} {extras} "
+                f"({rate:.2f} steps/s, ETA {(total - step) / max(rate, 1e-9) / 60:.1f} min)")
+
+
+def non_finite(run: Run, what: str, step: int) -> BenchError:
+    """The error that stops a run whose loss or gradient became non-finite: the likely cause and what is kept."""
+    last_dir = run.dirs.last
+    shutil.rmtree(run.dirs.pending, ignore_errors=True)  # saved after the bad update: not a good state
+    kept = (json.loads((last_dir / STATE_FILE).read_text())["step"]
+            if (last_dir / STATE_FILE).exists() else None)
+    where = (f"The last finite state (step {kept}) is kept in {last_dir}." if kept is not None else
+             "No state was saved since the start that a finite step followed, so nothing is kept.")
+    causes = likely_nan_causes(run.cfg, run.method_cfg, run.amp)
+    return BenchError(f"{what} became non-finite at step {step}. Likely cause: {causes[0]}"
+                      + "".join(f" Also: {c}" for c in causes[1:])
+                      + f" {where} Re-run with the fix and --restart (a changed setting starts afresh).")
+
+
+# --- phase 4: evaluate and keep the best -----------------------------------------------------
+
+def evaluate(run: Run, parts: Parts) -> tuple[float | None, dict]:
+    """STS-B dev Spearman of the weights as they are, with alignment and uniformity (the dev curve's
+    extras); (None, {}) without dev data or off the main process."""
+    if run.dev_pairs is None or not run.main:
+        return None, {}
+    from bench.encoder import Encoder, dtype_name
+    from bench.metrics import score_pairs
+
+    encoder = Encoder(parts.method.export_model(), parts.tokenizer, pooler=run.job.pooler, max_len=parts.eval_max_len,
+                      device=run.device, batch_size=128, name=run.job.name, dtype=dtype_name(run.amp))
+    score = score_pairs(run.dev_pairs, encoder.encode)[("spearman", "all")]
+    align, uniform = dev_alignment_uniformity(run.dev_pairs, encoder.encode)
+    parts.module.train()
+    return float(score), {"align": align, "uniform": uniform}
+
+
+def evaluate_before(run: Run, parts: Parts, progress: Progress) -> None:
+    """The step-0 score of a fresh run: recorded as the "before" number, never a candidate for the best."""
+    if progress.step != 0 or progress.dev_history or run.dev_pairs is None or not run.main:
+        return
+    before, extra = evaluate(run, parts)
+    progress.dev_before = before
+    progress.dev_history.append({"step": 0, "stsb_dev_spearman": before, **extra})
+    run.log(f"  step 0: STS-B dev Spearman {before:.2f} (before training; not a candidate for 'best')")
+
+
+def evaluate_and_keep(run: Run, parts: Parts, progress: Progress) -> None:
+    """Score this step; it becomes the best (its weights saved) when it beats the best so far."""
+    score, extra = evaluate(run, parts)
+    if not run.main:
+        return
+    entry = {"step": progress.step, "stsb_dev_spearman": score, **extra}
+    progress.dev_history.append(entry)
+    best = progress.best
+    if run.dev_pairs is None or best is None or score > best["stsb_dev_spearman"]:
+        progress.best = dict(entry)
+        save_best(run, parts, progress.step, score)
+    best_score = progress.best["stsb_dev_spearman"]
+    run.log(f"  step {progress.step}/{parts.total}: STS-B dev Spearman {'-' if score is None else f'{score:.2f}'} "
+            f"(best {'-' if best_score is None else f'{best_score:.2f}'} at step {progress.best['step']})")
+
+
+def save_best(run: Run, parts: Parts, step: int, score: float | None) -> None:
+    if not run.main:
+        return
+    tmp = run.dirs.work / ".best.tmp"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    parts.method.export_model().save_pretrained(tmp, safe_serialization=True)
+    parts.tokenizer.save_pretrained(tmp)
+    atomic_write_text(tmp / "best.json", json.dumps({"step": step, "stsb_dev_spearman": score}))
+    _replace_dir(tmp, run.dirs.best)
+
+
+# --- phase 5: save and commit ----------------------------------------------------------------
+
+def save_last(run: Run, parts: Parts, progress: Progress, validated: bool = True) -> None:
+    """Save the resume state; ``validated=False`` parks it until the next step's loss is finite."""
+    if not run.main:
+        return
+    import torch
+    from safetensors.torch import save_file, save_model
+
+    tmp = run.dirs.work / ".last.tmp"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    save_model(run.accelerator.unwrap_model(parts.module), str(tmp / "modules.safetensors"))
+    extra_state = {k: v.detach().cpu().contiguous() for k, v in parts.method.state_dict().items()}
+    if extra_state:
+        save_file(extra_state, str(tmp / "method_state.safetensors"))
+    torch.save(parts.optimizer.state_dict(), tmp / "optimizer.pt")
+    torch.save(parts.scheduler.state_dict(), tmp / "scheduler.pt")
+    rng = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.stack(torch.cuda.get_rng_state_all())
+    torch.save(rng, tmp / "rng.pt")
+    progress.wall_s = run.wall_s()
+    atomic_write_text(tmp / STATE_FILE, progress.to_json())
+    if validated:
+        _replace_dir(tmp, run.dirs.last)
+        shutil.rmtree(run.dirs.pending, ignore_errors=True)
+    else:
+        _replace_dir(tmp, run.dirs.pending)
+
+
+def commit_pending(run: Run) -> None:
+    """The parked state becomes the resume point."""
+    if run.main and run.dirs.pending.exists():
+        _replace_dir(run.dirs.pending, run.dirs.last)
+
+
+def make_card(run: Run, parts: Parts, progress: Progress) -> dict:
+    """The model card of the weights as they are now."""
+    from bench.encoder import dtype_name
+    from bench.store import git_commit, now_iso, package_versions
+
+    job, method_cls, cfg, amp = run.job, run.method_cls, run.cfg, run.amp
+    progress.wall_s = run.wall_s()
+    return {
+        "name": job.name, "method": job.method, "method_citation": method_cls.citation, "base": job.base,
+        "backbone": job.backbone, "pooler": job.pooler, "max_len": job.eval_max_len, "profile": job.profile,
+        "method_version": method_cls.version,
+        "method_config": run.method_cfg.to_dict(), "open_choices": method_cls.open_choices,
+        "trainer_choices": TRAINER_CHOICES,
+        "train_config": dataclasses.asdict(cfg), "overrides": job.overrides,
+        "data": run.data.card, "method_resources": run.ctx.resources.served(),
+        "steps": progress.step, "epochs_seen": progress.step / parts.per_epoch, "world_size": run.world,
+        "best": progress.best, "stsb_dev_before": progress.dev_before, "dev_history": progress.dev_history,
+        "first_loss": progress.losses[0][1] if progress.losses else None,
+        "final_loss": progress.losses[-1][1] if progress.losses else None,
+        "device": run.device, "amp": str(amp).replace("torch.", "") if amp else None, "dtype": dtype_name(amp),
+        "git_commit": git_commit(), "package_versions": json.loads(package_versions()),
+        "wall_s": progress.wall_s, "sessions": progress.sessions, "fingerprint": run.fingerprint,
+        "created_at": now_iso(),
+        "kept": "best STS-B dev step" if cfg.select == "best" else f"weights at step {progress.step}",
+    }
+
+
+def write_model_files(run: Run, parts: Parts, directory: Path, card: dict) -> None:
+    """The card and the sentence-transformers files beside the weights in ``directory``."""
+    card["sentence_transformers"] = write_sentence_transformers_files(
+        directory, run.job.pooler, int(parts.model.config.hidden_size), run.job.eval_max_len)
+    atomic_write_text(directory / CARD_FILE, json.dumps(card, indent=2, default=str))
+
+
+def save_snapshot(run: Run, parts: Parts, progress: Progress) -> None:
+    """The weights at this step as a model of their own, ``<name>-step<N>`` (``keep_steps``)."""
+    step = progress.step
+    target = run.dirs.out.with_name(f"{run.job.name}-step{step}")
+    if not run.main or ((target / CARD_FILE).exists()
+                        and json.loads((target / CARD_FILE).read_text()).get("fingerprint") == run.fingerprint):
+        return
+    tmp = target.with_name(f".{target.name}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    parts.method.export_model().save_pretrained(tmp, safe_serialization=True)
+    parts.tokenizer.save_pretrained(tmp)
+    dev = next((h for h in progress.dev_history if h["step"] == step), None)
+    card = {**make_card(run, parts, progress), "name": target.name, "snapshot_of": run.job.name,
+            "kept": f"weights at step {step}", "best": dev}
+    write_model_files(run, parts, tmp, card)
+    _replace_dir(tmp, target)
+    run.log(f"  kept the weights at step {step} as '{target.name}' ({target})")
+
+
+def save_and_commit(run: Run, parts: Parts, progress: Progress) -> dict:
+    """The last evaluation (when the loop made none at the end), the weights ``select`` keeps, then the
+    model directory swapped in whole, with its card; the spent resume state is removed. Returns the card."""
+    cfg, dirs = run.cfg, run.dirs
+    if cfg.eval_every == 0 or progress.best is None:
+        if not any(h["step"] == progress.step for h in progress.dev_history[1:]):
+            evaluate_and_keep(run, parts, progress)
+        save_last(run, parts, progress)
+    if cfg.select == "last" and run.main and progress.best["step"] != progress.step:
+        progress.best = dict(next(h for h in progress.dev_history if h["step"] == progress.step))
+        save_best(run, parts, progress.step, progress.best["stsb_dev_spearman"])
+    run.accelerator.wait_for_everyone()
+    card = make_card(run, parts, progress)
+    if not run.main:
+        return card
+    tmp = dirs.out.with_name(f".{dirs.out.name}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    shutil.copytree(dirs.best, tmp)
+    write_model_files(run, parts, tmp, card)
+    _replace_dir(tmp, dirs.out)
+    atomic_write_text(dirs.work / CARD_FILE, json.dumps(card, indent=2, default=str))
+    atomic_write_text(dirs.work / "losses.json", json.dumps(progress.losses))
+    for done in (dirs.last, dirs.best, dirs.pending):  # resume state is spent (optimiser state is 2x the model)
+        shutil.rmtree(done, ignore_errors=True)
+    run.log(f"Saved '{run.job.name}' to {dirs.out} (best step {progress.best['step']}, STS-B dev "
+            f"{progress.best['stsb_dev_spearman']}); wall time {progress.wall_s / 60:.1f} min.")
     return card
 
 
