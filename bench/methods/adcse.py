@@ -90,6 +90,9 @@ class AdCSE(Method):
     # §4.1: 1 epoch of wiki1m (following SimCSE), STS-B dev every 125 steps, lr 3e-5, batch 64.
     # No encoder weight decay: the authors' 1e-4 (--mem_wd) is the adversaries' (adversary_weight_decay).
     training = {"paper": {"epochs": 1, "eval_every": 125, "lr": 3e-5, "batch_size": 64}}
+    # a step / SimCSE's, benchmarks/train_step.py (MiniLM, batch 32, 1 thread, beside two jobs): 0.66 and 0.84
+    # (one view through q with gradients, p without)
+    step_cost = 0.75
     open_choices = {
         "adversary_update": "SGD with momentum inside the method (Eq. 7 plain ascent, AdCo's optimiser), "
                             "gradient taken from the same loss as q's step",

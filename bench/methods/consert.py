@@ -94,6 +94,8 @@ class ConSERT(Method):
     citation = ("Yan, Li, Wang, Zhang, Wu, Xu. ConSERT: A Contrastive Framework for Self-Supervised Sentence "
                 "Representation Transfer. ACL 2021.")
     training = {"paper": {"lr": 5e-7, "batch_size": 96, "eval_every": 200}}
+    # a step / SimCSE's, benchmarks/train_step.py (MiniLM, batch 32, 1 thread, beside two jobs): 1.01
+    step_cost = 1.0
     open_choices = {
         "shuffle": "permutes the inner real tokens' position ids ([CLS]/[SEP]/padding stay)",
         "cutoff": "on the embedding-module output",

@@ -271,6 +271,8 @@ class DCL(Method):
     citation = "Disentangled Contrastive Learning for Learning Robust Textual Representations (anonymous ICLR submission; seed paper dcl.txt)."
     # §5.1: Adam, lr 1e-5, batch 32.
     training = {"paper": {"lr": 1e-5, "batch_size": 32}}
+    # a step / SimCSE's, benchmarks/train_step.py (MiniLM, batch 32, 1 thread, beside two jobs)
+    step_cost = 1.39
     open_choices = {
         "ema": "tau_m = 0.996 (BYOL's base rate; paper gives none)",
         "powernorm": "alpha = 0.9 forward and backward (PowerNorm defaults), psi^2 starts at 1, no warm-up",

@@ -80,6 +80,8 @@ class L2PCSR(Method):
                 "Sentence Representations. IEEE/ACM TASLP 2023 (L2P-CSR).")
     # App. B: 1 epoch, batch 512, lr 3e-5 (BERT), STS-B dev every 150 steps.
     training = {"paper": {"epochs": 1, "batch_size": 512, "lr": 3e-5, "eval_every": 150}}
+    # a step / SimCSE's, benchmarks/train_step.py (MiniLM, batch 32, 1 thread, beside two jobs)
+    step_cost = 1.8
     open_choices = {
         "iterations": "t = 1 ascent step per batch (paper gives no t)",
         "granularity": "one P_tok (tokens) and one P_fea (features) per sentence, per view, per layer; "

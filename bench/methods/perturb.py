@@ -1,4 +1,5 @@
-"""Small pure-torch pieces shared by the methods that perturb inputs or representations (V-advCSE, AdCSE, DCL, L2P-CSR, ConSERT, USCAL).
+"""Small pure-torch pieces shared by the methods that perturb inputs or representations (V-advCSE, AdCSE,
+DCL, L2P-CSR, ConSERT, USCAL).
 
 - hooks that read or replace the token-embedding output and scale the outputs of the first layers
   (every BERT-style encoder works unchanged: the encoder itself is never edited);

@@ -121,6 +121,8 @@ class SupSimCSE(Method):
     citation = "Gao, Yao, Chen. SimCSE: Simple Contrastive Learning of Sentence Embeddings. EMNLP 2021 (supervised, §4)."
     # App. A / Table A.1 (BERT-base) and run_sup_example.sh: batch 512, lr 5e-5, 3 epochs; dev every 250 steps.
     training = {"paper": {"epochs": 3, "batch_size": 512, "lr": 5e-5, "eval_every": 250}}
+    # a step / SimCSE's, not measured: three sentences a triple against SimCSE's two views
+    step_cost = 1.5
     unlabeled_sentences = False
     open_choices = {
         "triples": "per premise, i-th entailment with i-th contradiction; neutral and unpaired hypotheses dropped",

@@ -43,6 +43,9 @@ class USCAL(Method):
     citation = ("Miao, Zhang, Xie, Song, Li, Jia, Guo. Simple Contrastive Representation Adversarial Learning "
                 "for NLP Tasks. arXiv:2111.13301, 2021 (USCAL).")
     training = {"paper": {"epochs": 1, "eval_every": 125}}
+    # a step / SimCSE's, benchmarks/train_step.py (MiniLM, batch 32, 1 thread, beside two jobs)
+    # (one extra FGM pass)
+    step_cost = 1.96
     open_choices = {
         "source": "paper abstract/framing only; FGM on the contrastive loss, adversarial view as extra positive term",
         "epsilon": "1.0, L2 per sentence on the token-embedding output (common FGM value)",

@@ -174,6 +174,9 @@ class VAdvCSE(Method):
     citation = "V-advCSE: virtual adversarial contrastive learning of sentence embeddings (seed paper v-advcse.txt)."
     # §4.1: "the same settings as the unsupervised SimCSE": 1 epoch, STS-B dev every 125 steps.
     training = {"paper": {"epochs": 1, "eval_every": 125}}
+    # a step / SimCSE's, benchmarks/train_step.py (MiniLM, batch 32, 1 thread, beside two jobs)
+    # (one extra pass to find r_vadv)
+    step_cost = 1.84
     open_choices = OPEN_CHOICES
 
     def build(self):
