@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.stats import (BOOTSTRAP_SEED, EVIDENCE_FORMAT, RESAMPLES, Difference, Evidence, evidence_from_dict,
-                         evidence_to_dict, paired_bootstrap, sample_from_dict, sample_to_dict)
+                         evidence_to_dict, sample_from_dict, sample_to_dict)
+from bench.stats_cache import StatsCache
 from bench.store import ResultStore
 
 KEY_FIELDS = ("metric", "aggregation", "attack", "split")
+UNVERIFIED = "‡"  # marks a number computed on data that failed its sha256 check, wherever it is shown
 
 
 @dataclass
@@ -144,6 +146,8 @@ class CellDiff:
     diff: Difference | None  # None: a model has no stored evidence for this row
     note: str = ""
     setting: str = ""  # what sets this cell apart from the other shared cells of its task ("victim=frozen, ...")
+    unverified_a: tuple = ()  # data files under A's row that failed their sha256 check (--allow-unverified-data)
+    unverified_b: tuple = ()
 
     @property
     def estimate(self) -> float | None:
@@ -162,7 +166,8 @@ class CellDiff:
                 "ci_low": _clean(d.low) if d else None, "ci_high": _clean(d.high) if d else None,
                 "p": _clean(d.p) if d else None, "significant": self.significant,
                 "method": d.method if d else "", "pairs": d.n if d else None,
-                "details": _jsonable(d.extra) if d else {}, "note": self.note, "setting": self.setting}
+                "details": _jsonable(d.extra) if d else {}, "note": self.note, "setting": self.setting,
+                "unverified_data": {"a": list(self.unverified_a), "b": list(self.unverified_b)}}
 
 
 def _clean(x):
@@ -206,9 +211,21 @@ def _setting_value(value) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
+def unverified_data(row: dict) -> tuple[str, ...]:
+    """The data files a stored row was computed on that failed their sha256 check (its config's
+    ``data_unverified``, written by a run with --allow-unverified-data)."""
+    try:
+        config = json.loads(row.get("config") or "{}")
+    except (TypeError, json.JSONDecodeError):
+        return ()
+    return tuple(config.get("data_unverified") or ()) if isinstance(config, dict) else ()
+
+
 def compare_cells(store: ResultStore, path_a: Path, path_b: Path, include=lambda key: True,
-                  setting: str = "") -> list[CellDiff]:
-    """Paired differences B - A over the rows of two cells of one (suite, task, seed, config)."""
+                  setting: str = "", cache: StatsCache | None = None) -> list[CellDiff]:
+    """Paired differences B - A over the rows of two cells of one (suite, task, seed, config), each
+    bootstrap taken from ``cache`` when it holds it (default: the cache beside the results)."""
+    cache = cache if cache is not None else StatsCache.load(store.root)
     cell_a, cell_b = store.read(path_a), store.read(path_b)
     ev_a, ev_b = stored_evidence(store, path_a), stored_evidence(store, path_b)
     rows_b = {_key_tuple(row_key(r)): r for r in cell_b["results"]}
@@ -222,23 +239,27 @@ def compare_cells(store: ResultStore, path_a: Path, path_b: Path, include=lambda
         diff, note = None, ""
         if k in ev_a and k in ev_b:
             try:
-                diff = paired_bootstrap(ev_a[k], ev_b[k])
+                diff = cache.paired(ev_a[k], ev_b[k])
             except ValueError as exc:
                 note = f"not comparable: {exc}"
         else:
             missing = [m for m, ev in (("A", ev_a), ("B", ev_b)) if k not in ev]
             note = f"no stored evidence for {' and '.join(missing)}"
         out.append(CellDiff(c["suite"], c["task"], c["seed"], c["config_hash"], row_key(ra), ra.get("value"),
-                            rb.get("value"), diff, note, setting))
+                            rb.get("value"), diff, note, setting, unverified_data(ra), unverified_data(rb)))
     return out
 
 
 def compare_models(store: ResultStore, model_a: str, model_b: str, suite: str | None = None,
-                   task: str | None = None, include=lambda key: True) -> tuple[list[CellDiff], dict]:
-    """Every cell both models have (same suite, task, seed and configuration), row by row; plus counts of
-    the cells only one model has."""
+                   task: str | None = None, include=lambda key: True,
+                   cache: StatsCache | None = None) -> tuple[list[CellDiff], dict]:
+    """The paired difference B - A on every cell both models have (same suite, task, seed and
+    configuration), row by row; plus counts of the cells only one model has. Bootstraps come from
+    ``cache`` (default: ``StatsCache.load(store.root)``, the one beside the results), computed only
+    where it lacks them; pass one cache to many calls to share it and then write ``cache.text()``."""
+    cache = cache if cache is not None else StatsCache.load(store.root)
     a, b = model_cells(store, model_a, suite, task), model_cells(store, model_b, suite, task)
     shared = sorted(set(a) & set(b), key=lambda k: tuple(str(x) for x in k))
     settings = distinguishing_settings({k: store.read(a[k]).get("config", {}) for k in shared})
-    diffs = [d for k in shared for d in compare_cells(store, a[k], b[k], include, settings[k])]
+    diffs = [d for k in shared for d in compare_cells(store, a[k], b[k], include, settings[k], cache)]
     return diffs, {"shared_cells": len(shared), "only_a": len(set(a) - set(b)), "only_b": len(set(b) - set(a))}

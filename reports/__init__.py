@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bench.data import atomic_write_text
 from bench.errors import UnknownName
+from bench.stats_cache import CACHE_FILE, StatsCache
 from bench.store import ResultStore
 from reports import figures as fig
 from reports.paper import PAPER_VALUES, PaperValues
@@ -53,7 +54,8 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
     formats = formats or list(FORMATS)
     out = Artifacts()
     plain = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
-    evidence = EvidenceIndex(results_dir)
+    cache = StatsCache.load(results_dir)  # bootstraps computed by earlier renders, by content
+    evidence = EvidenceIndex(results_dir, cache)
     out.results["leaderboard.csv"] = _leaderboard_text(plain, "leaderboard.csv")
     for suite in sorted({r["suite"] for r in rows} & wanted):
         out.results[f"leaderboard-{suite}.csv"] = _leaderboard_text([r for r in plain if r["suite"] == suite],
@@ -87,10 +89,12 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
         from reports.card import card
 
         for model in sorted({r["model"] for r in rows}):
-            files = card(results_dir, model)
+            files = card(results_dir, model, cache)
             out.reports.update(files)
             made.append((f"Robustness card: {model}", sorted(files)))
     out.reports["index.md"] = _index(rows, made, skipped)
+    if complete:  # every bootstrap this render used, so the next render (or a clean clone) computes none
+        out.results[CACHE_FILE] = cache.text()
     return out
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.stats import display_decimals, format_number, format_p
+from bench.stats_cache import StatsCache
 from bench.store import ResultStore
-from bench.uncertainty import compare_models, model_cells, row_key
+from bench.uncertainty import UNVERIFIED, compare_models, model_cells, row_key, unverified_data
 from reports.results import Catalog, resource_pairs
 from reports.specs import CARD_HEADLINES, CARD_SETTINGS
 
@@ -82,9 +83,11 @@ def _settings_text(config: dict) -> str:
     return "; ".join(parts)
 
 
-def card(results_dir: Path, model: str) -> dict[str, str]:
-    """{'card-<model>.md': ..., 'card-<model>.html': ...}."""
+def card(results_dir: Path, model: str, cache: StatsCache | None = None) -> dict[str, str]:
+    """{'card-<model>.md': ..., 'card-<model>.html': ...}; paired bootstraps from ``cache`` (default: the
+    one beside the results)."""
     store = ResultStore(results_dir)
+    cache = cache if cache is not None else StatsCache.load(results_dir)
     cells = model_cells(store, model)
     if not cells:
         known = sorted(p.name for p in (Path(results_dir) / "cells").glob("*") if p.is_dir())
@@ -94,7 +97,7 @@ def card(results_dir: Path, model: str) -> dict[str, str]:
     others = baselines(model, catalog)
     diffs = {}
     for role, other in others.items():
-        found, _ = compare_models(store, other, model)
+        found, _ = compare_models(store, other, model, cache=cache)
         diffs[role] = {(d.suite, d.task, d.seed, d.config_hash, tuple(d.key.values())): d for d in found}
     sections = [_identity(model, catalog.models.get(model), others)]
     suites = sorted({k[0] for k in cells}, key=lambda s: (SUITE_ORDER.index(s) if s in SUITE_ORDER else 99, s))
@@ -112,7 +115,8 @@ def card(results_dir: Path, model: str) -> dict[str, str]:
                 all_rows.append(r)
                 kt = tuple(row_key(r).values())
                 k = display_decimals(r.get("ci_low"), r.get("ci_high"))
-                line = [r["task"], r.get("attack") or "", r["metric"], r["aggregation"], r["split"], format_number(r["value"], k),
+                value = format_number(r["value"], k) + (UNVERIFIED if unverified_data(r) else "")
+                line = [r["task"], r.get("attack") or "", r["metric"], r["aggregation"], r["split"], value,
                         f"{format_number(r.get('ci_low'), k)} – {format_number(r.get('ci_high'), k)}" if r.get("ci_low") is not None else "–",
                         r.get("ci_method") or "", "" if r.get("n") is None else str(r["n"]), str(r.get("seed"))]
                 line += [_diff_text(diffs[role].get((suite, r["task"], key[2], key[3], kt))) for role in others]
@@ -122,6 +126,10 @@ def card(results_dir: Path, model: str) -> dict[str, str]:
                 sec.rows.append(line)
         if sec.rows:
             sections.append(sec)
+    unverified = sorted({item for r in all_rows for item in unverified_data(r)})
+    if unverified:
+        sections[0].paragraphs.append(f"{UNVERIFIED}: computed on data that failed its sha256 check (run with "
+                                      "--allow-unverified-data): " + ", ".join(unverified) + ".")
     sections.append(_resources(all_rows))
     sections.append(_provenance(all_rows, others))
     name = f"card-{model}"

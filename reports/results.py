@@ -13,6 +13,7 @@ from pathlib import Path
 from bench import metadata
 from bench.errors import BenchError
 from bench.stats import NO_INTERVAL, Evidence, Interval, t_interval
+from bench.stats_cache import StatsCache
 from bench.store import ResultStore
 from bench.uncertainty import row_key, stored_evidence
 
@@ -107,10 +108,12 @@ def load_rows(results_dir: Path) -> list[dict]:
 
 
 class EvidenceIndex:
-    """The stored per-example evidence of result rows (cell sidecars), read once per cell."""
+    """The stored per-example evidence of result rows (cell sidecars), read once per cell, and the
+    bootstrap results already computed from it (``cache``, see bench/stats_cache.py)."""
 
-    def __init__(self, results_dir: Path):
+    def __init__(self, results_dir: Path, cache: StatsCache | None = None):
         self.store = ResultStore(results_dir)
+        self.cache = cache if cache is not None else StatsCache()
         self._cells: dict[str, dict] = {}
 
     def of_row(self, row: dict) -> Evidence | None:
@@ -155,6 +158,11 @@ def matches(row: dict, where: dict) -> bool:
     return all(str(row.get(k) if row.get(k) is not None else "") == str(v) for k, v in where.items())
 
 
+def unverified_files(rows) -> list[str]:
+    """The data files that failed their sha256 check (``--allow-unverified-data``) under any of ``rows``."""
+    return sorted({item for r in rows for item in r["_config"].get("data_unverified") or ()})
+
+
 def _rank(rows: list[dict], prefer: dict) -> tuple:
     """Lower is preferred: the spec's preferred option values, then no limit / a larger limit, then more seeds."""
     config = rows[0]["_config"]
@@ -165,9 +173,14 @@ def _rank(rows: list[dict], prefer: dict) -> tuple:
 
 
 def common_setting(rows_of_models: list[list[dict]], where: dict, prefer: dict | None = None) -> str | None:
-    """The one setting (``setting_key``) a table column shows for every model: the one most of the models
-    have results under, then the preferred one (``_rank``). So two models are never set side by side
-    under different settings (say one's fine-tuned victims against the other's frozen ones)."""
+    """The one setting (``setting_key``) a table column shows for every model, so two models are never
+    set side by side under different settings (say one's fine-tuned victims against the other's frozen
+    ones). A total order, first difference decides:
+
+    1. verified data before data that failed its sha256 check (cells run with --allow-unverified-data);
+    2. the setting most of the models have results under;
+    3. the spec's preferred option values, then no limit or the largest, then more seeds (``_rank``);
+    4. the setting key itself (its sorted JSON), so that no tie is left to chance."""
     models_with: dict[str, int] = {}
     rows_of: dict[str, list[dict]] = {}
     for rows in rows_of_models:
@@ -180,7 +193,8 @@ def common_setting(rows_of_models: list[list[dict]], where: dict, prefer: dict |
             models_with[key] = models_with.get(key, 0) + 1
     if not models_with:
         return None
-    return min(models_with, key=lambda k: (-models_with[k], _rank(rows_of[k], prefer or {})))
+    return min(models_with, key=lambda k: (bool(unverified_files(rows_of[k])), -models_with[k],
+                                           _rank(rows_of[k], prefer or {}), k))
 
 
 def stat(rows: list[dict], where: dict, prefer: dict | None = None) -> Stat:
@@ -191,9 +205,11 @@ def stat(rows: list[dict], where: dict, prefer: dict | None = None) -> Stat:
     settings: dict[str, list[dict]] = {}
     for r in hits:
         settings.setdefault(setting_key(r), []).append(r)
-    # Newest first, so that among equally ranked settings the newest wins (min is stable).
-    groups = sorted(settings.values(), key=lambda g: max(r.get("created_at") or "" for r in g), reverse=True)
-    chosen = min(groups, key=lambda g: _rank(g, prefer or {}))
+    # Verified data first, then the preferred setting (_rank); among equals the newest, then the setting key.
+    newest_first = sorted(sorted(settings), key=lambda k: max(r.get("created_at") or "" for r in settings[k]),
+                          reverse=True)
+    groups = [settings[k] for k in newest_first]
+    chosen = min(groups, key=lambda g: (bool(unverified_files(g)), _rank(g, prefer or {})))
     per_seed: dict[tuple, dict] = {}
     for r in sorted(chosen, key=lambda r: r.get("created_at") or ""):
         if r.get("value") is not None:

@@ -23,11 +23,12 @@ import io
 import json
 from dataclasses import dataclass, field, replace
 
-from bench.stats import format_number, paired_bootstrap
+from bench.stats import format_number
+from bench.uncertainty import UNVERIFIED
 from reports.paper import PaperRef, PaperValues, reference_rows
 from reports.paper import by_label as paper_by_label
 from reports.results import (EMPTY, EMPTY_CATALOG, Catalog, EvidenceIndex, Stat, common_setting, matches, mean_of,
-                             resource_pairs, setting_key, stat)
+                             resource_pairs, setting_key, stat, unverified_files)
 
 MISSING = "–"
 PARTIAL = "†"
@@ -108,6 +109,10 @@ class Cell:
     bold: bool = False  # best in its group and column, significantly (paired test) better than the runner-up
     mark: str = ""  # NOT_SIGNIFICANT: best, but not separable from the runner-up
     reference: bool = False  # the paper's own number on a reference line (no result of ours)
+
+    @property
+    def unverified(self) -> bool:
+        return bool(unverified_files(self.stat.rows))
 
     @property
     def delta(self) -> float | None:
@@ -230,7 +235,7 @@ def _over_runs_interval(s: Stat, evidence: EvidenceIndex | None) -> Stat:
     if s.seeds < 2 or evidence is None:
         return s
     ev = evidence.of_stat(s)
-    return replace(s, ci=ev.interval()) if ev is not None else s
+    return replace(s, ci=evidence.cache.interval(ev)) if ev is not None else s
 
 
 def _with_interval(s: Stat, evidence: EvidenceIndex | None) -> Stat:
@@ -239,7 +244,7 @@ def _with_interval(s: Stat, evidence: EvidenceIndex | None) -> Stat:
     if s.mean is None or s.ci.present or evidence is None or not s.parts:
         return s
     ev = evidence.of_stat(s)
-    return replace(s, ci=ev.interval()) if ev is not None else s
+    return replace(s, ci=evidence.cache.interval(ev)) if ev is not None else s
 
 
 def _paper_lines(spec: TableSpec, paper: PaperValues, blocks: list[Block]) -> list[Line]:
@@ -335,7 +340,7 @@ def _better(best: Cell, runner_up: Cell, sign: int, evidence: EvidenceIndex | No
     if ev_best is None or ev_runner is None:
         return None
     try:
-        d = paired_bootstrap(ev_runner, ev_best)
+        d = evidence.cache.paired(ev_runner, ev_best)
     except ValueError:
         return None
     if d.low is None or d.high is None:
@@ -398,13 +403,18 @@ def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], ab
                f"(the 95% CI of the difference excludes 0); {NOT_SIGNIFICANT}: best, but not separable from the "
                "runner-up; neither mark where no evidence is stored. ")
     text += f"{MISSING}: no result. {PARTIAL}: average over fewer results than the columns it names."
+    unverified = unverified_files(rows)
+    if unverified:
+        text += (f" {UNVERIFIED}: computed on data that failed its sha256 check (run with --allow-unverified-data): "
+                 + ", ".join(unverified) + "; such a cell is shown only where no cell on verified data exists.")
     if absent_blocks:
         text += " No results at all for: " + ", ".join(absent_blocks) + "."
     passed_over = sum(c.stat.passed_over for ln in lines for c in ln.cells)
     if passed_over:
-        text += (f" {passed_over} cell(s) also have results under other settings, not shown here (chosen: the "
-                 f"table's preferred options{', ' + _prefer_text(spec) if spec.prefer else ''}, then no limit or "
-                 "the largest, then more seeds, then the newest; all are in leaderboard.csv).")
+        text += (f" {passed_over} cell(s) also have results under other settings, not shown here (chosen: verified "
+                 "data first, then the setting most models have, then the table's preferred options"
+                 f"{', ' + _prefer_text(spec) if spec.prefer else ''}, then no limit or the largest, then more seeds, "
+                 "then the setting's key; all are in leaderboard.csv).")
     return text
 
 
@@ -420,7 +430,7 @@ def _betters(spec: TableSpec) -> list[str]:
 
 TEX_SPECIAL = {"&": "\\&", "%": "\\%", "#": "\\#", "_": "\\_", "$": "\\$", "{": "\\{", "}": "\\}",
                "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "\\": "\\textbackslash{}",
-               "–": "--", "−": "$-$", "±": "$\\pm$", "†": "$^\\dagger$", "Δ": "$\\Delta$", "×": "$\\times$",
+               "–": "--", "−": "$-$", "±": "$\\pm$", "†": "$^\\dagger$", "‡": "$^\\ddagger$", "Δ": "$\\Delta$", "×": "$\\times$",
                "ℓ": "$\\ell$", "↑": "$\\uparrow$", "↓": "$\\downarrow$",
                **{ch: f"$\\{name}$" for ch, name in zip("αβγδελστ", ("alpha", "beta", "gamma", "delta", "epsilon",
                                                                         "lambda", "sigma", "tau"))}}
@@ -440,6 +450,7 @@ class Style:
     pm: str
     n: str  # format string with {}
     partial: str
+    unverified: str
     paper: str  # format string with {paper} and {delta}
     paper_only: str  # format string with {paper}
     missing: str
@@ -447,14 +458,16 @@ class Style:
     join: str = "{ours}{paper}"  # how ours and the paper part share a cell
 
 
-MD = Style(bold="**{}**", ci=" ({low}–{high})", pm=" ± ", n=" (n={})", partial=PARTIAL, paper=" [paper {paper}, Δ {delta}]",
+MD = Style(bold="**{}**", ci=" ({low}–{high})", pm=" ± ", n=" (n={})", partial=PARTIAL, unverified=UNVERIFIED, paper=" [paper {paper}, Δ {delta}]",
            paper_only=" [paper {paper}]", missing=MISSING, escape=lambda s: s.replace("|", "\\|"))
 TEX = Style(bold="\\textbf{{{}}}", ci=" {{\\scriptsize ({low}--{high})}}", pm="$\\pm$", n="$_{{n={}}}$", partial="$^\\dagger$",
+            unverified="$^\\ddagger$",
             paper=" {{\\scriptsize[{paper}, $\\Delta$ {delta}]}}", paper_only=" {{\\scriptsize[{paper}]}}",
             missing="--", escape=lambda s: tex_escape(s),
             # The paper part on a second line of the cell keeps wide tables on the page.
             join="\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{ours}\\\\{paper}\\end{{tabular}}")
-HTML = Style(bold="<b>{}</b>", ci=" <small>({low}–{high})</small>", pm=" ± ", n=" (n={})", partial=PARTIAL, paper=" <small>[paper {paper}, Δ {delta}]</small>",
+HTML = Style(bold="<b>{}</b>", ci=" <small>({low}–{high})</small>", pm=" ± ", n=" (n={})", partial=PARTIAL,
+             unverified=UNVERIFIED, paper=" <small>[paper {paper}, Δ {delta}]</small>",
              paper_only=" <small>[paper {paper}]</small>", missing=MISSING, escape=html.escape)
 
 
@@ -472,6 +485,8 @@ def cell_text(cell: Cell, style: Style, decimals: int) -> str:
             text += style.n.format(s.seeds)
         if cell.partial:
             text += style.partial
+        if cell.unverified:
+            text += style.unverified
         if cell.bold:
             text = style.bold.format(text)
         if cell.mark:
@@ -566,7 +581,7 @@ def to_html(table: Table) -> str:
 
 
 CSV_FIELDS = ("table", "block", "backbone", "model", "column", "mean", "std", "ci_low", "ci_high", "ci_method",
-              "seeds", "partial", "bold", "mark", "paper", "delta", "better", "reference")
+              "seeds", "partial", "bold", "mark", "paper", "delta", "better", "reference", "unverified_data")
 
 
 def to_csv(table: Table) -> str:
@@ -585,7 +600,7 @@ def to_csv(table: Table) -> str:
                              "ci_high": num(cell.stat.ci.high), "ci_method": cell.stat.ci.method,
                              "seeds": cell.stat.seeds or "", "partial": int(cell.partial), "bold": int(cell.bold),
                              "mark": cell.mark, "paper": num(cell.paper), "delta": num(cell.delta), "better": better,
-                             "reference": int(cell.reference)})
+                             "reference": int(cell.reference), "unverified_data": int(cell.unverified)})
     return buf.getvalue()
 
 

@@ -61,7 +61,7 @@ def main(args) -> int:
     from bench.paths import Paths
     from bench.stats import display_decimals, format_number, format_p
     from bench.store import ResultStore
-    from bench.uncertainty import compare_models
+    from bench.uncertainty import UNVERIFIED, compare_models
 
     store = ResultStore(Paths.from_env().with_results(args.results_dir).results)
     known = _models_with_cells(store)
@@ -112,7 +112,9 @@ def main(args) -> int:
         flag = " *" if d.significant else ""
         table.add_row(d.suite, d.task, *((d.setting,) if with_settings else ()), d.key["attack"], d.key["metric"],
                       d.key["aggregation"], str(d.seed),
-                      format_number(d.a, k), format_number(d.b, k), format_number(d.estimate, k, signed=True) + flag,
+                      format_number(d.a, k) + (UNVERIFIED if d.unverified_a else ""),
+                      format_number(d.b, k) + (UNVERIFIED if d.unverified_b else ""),
+                      format_number(d.estimate, k, signed=True) + flag,
                       ci, format_p(x.p if x else None),
                       _short_method(x.method if x else ""), str(x.n) if x else "–")
     console.print(table)
@@ -126,6 +128,10 @@ def main(args) -> int:
         console.print(f"Examples counted by one model only (e.g. skipped by one victim): {one_sided}, in that "
                       f"model's rate and the CI, not in McNemar's test; examples in one cell only: {unmatched}, "
                       f"left out.")
+    unverified = sorted({f for d in diffs for f in d.unverified_a + d.unverified_b})
+    if unverified:
+        console.print(f"{UNVERIFIED}: computed on data that failed its sha256 check (run with --allow-unverified-data): "
+                      + ", ".join(unverified) + ".")
     missing = [d for d in diffs if d.diff is None]
     if missing:
         console.print(f"{len(missing)} row(s) without stored evidence show the difference of values only.")
