@@ -113,33 +113,61 @@ def step_seconds(method_cls, batch_size: int, backbone: str, device: str) -> tup
     return None, ""
 
 
+@dataclass(frozen=True)
+class Steps:
+    """The optimiser steps a registered run takes on the data at hand (as the trainer counts them)."""
+
+    total: int
+    per_epoch: int
+    batch_size: int
+    examples: int  # sentences (or data lines) one epoch runs over
+    data_name: str
+    kept: tuple[int, ...]  # steps whose weights are also written as models (keep_steps)
+
+
+def planned_steps(run, data_root: Path) -> Steps:
+    from bench.methods import get_method
+    from bench.train import make_train_config, split_overrides
+
+    method_cls = get_method(run.method)
+    train_values, method_values = split_overrides(method_cls, dict(run.recipe))
+    cfg = make_train_config(method_cls, run.profile or "smoke", train_values)
+    examples, data_name = training_sentences(method_cls, method_cls.Config.from_dict(method_values), data_root)
+    per_epoch = max(1, examples // cfg.batch_size)
+    total = per_epoch * cfg.epochs if not cfg.max_steps else min(per_epoch * cfg.epochs, cfg.max_steps)
+    return Steps(total, per_epoch, cfg.batch_size, examples, data_name, tuple(cfg.kept_steps()))
+
+
 def plan(spec, paths, device: str) -> TrainingPlan:
     """The training ``bench run`` would start for ``spec`` (a trained model without its checkpoint)."""
     from bench.encoder import resolve_backbone
     from bench.methods import get_method
     from bench.registry import known_models
-    from bench.train import make_train_config, split_overrides
 
     known = known_models(paths)
     run = known.get(spec.snapshot_of, spec) if spec.snapshot_of else spec  # a snapshot comes from its run
     method_cls = get_method(run.method)
-    train_values, method_values = split_overrides(method_cls, {k: v for k, v in run.recipe.items()})
-    cfg = make_train_config(method_cls, run.profile or "smoke", train_values)
-    sentences, data_name = training_sentences(method_cls, method_cls.Config.from_dict(method_values), paths.data)
-    per_epoch = max(1, sentences // cfg.batch_size)
-    steps = per_epoch * cfg.epochs if not cfg.max_steps else min(per_epoch * cfg.epochs, cfg.max_steps)
-    epochs = f"{cfg.epochs} epoch{'s' if cfg.epochs > 1 else ''} of" if steps == per_epoch * cfg.epochs else \
-        f"{steps / per_epoch:.1f} passes over"
+    steps = planned_steps(run, paths.data)
     base = known.get(run.base or "")
-    try:
-        backbone = resolve_backbone(base) if base is not None else (run.base or "")
-    except BenchError:  # e.g. a base built by `bench resources build` that is not there yet
-        backbone = base.backbone if base is not None else ""
-    seconds_per_step, basis = step_seconds(method_cls, cfg.batch_size, backbone, device)
+    # a base that cannot be had (e.g. minilm-mlm before `bench resources build`) says so here, exit 2
+    backbone = resolve_backbone(base) if base is not None else (run.base or "")
+    seconds_per_step, basis = step_seconds(method_cls, steps.batch_size, backbone, device)
     return TrainingPlan(name=run.name, method=run.method, base=run.base or "", profile=run.profile or "smoke",
-                        steps=steps, batch_size=cfg.batch_size,
-                        data=f"{epochs} {data_name}, {sentences:,} sentences", device=device,
-                        seconds=None if seconds_per_step is None else seconds_per_step * steps, basis=basis)
+                        steps=steps.total, batch_size=steps.batch_size,
+                        data=data_phrase(steps.total, steps.per_epoch, steps.batch_size, steps.examples,
+                                         steps.data_name),
+                        device=device, seconds=None if seconds_per_step is None else seconds_per_step * steps.total,
+                        basis=basis)
+
+
+def data_phrase(steps: int, per_epoch: int, batch_size: int, sentences: int, data_name: str) -> str:
+    """What the steps run over: "2 epochs of wiki1m (1,000,000 sentences)", or a share of the data."""
+    if steps % per_epoch == 0:
+        epochs = steps // per_epoch
+        return f"{epochs} epoch{'s' if epochs > 1 else ''} of {data_name}, {sentences:,} sentences"
+    passes = steps / per_epoch
+    share = f"{passes:.1f} passes over" if passes >= 0.1 else f"{steps * batch_size:,} examples of"
+    return f"{share} {data_name}, {sentences:,} sentences"
 
 
 def check_cpu_paper_profile(training: TrainingPlan, allowed: bool) -> None:

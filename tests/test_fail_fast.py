@@ -145,3 +145,21 @@ def test_a_bad_hub_address_is_named(isolated, monkeypatch):
     monkeypatch.setenv(hub.ADDRESS_ENV, "no-port")
     with pytest.raises(Exception, match="BENCH_HUB_ADDRESS"):
         hub.offline_reason()
+
+
+def test_every_registered_run_reaches_the_steps_it_keeps(isolated):
+    """A run that keeps its weights at chosen steps (a training-length series) must train that long on the
+    data at hand: the trainer stops at epochs x steps-per-epoch even when max_steps asks for more."""
+    from bench.paths import Paths
+    from bench.registry import MODELS
+    from bench.train_cost import planned_steps
+
+    data = Paths.from_env().data
+    short = {}
+    for spec in MODELS.values():
+        if spec.is_trained and spec.recipe.get("keep_steps"):
+            steps = planned_steps(spec, data)
+            if steps.kept and steps.total < max(steps.kept):
+                short[spec.name] = (steps.total, max(steps.kept))
+    assert not short, f"runs that stop before their last kept step (planned, kept): {short}"
+
