@@ -181,3 +181,13 @@ def check_cpu_paper_profile(training: TrainingPlan, allowed: bool) -> None:
         f"would take {training.estimate()}. Fix: train it on a GPU machine with `{training.train_command}` "
         f"and copy $BENCH_HOME/models/{training.name} here; or pass {ALLOW_FLAG} to train it on this "
         f"{training.device} anyway.")
+
+
+def announce_training(spec, paths, device: str, allow_cpu_paper_profile: bool, log=print) -> None:
+    """A trained model without its checkpoint is trained first: say what and how long it should take on
+    ``device``, and refuse a paper-profile run without a GPU unless the user opted in."""
+    if not spec.is_trained or (spec.checkpoint_dir(paths.models) / "config.json").exists():
+        return
+    training = plan(spec, paths, device)
+    check_cpu_paper_profile(training, allow_cpu_paper_profile)
+    log(training.describe())

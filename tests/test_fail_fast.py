@@ -102,6 +102,22 @@ def test_paper_profile_without_a_gpu_needs_the_opt_in(isolated, listening_hub, m
     assert not (isolated / "home" / "train").exists()
 
 
+def test_grid_checks_its_models_before_ray_starts(isolated, monkeypatch, listening_hub, capsys):
+    """Offline, a grid over a model on a Hub backbone stops at once; online without GPU cells, a paper-profile
+    model needs the opt-in, as with bench run."""
+    pytest.importorskip("ray")
+    from bench.commands import grid_runner
+
+    monkeypatch.setattr(grid_runner, "run_grid", lambda *a, **k: pytest.fail("Ray started"))
+    code, out, err = bench("grid", "--models", "robustembed-bert", "--suites", "sts", capsys=capsys)
+    assert code == 2
+    assert_one_clear_message(err, "--allow-cpu-paper-profile", "`bench train --method robustembed")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, out, err = bench("grid", "--models", "simcse-minilm,robustembed-bert", "--suites", "sts", capsys=capsys)
+    assert code == 2
+    assert_one_clear_message(err, "needs the Hugging Face model 'bert-base-uncased'")
+
+
 def test_the_opt_in_lets_a_cpu_paper_profile_run_through(isolated, monkeypatch):
     from bench.paths import Paths
     from bench.registry import get_model

@@ -81,6 +81,13 @@ def add_unverified_data_flag(parser) -> None:
                              "results on the reference data")
 
 
+def add_cpu_paper_profile_flag(parser) -> None:
+    """--allow-cpu-paper-profile, for the commands that train a missing model on demand (run, grid)."""
+    parser.add_argument("--allow-cpu-paper-profile", action="store_true",
+                        help="train a missing paper-profile model without a GPU (days of CPU time); without this "
+                             "flag the command refuses and prints the estimate and the `bench train` command")
+
+
 def output_console(**kwargs):
     """A rich Console; when stdout is not a terminal (a pipe, a log file) it is wide enough that tables
     keep every value whole instead of cutting columns to '…'."""

@@ -43,6 +43,9 @@ def add_arguments(parser):
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--limit", type=positive_int, help="use only the first N examples of each task")
     add_unverified_data_flag(parser)
+    from bench.commands import add_cpu_paper_profile_flag
+
+    add_cpu_paper_profile_flag(parser)
     parser.add_argument("--results-dir", type=Path,
                         help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
                              "`--results-dir results` writes the checkout's published leaderboard")
@@ -216,6 +219,19 @@ def report(result, plan, console: Console) -> None:
         console.print("Re-run the same command to retry only the unfinished cells.")
 
 
+def check_models(plan, models_file, allow_cpu_paper_profile: bool, log) -> None:
+    """Before Ray starts: every model can be had (offline Hub models fail now, with one message), and each
+    one trained on demand is announced with its estimate (a paper-profile one on CPU cells needs the opt-in)."""
+    from bench import hub
+    from bench.registry import known_models
+    from bench.train_cost import announce_training
+
+    known = known_models(plan.paths, models_file)
+    for spec in plan.models:
+        hub.require_model(spec, plan.paths.models, {**known, spec.name: spec})
+        announce_training(spec, plan.paths, plan.settings.device, allow_cpu_paper_profile, log)
+
+
 def main(args) -> int:
     from rich.live import Live
 
@@ -226,6 +242,7 @@ def main(args) -> int:
     if args.dry_run:
         return dry_run(plan, console)
     import_ray()  # exit 2 with the install hint before anything starts
+    check_models(plan, args.models_file, args.allow_cpu_paper_profile, console.print)
     from bench.store import ResultStore
 
     ResultStore(plan.paths.results).check_writable()  # a read-only or full results dir: exit 2 before any cell

@@ -33,9 +33,9 @@ def add_arguments(parser):
                         help="never: keep any existing cell; only-missing (default): compute cells missing for "
                              "this configuration; always: recompute")
     add_unverified_data_flag(parser)
-    parser.add_argument("--allow-cpu-paper-profile", action="store_true",
-                        help="train a missing paper-profile model on a machine without a GPU (days of CPU time; "
-                             "without this flag bench run refuses and prints the estimate and the bench train command)")
+    from bench.commands import add_cpu_paper_profile_flag
+
+    add_cpu_paper_profile_flag(parser)
     parser.add_argument("--results-dir", type=Path,
                         help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
                              "`--results-dir results` writes the checkout's published leaderboard")
@@ -82,18 +82,6 @@ def results_table(outcomes, title: str) -> Table:
     return table
 
 
-def announce_training(spec, paths, device: str, allow_cpu_paper_profile: bool, console) -> None:
-    """A trained model without its checkpoint is trained first: say what, how long it should take here, and
-    refuse a paper-profile run without a GPU unless the user opted in."""
-    if not spec.is_trained or (spec.checkpoint_dir(paths.models) / "config.json").exists():
-        return
-    from bench.train_cost import check_cpu_paper_profile, plan
-
-    training = plan(spec, paths, device)
-    check_cpu_paper_profile(training, allow_cpu_paper_profile)
-    console.print(training.describe())
-
-
 def main(args) -> int:
     from bench.encoder import open_encoder
     from bench.paths import Paths
@@ -122,7 +110,9 @@ def main(args) -> int:
     note = slow_dtype_note(device, resolve_dtype(device, args.dtype))  # fp16 off CUDA fails here (exit 2)
     if note:
         console.print(f"[yellow]{note}[/yellow]")
-    announce_training(spec, paths, device, args.allow_cpu_paper_profile, console)
+    from bench.train_cost import announce_training
+
+    announce_training(spec, paths, device, args.allow_cpu_paper_profile, console.print)
     ctx = RunContext(paths=paths, seed=args.seed, device=args.device, batch_size=args.batch_size,
                      limit=args.limit, profile=args.profile, overwrite=args.overwrite,
                      options=suite_options(args), log=console.print,
