@@ -83,18 +83,18 @@ def backbone_size(backbone: str) -> tuple[int, str]:
         return BERT_BASE_SIZE, "BERT-base's size assumed"
 
 
-def training_sentences(method_cls, method_cfg, data_root: Path) -> tuple[int, str]:
-    """(sentences one epoch runs over, their name) for the default training data."""
+def training_sentences(method_cls, method_cfg, data_root: Path) -> tuple[int, str, str]:
+    """(examples one epoch runs over, the data's name, what is counted) for the default training data."""
     from bench.data import available, get_dataset
 
     if method_cls.unlabeled_sentences:
         if available(data_root, "wiki1m"):
-            return WIKI1M_SENTENCES, "wiki1m"
+            return WIKI1M_SENTENCES, "wiki1m", "sentences"
         sample = get_dataset("wiki-sample")
-        return sum(f.lines for f in sample.files), "the wiki sample"
+        return sum(f.lines for f in sample.files), "the wiki sample", "sentences"
     names = method_cls.training_datasets(method_cfg)
-    lines = sum(f.lines for name in names for f in get_dataset(name).files)
-    return lines, " + ".join(names) or "its own data"
+    lines = sum(f.lines for name in names for f in get_dataset(name).files)  # about one example a line
+    return lines, " + ".join(names) or "its own data", "lines"
 
 
 def step_seconds(method_cls, batch_size: int, backbone: str, device: str) -> tuple[float | None, str]:
@@ -122,6 +122,7 @@ class Steps:
     batch_size: int
     examples: int  # sentences (or data lines) one epoch runs over
     data_name: str
+    unit: str  # "sentences" or "lines"
     kept: tuple[int, ...]  # steps whose weights are also written as models (keep_steps)
 
 
@@ -132,10 +133,10 @@ def planned_steps(run, data_root: Path) -> Steps:
     method_cls = get_method(run.method)
     train_values, method_values = split_overrides(method_cls, dict(run.recipe))
     cfg = make_train_config(method_cls, run.profile or "smoke", train_values)
-    examples, data_name = training_sentences(method_cls, method_cls.Config.from_dict(method_values), data_root)
+    examples, data_name, unit = training_sentences(method_cls, method_cls.Config.from_dict(method_values), data_root)
     per_epoch = max(1, examples // cfg.batch_size)
     total = per_epoch * cfg.epochs if not cfg.max_steps else min(per_epoch * cfg.epochs, cfg.max_steps)
-    return Steps(total, per_epoch, cfg.batch_size, examples, data_name, tuple(cfg.kept_steps()))
+    return Steps(total, per_epoch, cfg.batch_size, examples, data_name, unit, tuple(cfg.kept_steps()))
 
 
 def plan(spec, paths, device: str) -> TrainingPlan:
@@ -154,20 +155,20 @@ def plan(spec, paths, device: str) -> TrainingPlan:
     seconds_per_step, basis = step_seconds(method_cls, steps.batch_size, backbone, device)
     return TrainingPlan(name=run.name, method=run.method, base=run.base or "", profile=run.profile or "smoke",
                         steps=steps.total, batch_size=steps.batch_size,
-                        data=data_phrase(steps.total, steps.per_epoch, steps.batch_size, steps.examples,
-                                         steps.data_name),
+                        data=data_phrase(steps),
                         device=device, seconds=None if seconds_per_step is None else seconds_per_step * steps.total,
                         basis=basis)
 
 
-def data_phrase(steps: int, per_epoch: int, batch_size: int, sentences: int, data_name: str) -> str:
-    """What the steps run over: "2 epochs of wiki1m (1,000,000 sentences)", or a share of the data."""
-    if steps % per_epoch == 0:
-        epochs = steps // per_epoch
-        return f"{epochs} epoch{'s' if epochs > 1 else ''} of {data_name}, {sentences:,} sentences"
-    passes = steps / per_epoch
-    share = f"{passes:.1f} passes over" if passes >= 0.1 else f"{steps * batch_size:,} examples of"
-    return f"{share} {data_name}, {sentences:,} sentences"
+def data_phrase(steps: Steps) -> str:
+    """What the steps run over: "2 epochs of wiki1m, 1,000,000 sentences", or a share of the data."""
+    size = f"{steps.data_name}, {steps.examples:,} {steps.unit}"
+    if steps.total % steps.per_epoch == 0:
+        epochs = steps.total // steps.per_epoch
+        return f"{epochs} epoch{'s' if epochs > 1 else ''} of {size}"
+    passes = steps.total / steps.per_epoch
+    share = f"{passes:.1f} passes over" if passes >= 0.1 else f"{steps.total * steps.batch_size:,} examples of"
+    return f"{share} {size}"
 
 
 def check_cpu_paper_profile(training: TrainingPlan, allowed: bool) -> None:
