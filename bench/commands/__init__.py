@@ -1,6 +1,6 @@
 """The app layer: one module per CLI subcommand (``add_arguments(parser)`` and ``main(args) -> int``),
-plus ``grid_runner`` (the Ray side of ``bench grid``). Only this package imports ``suites`` and ``reports``
-(the import-linter contracts in pyproject.toml).
+plus ``grid_runner`` (the Ray side of ``bench grid``). Outside suites/ and reports/ themselves, only this
+package imports them (the import-linter contracts in pyproject.toml).
 
 Shared here: argparse value types that reject bad numbers at parse time (exit 2 with the flag, the
 bad value and the accepted range), the common ``--allow-unverified-data`` flag, and the console that
