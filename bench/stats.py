@@ -252,8 +252,10 @@ class Evidence:
 
     Either a ``statistic`` of ``columns`` of a ``sample`` (scaled by ``scale``: 100 for correlations
     and proportions, so intervals sit on the row's x100 scale), or ``parts`` combined by ``combine``:
-    ``"average"`` (an average over tasks: bootstrap of the parts' resamples averaged) or ``"runs"``
-    (a mean over runs or seeds: t-interval over the parts' values; a single part is that part)."""
+    ``"average"`` (an average over tasks: bootstrap of the parts' resamples averaged), ``"runs"``
+    (a mean over runs or seeds: t-interval over the parts' values; a single part is that part) or
+    ``"strata"`` (a mean over parts that are independent samples, such as attack runs: each part is
+    resampled within itself on draws of its own, so the interval is over all the parts' examples)."""
 
     statistic: str = ""
     sample: Sample | None = None
@@ -266,8 +268,8 @@ class Evidence:
 
     def __post_init__(self):
         if self.parts or self.combine:
-            if self.combine not in ("average", "runs") or not self.parts:
-                raise ValueError("combined evidence needs combine='average'|'runs' and at least one part")
+            if self.combine not in ("average", "runs", "strata") or not self.parts:
+                raise ValueError("combined evidence needs combine='average'|'runs'|'strata' and at least one part")
         else:
             stat = STATISTICS.get(self.statistic)
             if stat is None or self.sample is None or len(self.columns) != stat.columns:
@@ -294,7 +296,9 @@ class Evidence:
     def bootstrap(self, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> np.ndarray:
         """(resamples,) bootstrap values of the statistic (NaN where a resample leaves it undefined)."""
         if (resamples, seed) not in self._memo:
-            if self.combine:
+            if self.combine == "strata":  # independent draws per part (seed + its position)
+                values = np.mean([p.bootstrap(resamples, seed + i) for i, p in enumerate(self.parts)], axis=0)
+            elif self.combine:
                 values = np.mean([p.bootstrap(resamples, seed) for p in self.parts], axis=0)
             else:
                 idx = resample_indices(len(self.sample), resamples, seed, self.sample.strata)
@@ -319,9 +323,10 @@ class Evidence:
             if any(v is None for v in values):
                 return NO_INTERVAL
             return t_interval(values, level, what="runs", bounds=self.bounds())
-        if self.combine == "average":
+        if self.combine in ("average", "strata"):
             dist = self.bootstrap(resamples, seed)
-            return percentile_interval(dist, level, f"bootstrap-average-of-{len(self.parts)}"
+            kind = "average" if self.combine == "average" else "stratified-by-part"
+            return percentile_interval(dist, level, f"bootstrap-{kind}-of-{len(self.parts)}"
                                                     f"(B={resamples},seed={seed})")
         stat = STATISTICS[self.statistic]
         if stat.interval == "wilson":

@@ -24,7 +24,7 @@ from reports import figures as fig
 from reports.paper import PAPER_VALUES, PaperValues
 from reports.results import Catalog, EvidenceIndex, load_rows
 from reports.specs import FIGURES, TABLES
-from reports.tables import FORMATS, build, labelled
+from reports.tables import FORMATS, build, labelled, without_empty
 
 IMAGE_SUFFIXES = (".png", ".pdf")  # compared by presence only: their bytes depend on the matplotlib build
 
@@ -69,9 +69,10 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
         if table.empty:
             skipped.append((spec.title, f"no {spec.suite or 'source-table'} results for it"))
             continue
+        shown = without_empty(table)  # for readers; the CSV keeps every column (and Summary tables read all)
         for fmt in formats:
             suffix, render = FORMATS[fmt]
-            out.reports[f"{spec.name}.{suffix}"] = render(table)
+            out.reports[f"{spec.name}.{suffix}"] = render(table if fmt == "csv" else shown)
         made.append((spec.title, [f"{spec.name}.{FORMATS[f][0]}" for f in formats]))
     for spec in FIGURES:
         if not set(spec.suites) & wanted:

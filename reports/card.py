@@ -17,7 +17,7 @@ from bench.stats import display_decimals, format_number, format_p
 from bench.stats_cache import StatsCache
 from bench.store import ResultStore
 from bench.uncertainty import UNVERIFIED, compare_models, model_cells, row_key, unverified_data
-from reports.results import Catalog, resource_pairs
+from reports.results import CODE_PATH, Catalog, resource_pairs
 from reports.specs import CARD_HEADLINES, CARD_SETTINGS
 
 PER_RUN = re.compile(r"^run\d+$")
@@ -99,7 +99,7 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None) -> dict
     for role, other in others.items():
         found, _ = compare_models(store, other, model, cache=cache)
         diffs[role] = {(d.suite, d.task, d.seed, d.config_hash, tuple(d.key.values())): d for d in found}
-    sections = [_identity(model, catalog.models.get(model), others)]
+    sections = [_identity(model, catalog.models.get(model), others, catalog.group(model))]
     suites = sorted({k[0] for k in cells}, key=lambda s: (SUITE_ORDER.index(s) if s in SUITE_ORDER else 99, s))
     all_rows = []
     for suite in suites:
@@ -136,13 +136,16 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None) -> dict
     return {f"{name}.md": to_markdown(model, sections), f"{name}.html": to_html(model, sections)}
 
 
-def _identity(model: str, entry: dict | None, others: dict[str, str]) -> Section:
+def _identity(model: str, entry: dict | None, others: dict[str, str], family: str = "") -> Section:
     sec = Section("Model")
     if not entry:
         sec.paragraphs.append(f"No facts about '{model}' in the results' plugins.json (results only).")
     else:
         training = entry.get("training") or {}
-        facts = [("backbone", entry.get("backbone")), ("family", entry.get("family")), ("pooler", entry.get("pooler")),
+        backbone = entry.get("backbone") or ""
+        if CODE_PATH.fullmatch(backbone):  # a local base that bench builds itself, named by its loader
+            backbone = f"local, built by bench (loader {backbone})"
+        facts = [("backbone", backbone), ("family", family or entry.get("family")), ("pooler", entry.get("pooler")),
                  ("method", entry.get("method") or "none (pretrained)"), ("base", entry.get("base") or "–"),
                  ("training profile", entry.get("profile") or "–"),
                  ("recipe", ", ".join(f"{k}={v}" for k, v in sorted((entry.get("recipe") or {}).items()))

@@ -6,6 +6,7 @@ Reads only result files (through bench.store.ResultStore) and the plug-in metada
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from bench.uncertainty import row_key, stored_evidence
 # record (run k's sample and victim seed), so the rows of a cell's runs stay one setting.
 PER_CELL_KEYS = ("suite", "task", "split", "seed", "summary_of", "replication")
 UNREGISTERED = "not in the registry"
+CODE_PATH = re.compile(r"[\w.]+:[\w.]+")  # a loader named as module:function
 
 
 @dataclass(frozen=True)
@@ -45,9 +47,22 @@ class Catalog:
         return sorted(set(names), key=key)
 
     def group(self, model: str) -> str:
-        """The pre-trained encoder a model starts from (its family), for grouping and bold."""
+        """The pre-trained encoder a model starts from (its family), for grouping and bold. A family that
+        is a loader's code path ("module:function", a local base built by bench itself) is named by the
+        model it starts from and that model's own description instead."""
         entry = self.models.get(model)
-        return (entry.get("family") or entry.get("backbone") or UNREGISTERED) if entry else UNREGISTERED
+        if not entry:
+            return UNREGISTERED
+        family = entry.get("family") or entry.get("backbone") or UNREGISTERED
+        return self._named_root(model) if CODE_PATH.fullmatch(family) else family
+
+    def _named_root(self, model: str) -> str:
+        seen = {model}
+        while (self.models[model].get("base") or "") in self.models and self.models[model]["base"] not in seen:
+            model = self.models[model]["base"]
+            seen.add(model)
+        head = re.split(r" \(|; |\. ", self.models[model].get("description") or "", maxsplit=1)[0].strip()
+        return f"{model} ({head})" if head else model
 
     def recipe(self, model: str) -> str:
         recipe = (self.models.get(model) or {}).get("recipe") or {}

@@ -23,7 +23,7 @@ import io
 import json
 from dataclasses import dataclass, field, replace
 
-from bench.stats import format_number
+from bench.stats import NO_INTERVAL, Evidence, Interval, format_number
 from bench.uncertainty import UNVERIFIED
 from reports.paper import PaperRef, PaperValues, reference_rows
 from reports.paper import by_label as paper_by_label
@@ -32,6 +32,7 @@ from reports.results import (EMPTY, EMPTY_CATALOG, Catalog, EvidenceIndex, Stat,
 
 MISSING = "–"
 PARTIAL = "†"
+PARAGRAPH = "\n\n"  # between the caption's paragraphs (settings, how to read a cell, marks)
 NOT_SIGNIFICANT = "n.s."
 PAPER_GROUP = "paper"  # group of the paper's reference rows
 
@@ -205,7 +206,7 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
             for col in spec.columns:
                 where = {**block.where, **col.where}
                 s = _over_runs_interval(_cell_stat(spec, mine_of.get(model, []), runs_of.get(model, []), where,
-                                                   setting[block.label, col.label]), evidence)
+                                                   setting[block.label, col.label]), evidence, pooled=bool(spec.runs))
                 value = paper.get(spec.paper, model, spec.suite, col.paper_task or col.where.get("task", ""),
                                   spec.metric, block.where.get("attack", ""), col.where.get("split"))
                 cells.append(Cell(s, value))
@@ -214,7 +215,10 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
                 parts = [by_label[label].stat for label in avg.of]
                 value = (paper.get(spec.paper, model, spec.suite, avg.paper_task, spec.metric,
                                    block.where.get("attack", "")) if avg.paper_task else None)
-                cells.append(Cell(_with_interval(mean_of(parts), evidence), value,
+                avg = mean_of(parts)
+                if spec.runs:  # never a t-interval over a handful of runs: the runs' pooled evidence, or none
+                    avg = replace(avg, ci=NO_INTERVAL)
+                cells.append(Cell(_with_interval(avg, evidence, pooled=bool(spec.runs)), value,
                                   partial=0 < sum(p.mean is not None for p in parts) < len(parts)))
             lines.append(Line(block.label, catalog.group(model), model, catalog.recipe(model), cells))
     # A block (e.g. an attack) nobody ran is left out whole, and named in the settings sentence.
@@ -229,22 +233,43 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
     return Table(spec, headers, better, lines, settings_sentence(spec, lines, [c.label for c in spec.columns], absent))
 
 
-def _over_runs_interval(s: Stat, evidence: EvidenceIndex | None) -> Stat:
+def _over_runs_interval(s: Stat, evidence: EvidenceIndex | None, pooled: bool = False) -> Stat:
     """Several runs or seeds: the kernel's interval over them from the stored evidence (a t-interval cut
-    to a rate's 0-100, as the rows' own), where the evidence is stored; else the plain t-interval."""
-    if s.seeds < 2 or evidence is None:
+    to a rate's 0-100, as the rows' own), where the evidence is stored; else the plain t-interval.
+
+    ``pooled`` (replications that are attack samples on fixed victims): a bootstrap of the mean over
+    runs with each run's attacked examples resampled within that run, over all the examples the runs
+    attacked, never a t-interval over two or three run values (with 1 degree of freedom it spans
+    0-100); without stored evidence, no interval."""
+    if s.seeds < 2:
         return s
-    ev = evidence.of_stat(s)
-    return replace(s, ci=evidence.cache.interval(ev)) if ev is not None else s
+    ev = evidence.of_stat(s) if evidence is not None else None
+    if not pooled:
+        return replace(s, ci=evidence.cache.interval(ev)) if ev is not None else s
+    if ev is None or not ev.parts:
+        return replace(s, ci=NO_INTERVAL)
+    iv = evidence.cache.interval(_runs_as_strata(Evidence(parts=ev.parts, combine="runs")))
+    return replace(s, ci=Interval(iv.low, iv.high, iv.method.replace("by-part", "by-run")) if iv.present else iv)
 
 
-def _with_interval(s: Stat, evidence: EvidenceIndex | None) -> Stat:
+def _runs_as_strata(ev: Evidence) -> Evidence:
+    """The evidence with every mean over runs resampled run by run on independent draws (``strata``)."""
+    if not ev.combine:
+        return ev
+    combine = "strata" if ev.combine == "runs" else ev.combine
+    return Evidence(parts=[_runs_as_strata(p) for p in ev.parts], combine=combine, label=ev.label)
+
+
+def _with_interval(s: Stat, evidence: EvidenceIndex | None, pooled: bool = False) -> Stat:
     """An average of single-seed cells gets the bootstrap interval of the average of the cells' own
-    resamples (their stored evidence); with several seeds mean_of already gave a t-interval over seeds."""
+    resamples (their stored evidence); with several seeds mean_of already gave a t-interval over seeds.
+    ``pooled``: cells over runs are resampled run by run, as in ``_over_runs_interval``."""
     if s.mean is None or s.ci.present or evidence is None or not s.parts:
         return s
     ev = evidence.of_stat(s)
-    return replace(s, ci=evidence.cache.interval(ev)) if ev is not None else s
+    if ev is None:
+        return s
+    return replace(s, ci=evidence.cache.interval(_runs_as_strata(ev) if pooled else ev))
 
 
 def _paper_lines(spec: TableSpec, paper: PaperValues, blocks: list[Block]) -> list[Line]:
@@ -388,34 +413,47 @@ def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], ab
     parts.append("resources: " + (", ".join(standins) if standins else "none recorded"))
     seeds = sorted({c.stat.seeds for ln in lines for c in ln.cells if c.stat.seeds})
     parts.append(("runs" if spec.runs else "seeds") + " per cell: " + (", ".join(map(str, seeds)) if seeds else "none"))
-    text = "Settings: " + "; ".join(parts) + ". "
-    text += (f"Cells show our mean ± sample std over {'runs (attack samples) and ' if spec.runs else ''}seeds "
-             "(n, shown when above 1) and its 95% CI in parentheses (one result: the row's own, see its "
-             "ci_method in leaderboard.csv; several seeds or runs: a t-interval over them; an average of "
-             "single results: a bootstrap of the average of their own resamples)"
-             + (f", with {spec.paper} and the difference (ours − paper) in brackets where the model matches "
-                "a paper row" if spec.paper else "") + ". ")
+    paragraphs = ["Settings: " + "; ".join(parts) + "."]
+    paragraphs.append(_reading_cells(spec))
     if any(ln.reference for ln in lines):
-        text += f"Lines 'paper · <row>': the paper's own rows as printed in {spec.paper} (its backbones), for reference. "
-    text += (f"Bold: best per column within a backbone group of two or more results ({'lower' if spec.better == 'lower' else 'higher'} "
-             f"is better" + (", per column as the header says" if len(set(_betters(spec))) > 1 else "")
-             + "), only when a paired test on the stored per-example evidence separates it from the runner-up "
-               f"(the 95% CI of the difference excludes 0); {NOT_SIGNIFICANT}: best, but not separable from the "
-               "runner-up; neither mark where no evidence is stored. ")
-    text += f"{MISSING}: no result. {PARTIAL}: average over fewer results than the columns it names."
+        paragraphs.append(f"Lines 'paper · <row>': the paper's own rows as printed in {spec.paper} (its backbones), "
+                          "for reference.")
+    paragraphs.append(
+        f"Bold: best per column within a backbone group of two or more results ({'lower' if spec.better == 'lower' else 'higher'} "
+        f"is better" + (", per column as the header says" if len(set(_betters(spec))) > 1 else "")
+        + "), only when a paired test on the stored per-example evidence separates it from the runner-up "
+          f"(the 95% CI of the difference excludes 0); {NOT_SIGNIFICANT}: best, but not separable from the "
+          "runner-up; neither mark where no evidence is stored.")
+    marks = f"{MISSING}: no result. {PARTIAL}: average over fewer results than the columns it names."
     unverified = unverified_files(rows)
     if unverified:
-        text += (f" {UNVERIFIED}: computed on data that failed its sha256 check (run with --allow-unverified-data): "
-                 + ", ".join(unverified) + "; such a cell is shown only where no cell on verified data exists.")
+        marks += (f" {UNVERIFIED}: computed on data that failed its sha256 check (run with --allow-unverified-data): "
+                  + ", ".join(unverified) + "; such a cell is shown only where no cell on verified data exists.")
     if absent_blocks:
-        text += " No results at all for: " + ", ".join(absent_blocks) + "."
+        marks += " No results at all for: " + ", ".join(absent_blocks) + "."
     passed_over = sum(c.stat.passed_over for ln in lines for c in ln.cells)
     if passed_over:
-        text += (f" {passed_over} cell(s) also have results under other settings, not shown here (chosen: verified "
-                 "data first, then the setting most models have, then the table's preferred options"
-                 f"{', ' + _prefer_text(spec) if spec.prefer else ''}, then no limit or the largest, then more seeds, "
-                 "then the setting's key; all are in leaderboard.csv).")
-    return text
+        marks += (f" {passed_over} cell(s) also have results under other settings, not shown here (chosen: verified "
+                  "data first, then the setting most models have, then the table's preferred options"
+                  f"{', ' + _prefer_text(spec) if spec.prefer else ''}, then no limit or the largest, then more seeds, "
+                  "then the setting's key; all are in leaderboard.csv).")
+    paragraphs.append(marks)
+    return PARAGRAPH.join(paragraphs)
+
+
+def _reading_cells(spec: TableSpec) -> str:
+    paper = (f", with {spec.paper} and the difference (ours − paper) in brackets where the model matches a paper row"
+             if spec.paper else "")
+    if spec.runs:
+        return ("Cells show our mean over runs (attack samples on the same victims) ± the sample std between runs, "
+                "with n, the number of runs, when above 1: the spread between runs is that figure. In parentheses, "
+                "a 95% CI over the pooled attacked examples: a bootstrap of the mean over runs in which each run's "
+                "examples are resampled within that run (one run: its Wilson interval). It is conditional on the "
+                "victims: it holds the victim classifiers (and the encoders' training seeds) fixed, and does not "
+                "cover what a new victim or a new training run would give" + paper + ".")
+    return ("Cells show our mean ± sample std over seeds (n, shown when above 1) and its 95% CI in parentheses "
+            "(one result: the row's own, see its ci_method in leaderboard.csv; several seeds: a t-interval over "
+            "them; an average of single results: a bootstrap of the average of their own resamples)" + paper + ".")
 
 
 def _prefer_text(spec: TableSpec) -> str:
@@ -424,6 +462,49 @@ def _prefer_text(spec: TableSpec) -> str:
 
 def _betters(spec: TableSpec) -> list[str]:
     return [s.better for s in spec.summaries] or [spec.better]
+
+
+def _empty(cell: Cell) -> bool:
+    return cell.stat.mean is None and cell.paper is None
+
+
+def without_empty(table: Table) -> Table:
+    """The table as shown: our lines with no number at all left out (a model that has no result under
+    a block, say an attack it was not run with), and columns where none of our lines has a result
+    (an average counts only where it averages two or more results), each counted in the caption."""
+    ours = [ln for ln in table.lines if not ln.reference]
+
+    def has_result(i: int) -> bool:
+        return any(ln.cells[i].stat.mean is not None and not _single_part(table, ln, i) for ln in ours)
+
+    keep = [i for i in range(len(table.headers)) if has_result(i)]
+    lines = [replace(ln, cells=[ln.cells[i] for i in keep]) for ln in table.lines]
+    shown = [ln for ln in lines if ln.reference or not all(_empty(c) for c in ln.cells)]
+    dropped_rows = len(lines) - len(shown)
+    dropped_cols = [table.headers[i] for i in range(len(table.headers)) if i not in keep]
+    if not dropped_rows and not dropped_cols:
+        return table
+    note = []
+    if dropped_rows:
+        note.append(f"{dropped_rows} row(s) with no result in this table's setting (a model not run under "
+                    "that block)")
+    if dropped_cols:
+        note.append(f"{len(dropped_cols)} column(s) without a result of ours ({', '.join(dropped_cols)}"
+                    + ("; the paper's values for them are in reports/paper_values.csv" if table.spec.paper else "")
+                    + ")")
+    settings = table.settings + PARAGRAPH + "Left out as empty: " + "; ".join(note) + "."
+    return replace(table, headers=[table.headers[i] for i in keep], better=[table.better[i] for i in keep],
+                   lines=shown, settings=settings)
+
+
+def _single_part(table: Table, line: Line, i: int) -> bool:
+    """An average column's cell that averages one result only (it repeats that column)."""
+    n_columns = len(table.spec.columns)
+    if table.spec.summaries or i < n_columns:
+        return False
+    of = table.spec.averages[i - n_columns].of
+    labels = [c.label for c in table.spec.columns]
+    return sum(line.cells[labels.index(label)].stat.mean is not None for label in of if label in labels) < 2
 
 
 # ---------------------------------------------------------------- formatting --------------------
@@ -551,7 +632,8 @@ def to_latex(table: Table) -> str:
             out.append(f"\\multicolumn{{{len(head)}}}{{l}}{{\\textit{{{esc(line.group)}}}}} \\\\")
         out.append(" & ".join([esc(x) for x in _label_cells(table, line)]
                               + [esc_cell(c, spec.decimals) for c in line.cells]) + " \\\\")
-    out += ["\\hline", "\\end{tabular}", f"\\caption{{{esc(spec.title)}. {esc(table.settings)}}}",
+    caption = table.settings.replace(PARAGRAPH, " ")
+    out += ["\\hline", "\\end{tabular}", f"\\caption{{{esc(spec.title)}. {esc(caption)}}}",
             f"\\label{{tab:{spec.name}}}", "\\end{table*}", ""]
     return "\n".join(out)
 
@@ -576,7 +658,8 @@ def to_html(table: Table) -> str:
             out.append(f"<tr class=\"g\"><td colspan=\"{len(head)}\">{html.escape(line.group)}</td></tr>")
         out.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in _label_cells(table, line))
                    + "".join(f"<td class=\"n\">{cell_text(c, HTML, spec.decimals)}</td>" for c in line.cells) + "</tr>")
-    out += ["</table>", f"<p>{html.escape(table.settings)}</p>", "</body></html>", ""]
+    out += ["</table>"] + [f"<p>{html.escape(p)}</p>" for p in table.settings.split(PARAGRAPH)]
+    out += ["</body></html>", ""]
     return "\n".join(out)
 
 

@@ -195,11 +195,40 @@ def test_bold_only_when_significantly_better_than_the_runner_up(generated):
     assert t3[("TextFooler", "simcse-bert", "MR")]["bold"] == "0"
     assert t3[("TextFooler", "robustembed-bert", "SST2")]["bold"] == "0"  # no evidence stored for SST-2
     md = files["robustembed-table3.md"]
-    # 3 runs: t-interval over runs, 53 +- t(0.975, 2) * 1 / sqrt(3)
-    assert ("| TextFooler | robustembed-bert | – [paper 40.55] | **53.00 ± 1.00 (n=3)** (50.52–55.48) "
-            "[paper 32.69, Δ +20.31] |") in md
-    assert "| TextFooler | simcse-bert | – [paper 75.32] | 61.00 ± 1.00 (n=3) (58.52–63.48) [paper 65.53, Δ -4.53] |" in md
+    assert "| TextFooler | robustembed-bert | **53.00 ± 1.00 (n=3)** (47.33–58.34) [paper 32.69, Δ +20.31] |" in md
     assert "| BAE |" not in md and "No results at all for: TextBugger, BAE, BERTAttack." in md
+
+
+def test_attack_rate_intervals_pool_the_runs_examples(generated):
+    """3 runs of 100 attacked examples each: the interval is over the 300 examples (a bootstrap stratified
+    by run, close to Wilson over the pooled counts), never a t-interval over the 3 run values (53 ± 2.5)."""
+    from bench.stats import t_interval, wilson
+
+    t3 = _cells(generated["robustembed-table3.csv"])
+    for model, successes in (("robustembed-bert", (52, 53, 54)), ("simcse-bert", (60, 61, 62))):
+        cell = t3[("TextFooler", model, "MR")]
+        pooled = wilson(sum(successes), 300)
+        assert cell["ci_method"].startswith("bootstrap-stratified-by-run-of-3")
+        assert float(cell["ci_low"]) == pytest.approx(pooled.low, abs=1.0)
+        assert float(cell["ci_high"]) == pytest.approx(pooled.high, abs=1.0)
+        over_runs = t_interval(list(successes))
+        assert float(cell["ci_high"]) - float(cell["ci_low"]) > over_runs.high - over_runs.low
+    no_evidence = t3[("TextFooler", "robustembed-bert", "SST2")]  # runs without stored evidence: no interval
+    assert (no_evidence["ci_low"], no_evidence["ci_high"], no_evidence["seeds"]) == ("", "", "3")
+    md = generated["robustembed-table3.md"]
+    assert "conditional on the victims" in md and "± the sample std between runs" in md
+
+
+def test_empty_rows_and_columns_are_left_out_and_counted(generated):
+    md = generated["robustembed-table3.md"]
+    header = next(ln for ln in md.splitlines() if ln.startswith("| Block |"))
+    assert "MR ↓" in header and "SST2 ↓" in header and "Avg. ↓" in header
+    assert "IMDB" not in header and "YELP" not in header  # no result of ours in any line
+    assert "5 column(s) without a result of ours (IMDB, YELP, MRPC, SNLI, MNLI-mm" in md
+    t1 = generated["robustembed-table1.md"]
+    assert "Left out as empty" not in t1  # nothing to leave out: nothing said
+    t3 = _cells(generated["robustembed-table3.csv"])
+    assert ("TextFooler", "simcse-bert", "IMDB") in t3  # the CSV keeps every column of the built table
 
 
 def test_cells_carry_the_rows_intervals(generated):
@@ -208,12 +237,12 @@ def test_cells_carry_the_rows_intervals(generated):
     assert cell["ci_method"] == "bootstrap(B=1000,seed=0)" and float(cell["ci_low"]) < float(cell["ci_high"])
     assert t1[("", "simcse-bert", "STS14")]["ci_low"] == ""  # no evidence, no interval
     t3 = _cells(generated["robustembed-table3.csv"])
-    assert t3[("PWWS", "simcse-bert", "SST2")]["ci_method"] == "t-over-3-runs"
+    assert t3[("PWWS", "simcse-bert", "SST2")]["ci_method"] == ""  # runs without evidence: no 2-df t-interval
 
 
 def test_paper_reference_rows_and_one_header_per_group(generated):
     md = generated["robustembed-table3.md"]
-    assert "| TextFooler | paper · SimCSE-BERT_base | 75.32 | 65.53 | 71.49 | 79.67 | 80.07 | 72.65 | 68.54 | 72.61 |" in md
+    assert "| TextFooler | paper · SimCSE-BERT_base | 65.53 | 71.49 | 72.61 |" in md  # our columns only
     assert "| PWWS | paper · RobustEmbed-BERT_base |" in md
     headers = [ln for ln in md.splitlines() if ln.startswith("| *")]
     assert len(headers) == len(set(headers))  # each group header once, not once per recipe block
@@ -360,6 +389,48 @@ def test_a_column_shows_every_model_under_one_setting(tmp_path):
                                                                "textfooler")], victim="finetune")
     md = generate(tmp_path, formats=["md"]).reports["robustembed-table3.md"]
     assert "victim: finetune;" in md  # both have both: the paper's protocol is preferred
+
+
+def _tied_settings_fixture(root: Path) -> Path:
+    """STS cells of two models where settings tie on every rank but the last: STS-B on verified data and
+    on data that failed its sha256 check (both models have both), STS12 under two unranked options,
+    STS16 on unverified data only."""
+    store = ResultStore(root)
+    unverified = {"data_unverified": ["stsb/sts-test.csv: sha256 differs"]}
+    for model, off in (("simcse-bert", 0.0), ("minilm", -5.0)):
+        _cell(store, model, "sts", "stsb", 0, [("spearman", 75.0 + off)])
+        _cell(store, model, "sts", "stsb", 0, [("spearman", 11.0 + off)], **unverified)
+        for option, value in (("a", 71.0), ("b", 41.0)):
+            _cell(store, model, "sts", "sts12", 0, [("spearman", value + off)], note=option)
+        _cell(store, model, "sts", "sts16", 0, [("spearman", 66.0 + off)], **unverified)
+    export_metadata(root)
+    return root
+
+
+def test_tied_settings_are_chosen_by_a_written_order_not_by_hash_order(tmp_path):
+    """`bench report` under two PYTHONHASHSEEDs writes the same bytes; verified data wins a tie, the
+    setting key breaks the rest, and a number on unverified data is marked wherever it appears."""
+    results = _tied_settings_fixture(tmp_path / "results")
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"reports-{seed}"
+        run = _bench("report", "--out", str(out), env_extra={"BENCH_RESULTS_DIR": str(results), "PYTHONHASHSEED": seed})
+        assert run.returncode == 0, run.stderr
+        files = {p.name: p.read_bytes() for p in out.iterdir()}
+        files.update({p.name: p.read_bytes() for p in results.iterdir() if p.is_file()})
+        outputs.append(files)
+    assert outputs[0] == outputs[1]
+    md = outputs[0]["robustembed-table1.md"].decode()
+    simcse = next(ln for ln in md.splitlines() if ln.startswith("| simcse-bert |")).split("|")
+    header = next(ln for ln in md.splitlines() if ln.startswith("| Model |")).split("|")
+    cell = dict(zip((h.strip() for h in header), (c.strip() for c in simcse)))
+    assert cell["STS-B ↑"].startswith("75.00") and "‡" not in cell["STS-B ↑"]  # verified data first
+    assert cell["STS12 ↑"].startswith("71.00")  # {"note": "a"} sorts before {"note": "b"}
+    assert cell["STS16 ↑"].startswith("66.00‡")  # only unverified data: shown, and marked
+    assert "‡: computed on data that failed its sha256 check" in md and "stsb/sts-test.csv" in md
+    card = outputs[0]["card-simcse-bert.md"].decode()
+    assert "66.00‡" in card or "66.0‡" in card
+    assert "‡: computed on data that failed its sha256 check" in card
 
 
 def test_preferred_setting_wins_over_others(tmp_path):
