@@ -80,3 +80,27 @@ def test_the_checker_sees_a_wrong_flag():
     assert commands == [("run", ["--suite", "--modle"]), ("ls", ["--json"])]
     assert "--modle" not in subparser("run")._option_string_actions
     assert "--json" in subparser("ls")._option_string_actions
+
+
+def heading_anchors(text: str) -> set[str]:
+    """GitHub's anchors for a page's headings (lower case, punctuation dropped, spaces as hyphens)."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.*)$", text, flags=re.M)}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_links_between_pages_resolve(page):
+    """Every relative link of the README and the manual names an existing file (and heading)."""
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+        if target.startswith(("http://", "https://", "mailto:")):
+            continue
+        file, _, anchor = target.partition("#")
+        path = (page.parent / file).resolve() if file else page.resolve()
+        if not path.exists():
+            broken.append(target)
+        elif anchor and path.suffix == ".md" and anchor not in heading_anchors(path.read_text(encoding="utf-8")):
+            broken.append(target)
+    assert not broken, f"{page.name}: links that lead nowhere: {broken}"
+
