@@ -438,29 +438,12 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
             state["elapsed_s"] = elapsed
             _write_partial(partial, model, optimizer, state)
             return {"stopped_at_step": state["step"]}
-        step = state["step"]
-        generator.manual_seed(seed * 1_000_003 + offset + step)
-        torch.manual_seed(seed * 1_000_003 + offset + step)  # dropout
-        enc, special = _batch(tokenizer, stream.batch(offset + step))
-        masked, labels = mask_tokens(enc["input_ids"], special, tokenizer, generator)
-        where = labels != -100
-        if not where.any():
-            state["step"] += 1
-            continue
-        logits = masked_logits(model, masked, enc["attention_mask"], where)
-        loss = torch.nn.functional.cross_entropy(logits, labels[where])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        # Warm-up ends after WARMUP_STEPS steps or WARMUP_SHARE of the run, whichever comes first
-        # (on a loaded CPU a step can take 30 s, and 30 steps would be half a timed run).
-        warm = min(1.0, max((step + 1) / WARMUP_STEPS, done / WARMUP_SHARE))
-        scale = warm * max(0.0, 1.0 - done)
-        for group, lr in zip(optimizer.param_groups, base_lrs):
-            group["lr"] = lr * scale
-        optimizer.step()
+        loss = _train_step(model, optimizer, base_lrs, tokenizer, stream, generator, seed, offset + state["step"],
+                           state["step"], done)
         state["step"] += 1
-        losses.append(round(loss.item(), 4))
+        if loss is None:
+            continue
+        losses.append(round(loss, 4))
         if state["step"] % LOG_EVERY == 0:
             log(f"  step {state['step']}: loss {sum(losses[-LOG_EVERY:]) / len(losses[-LOG_EVERY:]):.3f} "
                 f"({time.perf_counter() - start:.0f}s)")
@@ -468,7 +451,47 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
             state["elapsed_s"] = time.perf_counter() - start
             _write_partial(partial, model, optimizer, state)
             last_checkpoint = time.perf_counter()
-    train_s = time.perf_counter() - start
+    report = _report(previous, state, offset, time.perf_counter() - start, stream, backbone, seed, steps, budget_s)
+    report.update(evaluation(model, tokenizer, held_out, synonyms, seed))
+    report["bert_base_reference"] = BERT_BASE_REFERENCE
+    save(model, tokenizer, out_dir, report, backbone)
+    shutil.rmtree(partial, ignore_errors=True)
+    return report
+
+
+def _train_step(model, optimizer, base_lrs, tokenizer, stream, generator, seed: int, position: int, step: int,
+                done: float) -> float | None:
+    """One optimiser step on the batch at stream ``position``; its loss, or None when the batch had nothing to
+    mask. Masking and dropout are seeded by the position, so a resumed run draws what an uninterrupted one
+    would; ``done`` (the share of the run behind) sets the learning rate."""
+    import torch
+
+    generator.manual_seed(seed * 1_000_003 + position)
+    torch.manual_seed(seed * 1_000_003 + position)  # dropout
+    enc, special = _batch(tokenizer, stream.batch(position))
+    masked, labels = mask_tokens(enc["input_ids"], special, tokenizer, generator)
+    where = labels != -100
+    if not where.any():
+        return None
+    logits = masked_logits(model, masked, enc["attention_mask"], where)
+    loss = torch.nn.functional.cross_entropy(logits, labels[where])
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    # Warm-up ends after WARMUP_STEPS steps or WARMUP_SHARE of the run, whichever comes first
+    # (on a loaded CPU a step can take 30 s, and 30 steps would be half a timed run).
+    warm = min(1.0, max((step + 1) / WARMUP_STEPS, done / WARMUP_SHARE))
+    scale = warm * max(0.0, 1.0 - done)
+    for group, lr in zip(optimizer.param_groups, base_lrs):
+        group["lr"] = lr * scale
+    optimizer.step()
+    return loss.item()
+
+
+def _report(previous: dict, state: dict, offset: int, train_s: float, stream, backbone: Path, seed: int,
+            steps: int | None, budget_s: float) -> dict:
+    """What the run did and with which settings (the held-out evaluation is added after)."""
+    losses = state["losses"]
     trained_steps = state["step"]
     report = {"runs": previous.get("runs", 0) + 1, "steps": trained_steps,
               "total_steps": offset + trained_steps, "train_s": round(train_s, 1),
@@ -486,10 +509,6 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
         report["step_budget"] = steps
     else:
         report["budget_s"] = budget_s
-    report.update(evaluation(model, tokenizer, held_out, synonyms, seed))
-    report["bert_base_reference"] = BERT_BASE_REFERENCE
-    save(model, tokenizer, out_dir, report, backbone)
-    shutil.rmtree(partial, ignore_errors=True)
     return report
 
 
