@@ -139,6 +139,31 @@ def planned_steps(run, data_root: Path) -> Steps:
     return Steps(total, per_epoch, cfg.batch_size, examples, data_name, unit, tuple(cfg.kept_steps()))
 
 
+def count_lines(path: Path) -> int:
+    with open(path, "rb") as handle:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+
+
+def job_estimate(job, device: str) -> str:
+    """``bench train``'s line before it starts: the steps of this job on its data, and their estimated time."""
+    from bench.methods import get_method
+
+    method_cls = get_method(job.method)
+    cfg = job.train
+    if job.data_path is not None:
+        examples, name, unit = count_lines(job.data_path), Path(job.data_path).name, "lines"
+    else:
+        examples, name, unit = training_sentences(method_cls, method_cls.Config.from_dict(job.method_config),
+                                                  job.data_root)
+    per_epoch = max(1, examples // cfg.batch_size)
+    total = per_epoch * cfg.epochs if not cfg.max_steps else min(per_epoch * cfg.epochs, cfg.max_steps)
+    steps = Steps(total, per_epoch, cfg.batch_size, examples, name, unit, tuple(cfg.kept_steps()))
+    seconds, basis = step_seconds(method_cls, cfg.batch_size, job.backbone, device)
+    estimate = (f"no time estimate for {device}" if seconds is None else
+                f"about {duration(seconds * total)} on {device} (an estimate: {basis})")
+    return f"Training '{job.name}': {total:,} steps of batch {cfg.batch_size} ({data_phrase(steps)}); {estimate}."
+
+
 def plan(spec, paths, device: str) -> TrainingPlan:
     """The training ``bench run`` would start for ``spec`` (a trained model without its checkpoint)."""
     from bench.encoder import resolve_backbone

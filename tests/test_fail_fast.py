@@ -179,3 +179,19 @@ def test_every_registered_run_reaches_the_steps_it_keeps(isolated):
                 short[spec.name] = (steps.total, max(steps.kept))
     assert not short, f"runs that stop before their last kept step (planned, kept): {short}"
 
+
+
+def test_bench_train_says_how_long_it_will_take(tmp_path, tiny_bert_dir):
+    from bench.train import TrainConfig, TrainJob
+    from bench.train_cost import CPU_SIMCSE_MINILM_S_PER_STEP, MINILM_SIZE, job_estimate
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"sentence {i}\n" for i in range(20)))
+    job = TrainJob(name="tiny-simcse", method="simcse", backbone=str(tiny_bert_dir), base=str(tiny_bert_dir),
+                   pooler="cls_before_pooler", profile="smoke", train=TrainConfig(batch_size=4, epochs=2),
+                   method_config={}, data_path=corpus, dev_dir=None)
+    line = job_estimate(job, "cpu")
+    assert "10 steps of batch 4 (2 epochs of corpus.txt, 20 lines)" in line and "an estimate" in line
+    seconds = 10 * CPU_SIMCSE_MINILM_S_PER_STEP * (2 * 32 ** 2 / MINILM_SIZE) * 4 / 64  # the tiny BERT's size
+    assert f"about {max(seconds, 1):.0f} s on cpu" in line
+    assert "no time estimate for mps" in job_estimate(job, "mps")

@@ -120,6 +120,10 @@ def main(args) -> int:
     job = build_job(args.method, args.backbone, args.profile, paths, data=args.data,
                     settings=settings_from_args(args), name=args.name, device=args.device,
                     allow_unverified_data=args.allow_unverified_data, dtype=args.dtype)
+    if os.environ.get("RANK", "0") == "0":  # under accelerate launch, the main process says it once
+        from bench.train_cost import job_estimate
+
+        print(job_estimate(job, pick_device(args.device)))
     card = run_training(job, paths.home, restart=args.restart)
     if os.environ.get("RANK", "0") != "0":  # under accelerate launch, only the main process reports
         return 0
