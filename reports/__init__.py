@@ -86,6 +86,11 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
         for suffix, blob in fig.render(spec, pts, caption).items():
             out.reports[f"{spec.name}.{suffix}"] = blob
         made.append((spec.title, [f"{spec.name}.{s}" for s in ("png", "pdf", "csv")]))
+    if not suites:  # the claims ledger (reports/claims.toml) pairs cells of every suite
+        from reports import claims
+
+        out.reports.update(claims.render(results_dir))  # cites the real paper_values.csv
+        made.append(("Claims ledger: each seed paper's headline claims, tested", list(claims.NAMES)))
     if complete:
         from reports.card import card
 
@@ -147,7 +152,9 @@ def owned_names(directory: Path) -> set[str]:
 
 def generated_names() -> set[str]:
     """Every file name `bench report` can produce, for finding stale ones."""
-    names = {"index.md"}
+    from reports.claims import NAMES as CLAIMS
+
+    names = {"index.md", *CLAIMS}
     for spec in TABLES:
         names |= {f"{spec.name}.{suffix}" for suffix, _ in FORMATS.values()}
     for spec in FIGURES:

@@ -138,3 +138,48 @@ CARD_HEADLINES = {
 CARD_SETTINGS = ("profile", "limit", "scorer_version", "mode", "victim", "constraints", "recipes", "runs",
                  "query_budget", "bert_attack_candidates", "substitute_victim", "victim_task", "victim_training",
                  "training_mix", "eval_cap_per_round")
+
+# The other seed papers' tables, one record each: (file stem, paper, table, layout). A layout is what a
+# kind of table shows (suite, metric, columns, averages, settings); the paper's own rows come from
+# reports/paper_values.csv under (paper, table), listed as reference lines beside ours.
+STS_LAYOUT = dict(
+    title="STS (Spearman ×100)", suite="sts", metric="spearman", aggregation="all",
+    unit="Spearman correlation ×100 of cosine similarity", columns=_columns(STS_TASKS),
+    averages=(Average("Avg.", STS_TASKS, paper_task="avg"),))
+TRANSFER7_LAYOUT = dict(
+    title="transfer tasks (accuracy)", suite="transfer", metric="acc",
+    unit="test accuracy ×100 of a classifier on frozen embeddings", columns=_columns(TRANSFER_TASKS),
+    averages=(Average("Avg. (7)", TRANSFER_TASKS, paper_task="avg"),), prefer={"mode": ("test", "fasttest")},
+    settings=("profile", "limit", "mode"))
+# DCL Table 3: NLI/CoLA victims fine-tuned on the encoder, clean and under PWWS (OpenAttack in the paper).
+DCL_COLUMNS = (Column({"task": "cola"}, label="CoLA"), Column({"task": "snli"}, label="SNLI"))
+DCL_SETTINGS = ATTACK_SETTINGS + ("substitute_victim",)
+DCL_ATTACKED_LAYOUT = dict(
+    title="accuracy under PWWS (%)", suite="adversarial", metric="accuracy_under_attack", aggregation="mean-of-runs",
+    unit="accuracy % of the fine-tuned victim under the PWWS attack (failed attacks / all examples); CoLA is not "
+         "in the offline data", columns=DCL_COLUMNS, blocks=(Block({"attack": "pwws"}),), runs="run",
+    settings=DCL_SETTINGS, prefer=ATTACK_PREFER, resources_key=SERVED, decimals=1)
+DCL_CLEAN_LAYOUT = dict(
+    title="clean accuracy (%), the Normal rows", suite="adversarial", metric="clean_accuracy",
+    aggregation="mean-of-runs", unit="accuracy % of the fine-tuned victim on the attack set, no attack; CoLA is "
+                                     "not in the offline data", columns=DCL_COLUMNS, runs="run",
+    settings=DCL_SETTINGS, prefer=ATTACK_PREFER, decimals=1)
+
+PAPER_TABLES = (
+    ("vadvcse-table1", "V-advCSE", "Table 1", STS_LAYOUT),
+    ("vadvcse-table2", "V-advCSE", "Table 2", TRANSFER7_LAYOUT),
+    ("adcse-table1", "AdCSE", "Table 1", STS_LAYOUT),
+    ("l2pcsr-table1", "L2P-CSR", "Table 1", STS_LAYOUT),
+    ("l2pcsr-table2", "L2P-CSR", "Table 2", TRANSFER7_LAYOUT),
+    ("dcl-table3", "DCL", "Table 3", DCL_ATTACKED_LAYOUT),
+    ("dcl-table3-normal", "DCL", "Table 3", DCL_CLEAN_LAYOUT),
+)
+
+
+def paper_table(name: str, paper: str, table: str, layout: dict) -> TableSpec:
+    title, fields = layout["title"], {k: v for k, v in layout.items() if k != "title"}
+    return TableSpec(name=name, title=f"{paper} {table}: {title}", paper=PaperRef(paper, table), paper_rows=True,
+                     **fields)
+
+
+TABLES += tuple(paper_table(*record) for record in PAPER_TABLES)

@@ -545,15 +545,16 @@ def test_paper_values_are_read_from_the_papers():
 
     # SimCSE's own paper is not in shared/papers: its Table 5 row is checked against AdCSE's reprint.
     texts = {"RobustEmbed": text("robustembed.txt"), "V-advCSE": text("v-advcse.txt"), "AdCSE": text("adcse.txt"),
-             "L2P-CSR": text("l2p-csr.txt"), "SimCSE": text("adcse.txt")}
+             "L2P-CSR": text("l2p-csr.txt"), "SimCSE": text("adcse.txt"), "DCL": text("dcl.txt")}
     rows = PaperValues.load().rows
     for r in rows:
         if r["note"].startswith("not checkable here"):
             continue
         assert r["value"] in texts[r["paper"]], r
     # Rows of the other papers' STS tables sit on one line of the paper, in task order.
-    for paper, table in (("AdCSE", "Table 1"), ("L2P-CSR", "Table 1"), ("V-advCSE", "Table 1"), ("SimCSE", "Table 5")):
-        block = [r for r in rows if (r["paper"], r["table"]) == (paper, table) and r["suite"] == "sts"]
+    for paper, table in (("AdCSE", "Table 1"), ("L2P-CSR", "Table 1"), ("V-advCSE", "Table 1"), ("SimCSE", "Table 5"),
+                         ("L2P-CSR", "Table 2"), ("V-advCSE", "Table 2")):
+        block = [r for r in rows if (r["paper"], r["table"]) == (paper, table)]
         for label in dict.fromkeys(r["row_model"] for r in block):
             values = [r["value"] for r in block if r["row_model"] == label]
             if len(values) == 8:
@@ -566,6 +567,12 @@ def test_paper_values_are_read_from_the_papers():
     assert counts[("RobustEmbed", "Table 3")] == 15 * 8
     assert counts[("RobustEmbed", "Table 4")] == 15 * 3
     assert counts[("V-advCSE", "Table 3")] == 2 * 8
+    assert counts[("V-advCSE", "Table 1")] == 9 * 8
+    assert counts[("V-advCSE", "Table 2")] == 7 * 8
+    assert counts[("AdCSE", "Table 1")] == 11 * 8
+    assert counts[("L2P-CSR", "Table 1")] == 40 * 8 - 1  # RoBERTa-large CLS: its average is not in the text
+    assert counts[("L2P-CSR", "Table 2")] == 16 * 8
+    assert counts[("DCL", "Table 3")] == 3 * 2 * 2
     # Row by row for the tab-separated tables: the values of a row label sit on one line of the paper.
     lines = texts["RobustEmbed"].splitlines()
     t1 = [r for r in rows if (r["paper"], r["table"]) == ("RobustEmbed", "Table 1")]
