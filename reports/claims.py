@@ -370,7 +370,9 @@ def line_text(line: Comparison, claim: Claim) -> str:
     if line.low is None:
         return f"{where}: Δ {format_number(line.estimate, 2, signed=True)} ({line.verdict.note or NO_EVIDENCE})"
     k = display_decimals(line.low, line.high)
-    text = (f"{where}: {format_number(line.estimate, k, signed=True)} [{format_number(line.low, k, signed=True)}, "
+    base, method = (format_number(v, k) for v in line.values)
+    text = (f"{where}: {base} → {method}, Δ {format_number(line.estimate, k, signed=True)} "
+            f"[{format_number(line.low, k, signed=True)}, "
             f"{format_number(line.high, k, signed=True)}], p {format_p(line.p)}: {line.verdict.label}")
     return text + (f", {line.verdict.note}" if line.verdict.note else "")
 
@@ -414,7 +416,7 @@ def _claim_text(claim: Claim) -> str:
     return f"**{claim.id}** ({claim.paper} {claim.table}): {claim.claim}. Row: {what}; {claim.method} vs {claim.baseline}"
 
 
-HEADERS = ("Claim", "Paper's Δ (method − baseline)", "Ours: Δ [95% CI], p (paired)", "Verdict", "What differs from the paper")
+HEADERS = ("Claim", "Paper's Δ (method − baseline)", "Ours: baseline → method, Δ [95% CI], p (paired)", "Verdict", "What differs from the paper")
 
 
 def summary(rows: list[Row]) -> str:
