@@ -21,9 +21,10 @@ from bench.errors import UnknownName
 from bench.stats_cache import CACHE_FILE, StatsCache
 from bench.store import ResultStore
 from reports import figures as fig
+from reports import scale
 from reports.paper import PAPER_VALUES, PaperValues
 from reports.results import Catalog, EvidenceIndex, load_rows
-from reports.specs import FIGURES, TABLES
+from reports.specs import FIGURES, SERIES, TABLES
 from reports.tables import FORMATS, build, labelled, without_empty
 
 IMAGE_SUFFIXES = (".png", ".pdf")  # compared by presence only: their bytes depend on the matplotlib build
@@ -86,6 +87,14 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
         for suffix, blob in fig.render(spec, pts, caption).items():
             out.reports[f"{spec.name}.{suffix}"] = blob
         made.append((spec.title, [f"{spec.name}.{s}" for s in ("png", "pdf", "csv")]))
+    for spec in SERIES:
+        if not set(spec.suites) & wanted:
+            continue
+        files = scale.generate(results_dir, spec)
+        if files is None:  # none of its models has results yet: nothing to list
+            continue
+        out.reports.update(files)
+        made.append((spec.title, sorted(files)))
     if not suites:  # the claims ledger (reports/claims.toml) pairs cells of every suite
         from reports import claims
 
@@ -159,6 +168,8 @@ def generated_names() -> set[str]:
         names |= {f"{spec.name}.{suffix}" for suffix, _ in FORMATS.values()}
     for spec in FIGURES:
         names |= {f"{spec.name}.{s}" for s in ("png", "pdf", "csv")}
+    for spec in SERIES:
+        names |= {f"{spec.name}.{s}" for s in ("png", "pdf", "csv", "md")}
     return names
 
 

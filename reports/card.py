@@ -21,7 +21,7 @@ from reports.results import CODE_PATH, Catalog, resource_pairs
 from reports.specs import CARD_HEADLINES, CARD_SETTINGS
 
 PER_RUN = re.compile(r"^run\d+$")
-SUITE_ORDER = ("sts", "transfer", "alignment", "adversarial", "advsts", "anli")
+SUITE_ORDER = ("sts", "transfer", "alignment", "perturbation", "adversarial", "advsts", "anli")
 
 
 @dataclass
@@ -130,6 +130,7 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None) -> dict
     if unverified:
         sections[0].paragraphs.append(f"{UNVERIFIED}: computed on data that failed its sha256 check (run with "
                                       "--allow-unverified-data): " + ", ".join(unverified) + ".")
+    sections += _series(results_dir, model)
     sections.append(_resources(all_rows))
     sections.append(_provenance(all_rows, others))
     name = f"card-{model}"
@@ -166,6 +167,20 @@ def _identity(model: str, entry: dict | None, others: dict[str, str], family: st
                           "95% CIs as recorded in each row (ci_method): bootstrap over pairs/examples, Wilson for "
                           "proportions, t-interval over runs, bootstrap of the tasks' resamples for averages.")
     return sec
+
+
+def _series(results_dir: Path, model: str) -> list[Section]:
+    """The model's step in each training-length series it belongs to (reports/scale.py)."""
+    from reports.scale import card_lines
+    from reports.specs import SERIES
+
+    out = []
+    for spec in SERIES:
+        found = card_lines(results_dir, spec, model)
+        if found is not None:
+            out.append(Section(f"Series: {spec.title}", [found[0]], ["measure", "value", "95% CI", "p", "note"],
+                               found[1]))
+    return out
 
 
 def _resources(rows: list[dict]) -> Section:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from reports.figures import FigureSpec, Measure
 from reports.paper import PaperRef
+from reports.scale import DiffPanel, DivergencePanel, SeriesSpec
 from reports.tables import Average, Block, Column, Summary, TableSpec
 
 RE = "RobustEmbed"
@@ -133,6 +134,8 @@ CARD_HEADLINES = {
                     ("clean_accuracy", "all", None)),
     "advsts": ((ASR, "all", None), ("pearson_adversarial", "all", None), ("spearman_adversarial", "all", None)),
     "anli": (("accuracy", "all", None),),
+    "perturbation": (("displacement", "ratio-of-means", None), ("control_displacement", "ratio-of-means", None),
+                     ("vs_control", "ratio-of-means", None)),
 }
 # Config keys the card prints beside each row (those present in the cell's configuration).
 CARD_SETTINGS = ("profile", "limit", "scorer_version", "mode", "victim", "constraints", "recipes", "runs",
@@ -183,3 +186,21 @@ def paper_table(name: str, paper: str, table: str, layout: dict) -> TableSpec:
 
 
 TABLES += tuple(paper_table(*record) for record in PAPER_TABLES)
+
+# Series against training steps (reports/scale.py): RobustEmbed − SimCSE at each kept step of the 1,000-step
+# runs from minilm-mlm, on the settings the checkpoints are attacked under (MR, frozen victim, unified constraints).
+SCALE_ATTACK = {"victim": "frozen", "constraints.mode": "unified"}
+SERIES = (
+    SeriesSpec(
+        name="scale-robustembed-vs-simcse", title="RobustEmbed − SimCSE from minilm-mlm against training steps",
+        a="simcse-minilm-mlm-scale-step{step}", b="robustembed-minilm-mlm-scale-step{step}", steps=(250, 500, 1000),
+        panels=(DiffPanel("ASR TextFooler, B − A (points)", "adversarial", "mr", ASR, "mean-of-runs", "textfooler",
+                          SCALE_ATTACK),
+                DiffPanel("ASR PWWS, B − A (points)", "adversarial", "mr", ASR, "mean-of-runs", "pwws", SCALE_ATTACK),
+                DiffPanel("attack-free displacement, B − A", "perturbation", "mr-attacks", "displacement",
+                          "ratio-of-means"),
+                DiffPanel("STS avg. Spearman, B − A (points)", "sts", "avg", "spearman", "mean-of-tasks"),
+                DivergencePanel("weight distance ratio ‖θ_B − θ_A‖ / ‖θ_A − θ_0‖", "weights"),
+                DivergencePanel("outcome agreement (MR, frozen, unified)", "agreement", recipes=("textfooler", "pwws"),
+                                where={"victim": "frozen", "constraints": "unified"}))),
+)
