@@ -5,7 +5,8 @@ options that change a number (limit, mode, recipe, profile, data fingerprint, ..
 different settings sit side by side, each row carrying its configuration.
 
 Faults it survives: a cell file that does not parse is named in a warning, skipped by readers and,
-when its cell is looked up for a run, moved to ``quarantine/`` and recomputed; ``check_writable``
+when its cell is looked up for a run, moved to ``quarantine/`` and recomputed (so is a cell whose
+evidence sidecar is missing or differs from the sha256 the cell records); ``check_writable``
 fails before any work on a read-only or full results directory; files get the umask's permissions
 (``bench.data.atomic_write_text``); the leaderboard is rebuilt under an exclusive ``flock`` on
 ``.leaderboard.lock``, so concurrent writers (a grid on a shared filesystem) never drop a cell.
@@ -22,6 +23,7 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -89,6 +91,9 @@ class Result:
 COLUMNS = [f.name for f in fields(Result) if f.metadata.get("stored", True)]
 NUMBER_FIELDS = ("value", "paper_value", "std", "ci_low", "ci_high", "wall_s")
 EVIDENCE_SUFFIX = ".evidence.json.gz"
+# In a cell: the sha256 of its evidence sidecar's bytes; null: the cell has no sidecar; absent: a cell
+# written before the field (its sidecar is only checked to parse; backfill_evidence_hashes records it).
+EVIDENCE_HASH = "evidence_sha256"
 
 
 def row_dict(row: Result) -> dict:
@@ -194,10 +199,15 @@ def check_writable(directory: Path, what: str, env_var: str, min_free_bytes: int
 class CorruptCell(BenchError):
     """A cell file that does not parse (truncated, empty, not a cell)."""
 
+    state = "was unreadable"
+
     def __init__(self, path: Path, reason: str):
         self.path, self.reason = Path(path), reason
-        super().__init__(f"Result cell {path} is unreadable ({reason}). Fix: re-run the `bench run` that made it "
-                         f"(the file is moved to {QUARANTINE_DIR}/ and the cell recomputed), or delete the file.")
+        super().__init__(self.explain())
+
+    def explain(self) -> str:
+        return (f"Result cell {self.path} is unreadable ({self.reason}). Fix: re-run the `bench run` that made it "
+                f"(the file is moved to {QUARANTINE_DIR}/ and the cell recomputed), or delete the file.")
 
 
 def _parse_cell(path: Path) -> dict:
@@ -220,10 +230,33 @@ def _parse_cell(path: Path) -> dict:
     return payload
 
 
+class BadEvidence(CorruptCell):
+    """A readable cell whose evidence sidecar is missing, altered (sha256 differs) or does not parse."""
+
+    state = "had bad evidence"
+
+    def explain(self) -> str:
+        return (f"Result cell {self.path}: {self.reason}, so its intervals and paired tests are left out. Fix: "
+                f"re-run the `bench run` that made it (it moves the cell and its evidence to {QUARANTINE_DIR}/ "
+                f"and recomputes them).")
+
+
+class EvidenceWarning(BenchWarning):
+    """A cell's evidence sidecar is missing or corrupt: its rows are used without evidence."""
+
+
+def _decode_evidence(blob: bytes) -> dict:
+    payload = json.loads(gzip.decompress(blob).decode("utf-8"))
+    if not isinstance(payload, dict):
+        raise ValueError("not an evidence object")
+    return payload
+
+
 class ResultStore:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.skipped: list[CorruptCell] = []  # unreadable cells that rows() passed over
+        self.bad_evidence: dict[str, BadEvidence] = {}  # cells whose sidecar read_evidence refused
 
     def path(self, key: CellKey) -> Path:
         return self.root / key.relpath()
@@ -236,9 +269,9 @@ class ResultStore:
             if not path.exists():
                 continue
             try:
-                _parse_cell(path)
+                self.check_evidence(path, _parse_cell(path))
                 return path
-            except CorruptCell as exc:
+            except CorruptCell as exc:  # BadEvidence included: a cell is reused only with its evidence intact
                 self.quarantine(exc)
         return None
 
@@ -248,8 +281,11 @@ class ResultStore:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
         target = self.root / QUARANTINE_DIR / rel.parent / f"{rel.name}.{stamp}"
         target.parent.mkdir(parents=True, exist_ok=True)
+        side = self.evidence_path(bad.path)
+        if side.exists():  # the sidecar goes with its cell
+            os.replace(side, target.with_name(f"{side.name}.{stamp}"))
         os.replace(bad.path, target)
-        warnings.warn(f"Result cell {bad.path} was unreadable ({bad.reason}): moved it to {target}; "
+        warnings.warn(f"Result cell {bad.path} {bad.state} ({bad.reason}): moved it to {target}; "
                       f"the cell is recomputed.", BenchWarning, stacklevel=2)
         return target
 
@@ -262,7 +298,7 @@ class ResultStore:
                    "results": [row_dict(r) for r in rows], **(extra or {})}
         path = self.path(key)
         # The sidecar first: a cell on disk never points at evidence from an older computation.
-        self.write_evidence(path, evidence)
+        payload[EVIDENCE_HASH] = self.write_evidence(path, evidence)
         atomic_write_text(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
         return path
 
@@ -272,23 +308,55 @@ class ResultStore:
         cell_path = Path(cell_path)
         return cell_path.with_name(cell_path.stem + EVIDENCE_SUFFIX)
 
-    def write_evidence(self, cell_path: Path, evidence: dict | None) -> None:
-        """Atomically write (or, for ``None``, remove) the cell's evidence sidecar."""
+    def write_evidence(self, cell_path: Path, evidence: dict | None) -> str | None:
+        """Atomically write (or, for ``None``, remove) the cell's evidence sidecar; its sha256 (None: none)."""
         side = self.evidence_path(cell_path)
         if evidence is None:
             side.unlink(missing_ok=True)
-            return
+            return None
         blob = gzip.compress(json.dumps(evidence, separators=(",", ":"), sort_keys=True).encode("utf-8"), mtime=0)
         atomic_write_bytes(side, blob)
+        return hashlib.sha256(blob).hexdigest()
 
-    def read_evidence(self, cell_path: Path) -> dict | None:
-        """The cell's evidence sidecar, or None when there is none (or it is unreadable)."""
+    def check_evidence(self, cell_path: Path, payload: dict | None = None) -> dict | None:
+        """The cell's evidence, checked like data: None when the cell has none; BadEvidence when its sidecar
+        is missing or altered (sha256 differs from the one the cell recorded) or does not parse. A cell
+        without a recorded sha256 (written before cells recorded it) only has its sidecar parsed."""
+        payload = _parse_cell(cell_path) if payload is None else payload
         side = self.evidence_path(cell_path)
-        if not side.exists():
+        recorded = payload.get(EVIDENCE_HASH, "")
+        if recorded is None:
             return None
         try:
-            return json.loads(gzip.decompress(side.read_bytes()).decode("utf-8"))
-        except (OSError, EOFError, ValueError):
+            blob = side.read_bytes()
+        except FileNotFoundError:
+            if not recorded:
+                return None
+            raise BadEvidence(cell_path, f"its evidence file {side.name} is missing") from None
+        except OSError as exc:
+            raise BadEvidence(cell_path, f"its evidence file {side.name} cannot be read ({exc.strerror})") from None
+        try:
+            evidence = _decode_evidence(blob)
+        except (OSError, EOFError, ValueError) as exc:
+            raise BadEvidence(cell_path, f"its evidence file {side.name} does not parse ({exc})") from None
+        digest = hashlib.sha256(blob).hexdigest()
+        if recorded and digest != recorded:
+            raise BadEvidence(cell_path, f"its evidence file {side.name} was altered (sha256 {digest[:12]}…, the "
+                                         f"cell recorded {str(recorded)[:12]}…)")
+        return evidence
+
+    def read_evidence(self, cell_path: Path) -> dict | None:
+        """The cell's evidence sidecar, or None when there is none. A missing or corrupt one (see
+        ``check_evidence``) is None too, named in an EvidenceWarning once and kept in ``bad_evidence``,
+        so readers (compare, reports) can say which cells lack it."""
+        try:
+            return self.check_evidence(cell_path)
+        except BadEvidence as exc:
+            if str(exc.path) not in self.bad_evidence:
+                self.bad_evidence[str(exc.path)] = exc
+                warnings.warn(str(exc), EvidenceWarning, stacklevel=2)
+            return None
+        except CorruptCell:  # an unreadable cell: its readers skip it and say so
             return None
 
     @staticmethod
@@ -325,6 +393,18 @@ class ResultStore:
             warnings.warn(f"Skipped unreadable result cell {path} ({exc.reason}); its rows are missing. "
                           f"Re-run its `bench run` to recompute it.", BenchWarning, stacklevel=2)
             return None
+
+    def evidence_problems(self) -> list[BadEvidence]:
+        """Every readable cell whose evidence is missing, altered or unparsable (``check_evidence``)."""
+        found = []
+        for path in self.cells():
+            try:
+                self.check_evidence(path)
+            except BadEvidence as exc:
+                found.append(exc)
+            except CorruptCell:  # unreadable cells are named by the readers that skip them
+                continue
+        return found
 
     def check_writable(self, min_free_bytes: int = MIN_FREE_BYTES) -> None:
         """Before any work: the results directory takes a file and has room, else a BenchError (exit 2)."""
@@ -372,3 +452,48 @@ class Timer:
     def __exit__(self, *exc):
         self.seconds = time.perf_counter() - self.start
         return False
+
+
+def backfill_evidence_hashes(root: Path) -> dict[str, list]:
+    """Record ``evidence_sha256`` in every readable cell under ``root`` written before cells recorded it:
+    the sha256 of its sidecar when the sidecar parses, null when it has none. A sidecar that does not parse
+    is left unrecorded (recording it would vouch for it) and listed under "refused"."""
+    store = ResultStore(root)
+    done: dict[str, list] = {"recorded": [], "no_evidence": [], "refused": [], "already": []}
+    for path in store.cells():
+        try:
+            payload = _parse_cell(path)
+        except CorruptCell as exc:
+            done["refused"].append(exc)
+            continue
+        if EVIDENCE_HASH in payload:
+            done["already"].append(path)
+            continue
+        side = store.evidence_path(path)
+        try:
+            digest = hashlib.sha256(side.read_bytes()).hexdigest() if side.exists() else None
+            store.check_evidence(path, payload)  # parses: safe to vouch for
+        except CorruptCell as exc:
+            done["refused"].append(exc)
+            continue
+        atomic_write_text(path, json.dumps({**payload, EVIDENCE_HASH: digest}, indent=1, sort_keys=False) + "\n")
+        done["recorded" if digest else "no_evidence"].append(path)
+    return done
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m bench.store backfill-evidence-hashes DIR``: see ``backfill_evidence_hashes``."""
+    if len(argv) != 2 or argv[0] != "backfill-evidence-hashes" or not (Path(argv[1]) / "cells").is_dir():
+        print("usage: python -m bench.store backfill-evidence-hashes RESULTS_DIR   (a directory holding cells/)",
+              file=sys.stderr)
+        return 2
+    done = backfill_evidence_hashes(Path(argv[1]))
+    for exc in done["refused"]:
+        print(f"not recorded: {exc}", file=sys.stderr)
+    print(f"{len(done['recorded'])} cell(s) now record their evidence sha256, {len(done['no_evidence'])} record "
+          f"that they have no evidence, {len(done['already'])} recorded it already, {len(done['refused'])} refused.")
+    return 2 if done["refused"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -565,7 +565,7 @@ def test_corrupt_cell_is_quarantined_and_recomputed(finished, bench_env, capsys)
     assert code == 0 and f"Skipped unreadable result cell {path}" in err and "Re-run" in err
     code, out, err = bench(*RUN, "--task", "stsb", capsys=capsys)  # its own task: quarantined, recomputed
     assert code == 0 and f"Result cell {path} was unreadable" in err and "recomputed" in err
-    (quarantined,) = (bench_env.results / "quarantine").rglob("*.json.*")
+    (quarantined,) = (bench_env.results / "quarantine").rglob("*.json.[0-9]*")
     assert quarantined.read_bytes() == torn
     fresh = json.loads(path.read_text())["results"]
     old = json.loads(finished[stsb][0])["results"]
@@ -622,7 +622,7 @@ def test_non_numeric_cell_value_is_quarantined(finished, bench_env, tmp_path, ca
     assert ",stsb," not in board  # the bad cell's rows are not scored
     code, out, err = bench(*RUN, "--task", "stsb", capsys=capsys)
     assert code == 0 and f"Result cell {path} was unreadable" in err and "Traceback" not in err
-    (quarantined,) = (bench_env.results / "quarantine").rglob("*.json.*")
+    (quarantined,) = (bench_env.results / "quarantine").rglob("*.json.[0-9]*")
     assert quarantined.read_text() == bad
     assert json.loads(path.read_text())["results"][0]["value"] == original  # recomputed to the same number
 
@@ -659,6 +659,106 @@ def test_result_files_respect_the_umask(finished, bench_env, capsys):
     assert (cell.stat().st_mode & 0o777) == 0o664
     assert ((bench_env.results / "leaderboard.csv").stat().st_mode & 0o777) == 0o664
     assert_unchanged(finished, bench_env.results)
+
+
+# --- evidence --------------------------------------------------------------------------------
+
+@pytest.fixture
+def tiny_stsb_cell(finished, bench_env, tiny_bert_dir, monkeypatch, capsys):
+    """tiny's STS-B cell, and a second model ('twin': tiny's weights under another name) with its own, so
+    `bench compare tiny twin` has a shared cell; returns tiny's cell path."""
+    from bench import registry
+
+    monkeypatch.setitem(registry.MODELS, "twin", registry.ModelSpec(
+        name="twin", backbone=str(tiny_bert_dir), pooler="avg", max_len=64))
+    code, _, err = bench(*RUN[:6], "twin", "--task", "stsb", capsys=capsys)
+    assert code == 0, err
+    return bench_env.results / next(rel for rel in finished if "/stsb/" in rel)
+
+
+def _sidecar(cell: Path) -> Path:
+    from bench.store import ResultStore
+
+    return ResultStore.evidence_path(cell)
+
+
+def _alter_evidence(side: Path) -> None:
+    """Rewrite the sidecar as valid evidence with one prediction changed (parses; its sha256 differs)."""
+    import gzip
+
+    payload = json.loads(gzip.decompress(side.read_bytes()))
+    sample = next(iter(payload["samples"].values()))
+    column = sample["columns"]["pred"] if isinstance(sample["columns"], dict) else sample["columns"][0]
+    column[0] = -column[0] if column[0] else 1.0
+    side.write_bytes(gzip.compress(json.dumps(payload).encode()))
+
+
+EVIDENCE_FAULTS = {"missing": (lambda side: side.unlink(), "is missing"),
+                   "truncated": (lambda side: side.write_bytes(side.read_bytes()[:-30]), "does not parse"),
+                   "altered": (_alter_evidence, "was altered")}
+
+
+@pytest.mark.parametrize("fault", list(EVIDENCE_FAULTS))
+def test_bad_evidence_is_reported_and_recomputed(tiny_stsb_cell, bench_env, tmp_path, capsys, fault):
+    """A cell's evidence file missing, truncated or altered (sha256 differs from the one the cell records): exit 2
+    from `bench compare`, naming the cell and the `bench run` that redoes it (it printed an empty table, exit 0);
+    `bench report` names it (exit 0); `bench run` moves the cell and its evidence to quarantine/ and recomputes
+    them instead of reusing them."""
+    from bench.store import EVIDENCE_HASH
+
+    side = _sidecar(tiny_stsb_cell)
+    damage, shown = EVIDENCE_FAULTS[fault]
+    damage(side)
+    code, out, err = bench("compare", "tiny", "twin", "--suite", "sts", "--task", "stsb", capsys=capsys)
+    assert code == 2 and f"{tiny_stsb_cell}: its evidence file {side.name} {shown}" in err and "Traceback" not in err
+    assert "bench run --suite sts --model tiny --task stsb --seed 0" in err and "Fix: re-run" in err
+    code, out, err = bench("report", "--out", str(tmp_path / "reports"), capsys=capsys)
+    assert code == 0 and f"Result cell {tiny_stsb_cell}: its evidence file {side.name} {shown}" in err
+    assert "1 result cell(s) with missing or corrupt evidence" in out and "Traceback" not in err
+    code, out, err = bench(*RUN, "--task", "stsb", capsys=capsys)
+    assert code == 0 and f"Result cell {tiny_stsb_cell} had bad evidence" in err and "Reused" not in out
+    quarantined = sorted(p.name for p in (bench_env.results / "quarantine").rglob("*"))
+    assert any(n.startswith(tiny_stsb_cell.name + ".") for n in quarantined)
+    assert any(n.startswith(side.name + ".") for n in quarantined) == (fault != "missing")
+    import hashlib
+
+    assert json.loads(tiny_stsb_cell.read_text())[EVIDENCE_HASH] == hashlib.sha256(side.read_bytes()).hexdigest()
+    code, out, err = bench("compare", "tiny", "twin", "--suite", "sts", "--task", "stsb", capsys=capsys)
+    assert code == 0 and "stsb" in out and "bootstrap" in out, err
+
+
+def test_cells_without_a_recorded_evidence_hash(tiny_stsb_cell, bench_env, capsys):
+    """Cells written before cells recorded their evidence sha256: exit 0; their evidence is used once it parses
+    (an unparsable file is named, exit 2 from compare); `python -m bench.store backfill-evidence-hashes DIR`
+    records the sha256 of each sidecar that parses (exit 0), after which an altered file is caught."""
+    from bench.store import EVIDENCE_HASH
+
+    side = _sidecar(tiny_stsb_cell)
+    good = side.read_bytes()
+    payload = json.loads(tiny_stsb_cell.read_text())
+    del payload[EVIDENCE_HASH]
+    tiny_stsb_cell.write_text(json.dumps(payload, indent=1) + "\n")
+    code, out, err = bench("compare", "tiny", "twin", "--suite", "sts", "--task", "stsb", capsys=capsys)
+    assert code == 0 and "bootstrap" in out and "evidence" not in err, err
+    side.write_bytes(good[:-30])
+    code, _, err = bench("compare", "tiny", "twin", "--suite", "sts", "--task", "stsb", capsys=capsys)
+    assert code == 2 and f"{tiny_stsb_cell}: its evidence file {side.name} does not parse" in err
+
+    backfill = [sys.executable, "-m", "bench.store", "backfill-evidence-hashes", str(bench_env.results)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(backfill, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert done.returncode == 2 and f"not recorded: Result cell {tiny_stsb_cell}: its evidence file" in done.stderr
+    assert EVIDENCE_HASH not in json.loads(tiny_stsb_cell.read_text())  # an unparsable file is never vouched for
+    side.write_bytes(good)
+    done = subprocess.run(backfill, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert done.returncode == 0 and "1 cell(s) now record their evidence sha256" in done.stdout, done.stderr
+    import hashlib
+
+    assert json.loads(tiny_stsb_cell.read_text())[EVIDENCE_HASH] == hashlib.sha256(good).hexdigest()
+    assert json.loads(tiny_stsb_cell.read_text())["results"] == payload["results"]
+    _alter_evidence(side)
+    code, _, err = bench("compare", "tiny", "twin", "--suite", "sts", "--task", "stsb", capsys=capsys)
+    assert code == 2 and f"{tiny_stsb_cell}: its evidence file {side.name} was altered" in err
 
 
 def _writer(root: str, writer: int, count: int) -> None:

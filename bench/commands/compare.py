@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import warnings
 from pathlib import Path
 
 PER_RUN = re.compile(r"^run\d+$")
@@ -60,7 +61,7 @@ def main(args) -> int:
     from bench.errors import BenchError
     from bench.paths import Paths
     from bench.stats import display_decimals, format_number, format_p
-    from bench.store import ResultStore
+    from bench.store import EvidenceWarning, ResultStore
     from bench.uncertainty import UNVERIFIED, compare_models
 
     store = ResultStore(Paths.from_env().with_results(args.results_dir).results)
@@ -83,13 +84,18 @@ def main(args) -> int:
             return False
         return args.per_run or not PER_RUN.match(key["aggregation"] or "")
 
-    diffs, counts = compare_models(store, args.model_a, args.model_b, args.suite, args.task, include)
+    with warnings.catch_warnings():  # bad evidence is reported once, below, as the error
+        warnings.simplefilter("ignore", EvidenceWarning)
+        diffs, counts = compare_models(store, args.model_a, args.model_b, args.suite, args.task, include)
     if not args.metrics:  # by default, the rows a paired test exists for
         diffs = [d for d in diffs if d.diff is not None]
     if args.json:
         print(json.dumps({"a": args.model_a, "b": args.model_b, "difference": "B - A", **counts,
-                          "rows": [d.as_dict() for d in diffs]}, indent=1))
-        return 0
+                          "rows": [d.as_dict() for d in diffs],
+                          "bad_evidence": {path: exc.reason for path, exc in store.bad_evidence.items()}}, indent=1))
+        return refuse_bad_evidence(store)
+    if not diffs and store.bad_evidence:  # nothing left to show: no empty table
+        return refuse_bad_evidence(store)
     console = output_console()
     if not counts["shared_cells"]:
         console.print(f"{args.model_a} and {args.model_b} share no result cell"
@@ -135,4 +141,20 @@ def main(args) -> int:
     missing = [d for d in diffs if d.diff is None]
     if missing:
         console.print(f"{len(missing)} row(s) without stored evidence show the difference of values only.")
-    return 0
+    return refuse_bad_evidence(store)
+
+
+def refuse_bad_evidence(store) -> int:
+    """0, or a BenchError naming each compared cell whose evidence is missing or corrupt and how to redo it."""
+    from bench.errors import BenchError
+
+    if not store.bad_evidence:
+        return 0
+    lines = []
+    for path, exc in store.bad_evidence.items():
+        cell = store.read(path).get("cell", {})
+        lines.append(f"{path}: {exc.reason} (redo: bench run --suite {cell.get('suite')} --model {cell.get('model')} "
+                     f"--task {cell.get('task')} --seed {cell.get('seed')}, with the options that made it)")
+    raise BenchError(f"{len(lines)} compared cell(s) have missing or corrupt evidence, so their paired differences "
+                     f"are left out: " + "; ".join(lines) + ". Fix: re-run those `bench run` commands; each moves "
+                     f"the cell and its evidence to quarantine/ and recomputes them.")

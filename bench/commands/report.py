@@ -12,6 +12,7 @@ import warnings
 from pathlib import Path
 
 from bench.errors import BenchWarning
+from bench.store import EvidenceWarning, ResultStore
 
 FORMAT_NAMES = ("md", "tex", "csv", "html")
 
@@ -58,15 +59,22 @@ def main(args) -> int:
     with warnings.catch_warnings(record=True) as caught:  # unreadable cells: skipped, listed below
         warnings.simplefilter("always", BenchWarning)
         artifacts = reports.generate(paths.results, suites=args.suites, formats=args.formats)
-    skipped = [str(w.message) for w in caught if issubclass(w.category, BenchWarning)]
+    skipped = [str(w.message) for w in caught if issubclass(w.category, BenchWarning)
+               and not issubclass(w.category, EvidenceWarning)]  # bad evidence: all cells checked below
     for message in dict.fromkeys(skipped):
         print(f"bench: warning: {message}", file=sys.stderr)
+    bad_evidence = ResultStore(paths.results).evidence_problems()
+    for exc in bad_evidence:
+        print(f"bench: warning: {exc}", file=sys.stderr)
     for w in caught:
         if not issubclass(w.category, BenchWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if skipped:
         console.print(f"[yellow]{len(set(skipped))} unreadable result cell(s) skipped[/yellow]: the reports below "
                       f"lack their rows (see the warnings). Re-run their `bench run` to recompute them.")
+    if bad_evidence:
+        console.print(f"[yellow]{len(bad_evidence)} result cell(s) with missing or corrupt evidence[/yellow]: their "
+                      f"rows show no significance marks (see the warnings). Re-run their `bench run` to recompute them.")
     complete = not args.suites and not args.formats
     if args.check:
         problems = reports.compare(artifacts.reports, out, prune=complete)
