@@ -53,7 +53,7 @@ def _file_sha256(path: Path) -> str:
 
 
 def weights_section(args, paths) -> dict:
-    from bench.encoder import CheckpointMissing
+    from bench.errors import BenchError
     from bench.registry import resolve_model
     from bench.weights import weight_distances
 
@@ -61,7 +61,7 @@ def weights_section(args, paths) -> dict:
     try:
         dirs = {role: _weights_dir(name, paths) for role, name in (("a", args.model_a), ("b", args.model_b),
                                                                    ("base", base))}
-    except CheckpointMissing as exc:
+    except BenchError as exc:  # a checkpoint not trained or built yet: the outcome tables are still written
         return {"base": base, "missing": str(exc)}
     return {"base": base, **weight_distances(dirs["a"], dirs["b"], dirs["base"]),
             "sha256": {role: _file_sha256(d / "model.safetensors") for role, d in dirs.items()}}
