@@ -98,7 +98,7 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
     if not suites:  # the claims ledger (reports/claims.toml) pairs cells of every suite
         from reports import claims
 
-        out.reports.update(claims.render(results_dir))  # cites the real paper_values.csv
+        out.reports.update(claims.render(results_dir, cache=cache))  # cites the real paper_values.csv
         made.append(("Claims ledger: each seed paper's headline claims, tested", list(claims.NAMES)))
     if complete:
         from reports.card import card

@@ -262,7 +262,7 @@ def _row_key(claim: Claim):
 
 
 def compare_pair(store: ResultStore, ledger: Ledger, claim: Claim, baseline: str, method: str,
-                 variant: dict) -> Comparison:
+                 variant: dict, cache=None) -> Comparison:
     """The paired difference method − baseline on the claim's row, over the cells both models stored
     under the variant's settings (the newest such pair), with its verdict."""
     from bench.uncertainty import compare_cells
@@ -270,7 +270,7 @@ def compare_pair(store: ResultStore, ledger: Ledger, claim: Claim, baseline: str
     wanted = _settings(ledger, claim, variant)
     a, b = _cells(store, baseline, claim, wanted), _cells(store, method, claim, wanted)
     shared = sorted(set(a) & set(b), key=lambda k: tuple(str(x) for x in k))
-    diffs = [d for k in shared for d in compare_cells(store, a[k], b[k], _row_key(claim))]
+    diffs = [d for k in shared for d in compare_cells(store, a[k], b[k], _row_key(claim), cache=cache)]
     if not diffs:
         missing = tuple(m for m, cells in ((baseline, a), (method, b)) if not cells) or (baseline, method)
         command, minutes = plan(ledger, claim, variant, missing, store)
@@ -337,15 +337,21 @@ def _pairs(ledger: Ledger, claim: Claim) -> list[tuple[str, str]]:
     return out
 
 
-def ledger(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None) -> tuple[Ledger, list[Row]]:
+def ledger(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None,
+           cache=None) -> tuple[Ledger, list[Row]]:
+    """The claims and their comparisons; bootstraps from ``cache`` (bench.stats_cache.StatsCache, default:
+    the one beside the results), as `bench report` shares one for every table, card and claim."""
+    from bench.stats_cache import StatsCache
+
     book = load(path, paper_values)
     store = ResultStore(Path(results_dir))
+    cache = cache if cache is not None else StatsCache.load(store.root)
     rows = []
     for claim in book.claims:
         if claim.not_testable:
             rows.append(Row(claim, ()))
             continue
-        lines = tuple(compare_pair(store, book, claim, base, method, variant)
+        lines = tuple(compare_pair(store, book, claim, base, method, variant, cache)
                       for base, method in _pairs(book, claim) for variant in claim.variants)
         rows.append(Row(claim, lines))
     return book, rows
@@ -471,9 +477,10 @@ def to_html(book: Ledger, rows: list[Row]) -> str:
     return "\n".join(out)
 
 
-def render(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None) -> dict[str, str]:
+def render(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None,
+           cache=None) -> dict[str, str]:
     """claims.md and claims.html for ``bench report``."""
-    book, rows = ledger(results_dir, path, paper_values)
+    book, rows = ledger(results_dir, path, paper_values, cache)
     return {"claims.md": to_markdown(book, rows), "claims.html": to_html(book, rows)}
 
 
