@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import time
@@ -76,6 +77,17 @@ def time_step(run, examples: list, step_index: int) -> float:
     optimizer.zero_grad(set_to_none=True)
     method.after_step(step_index)
     return time.perf_counter() - start
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux), else the platform's processor string."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def main() -> int:
@@ -136,7 +148,8 @@ def main() -> int:
     if args.json:
         figures = {"backbone": args.backbone, "batch_size": args.batch_size, "max_len": 32,
                    "threads": torch.get_num_threads(), "repeats": args.repeats,
-                   "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                   "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu": cpu_model(),
+                   "date": time.strftime("%Y-%m-%d"), "load_average_1min_at_end": round(os.getloadavg()[0], 2),
                    "methods": {name: {"median_s": round(medians[name], 4),
                                       "ratio_to_simcse": round(medians[name] / reference, 3),
                                       "all_s": [round(t, 4) for t in times[name]]} for name in runs}}
