@@ -225,3 +225,25 @@ def test_seeds_agree_or_not():
     assert "seeds agree" in claims.seeds_text(claims.Row(claim, (line, line)))
     text = claims.seeds_text(claims.Row(claim, (line, seed1)))
     assert "seeds disagree" in text and INCONCLUSIVE in text
+
+
+def test_every_claims_command_parses_as_bench_run(tmp_path):
+    """The "not run yet" commands of the committed claims use options `bench run` has, with valid values."""
+    import argparse
+
+    from bench.commands import run as run_command
+
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    run_command.add_arguments(parser)
+    book = claims.load()
+    store = ResultStore(tmp_path)  # no cells: every line is "not run yet"
+    for claim in book.claims:
+        if claim.not_testable:
+            continue
+        for variant in claim.variants:
+            command, minutes = claims.plan(book, claim, variant, (claim.method,), store)
+            words = command.split()
+            assert words[:2] == ["bench", "run"], command
+            args = parser.parse_args(words[2:])
+            assert args.suite == claim.suite and args.model == claim.method, command
+            assert minutes > 0, claim.id
