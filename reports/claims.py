@@ -323,7 +323,7 @@ def train_minutes(costs: dict, method: str) -> float:
     per_step = (costs.get("train_seconds_per_step") or {}).get(method)
     if per_step is None:
         return 0.0
-    return float(per_step) * int(costs.get("train_steps", 250)) / 60
+    return float(per_step) * int(costs.get("train_steps", 250)) / 60 + float(costs.get("train_overhead_minutes", 0))
 
 
 def _pairs(ledger: Ledger, claim: Claim) -> list[tuple[str, str]]:
