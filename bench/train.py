@@ -515,7 +515,13 @@ def already_trained(run: Run, restart: bool) -> dict | None:
     card_path = run.dirs.out / CARD_FILE
     if not card_path.exists() or restart:
         return None
-    done = json.loads(card_path.read_text())
+    try:
+        done = json.loads(card_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        done = None
+    if not isinstance(done, dict):  # a damaged card vouches for nothing: train again
+        run.log(f"Note: {card_path} does not parse; '{run.job.name}' is trained again and replaces it.")
+        return None
     if done.get("fingerprint") == run.fingerprint:
         run.log(f"'{run.job.name}' is already trained with this configuration ({run.dirs.out}); --restart retrains it.")
         return done

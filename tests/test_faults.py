@@ -358,6 +358,18 @@ def test_bad_bench_card(bench_env, tiny_bert_dir, tmp_path, capsys, card):
     assert "Traceback" not in err and not (bench_env.results / "cells").exists()
 
 
+def test_damaged_card_of_a_trained_model_is_retrained(bench_env, tiny_bert_dir, corpus, capsys):
+    """`bench train` again when the trained model's `bench_card.json` is damaged: exit 0; it says the card does not
+    parse and trains the model again, replacing it with a readable card (it used to end in a JSON traceback)."""
+    args = _train(tiny_bert_dir, corpus, "--name", "carded", "--eval-every", "0", steps="2")
+    assert bench(*args, capsys=capsys)[0] == 0
+    card = bench_env.home / "models" / "carded" / "bench_card.json"
+    card.write_text('{"name": ')
+    code, out, err = bench(*args, capsys=capsys)
+    assert code == 0 and f"{card} does not parse" in " ".join(out.split()) and "Traceback" not in err, err
+    assert json.loads(card.read_text())["name"] == "carded"
+
+
 # --- help and devices ------------------------------------------------------------------------
 
 def command_paths() -> list[tuple[str, ...]]:
@@ -759,6 +771,16 @@ def test_cells_without_a_recorded_evidence_hash(tiny_stsb_cell, bench_env, capsy
     _alter_evidence(side)
     code, _, err = bench("compare", "tiny", "twin", "--suite", "sts", "--task", "stsb", capsys=capsys)
     assert code == 2 and f"{tiny_stsb_cell}: its evidence file {side.name} was altered" in err
+
+
+def test_publish_refuses_bad_evidence(tiny_stsb_cell, bench_env, tmp_path, capsys):
+    """`bench publish` of a cell whose evidence file was altered: exit 2 before anything is copied, naming the
+    cell and the `bench run` that recomputes it."""
+    _alter_evidence(_sidecar(tiny_stsb_cell))
+    dest = tmp_path / "published"
+    code, _, err = bench("publish", "--model", "tiny", "--to", str(dest), capsys=capsys)
+    assert code == 2 and f"Result cell {tiny_stsb_cell}: its evidence file" in err and "was altered" in err
+    assert "Fix: re-run the `bench run`" in err and "Traceback" not in err and not (dest / "cells").exists()
 
 
 def _writer(root: str, writer: int, count: int) -> None:

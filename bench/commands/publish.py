@@ -47,8 +47,8 @@ def main(args) -> int:
             raise BenchError(f"No cells of model '{model}'{' in suites ' + ', '.join(args.suites) if args.suites else ''} "
                              f"under {source / 'cells'}.")
         chosen += cells
-    for cell in chosen:
-        ResultStore.read(cell)  # corrupt input is detected before anything is copied
+    for cell in chosen:  # corrupt input (a cell, or its evidence against the sha256 it records) is refused first
+        ResultStore(source).check_evidence(cell, ResultStore.read(cell))
     if args.dry_run:
         print("\n".join(str(c.relative_to(source)) for c in chosen))
         print(f"{len(chosen)} cell(s) would be copied to {dest}.")
