@@ -436,7 +436,8 @@ RULE = ("Verdicts (reports/claims.py `verdict`, on the 95% CI of method − base
         "replicated = the paper's sign and the CI excludes 0 (noted when the CI also excludes the paper's Δ, "
         "i.e. a smaller or larger effect); inconclusive = the CI includes both 0 and the paper's Δ; not detected = "
         "the CI includes 0 and excludes the paper's Δ; reversed = the other sign, CI excludes 0; not testable here "
-        "(with why); not run yet (with the command and its estimated CPU time). A claim's verdict is its first "
+        "(with why); not run yet (with the command and its estimated CPU time); no paired evidence (both cells "
+        "stored, but one lacks its per-example evidence). A claim's verdict is its first "
         "line's (training seed 0, first setting); further training seeds are listed and said to agree or not. "
         "CIs and p: the paired comparison of `bench compare` (paired bootstrap, 1,000 resamples, over the examples "
         "both cells scored; McNemar mid-p for per-example binary outcomes).")
