@@ -225,6 +225,7 @@ class Comparison:
     missing: tuple = ()  # models without the cell
     command: str = ""  # what makes the missing cells
     cpu_minutes: float | None = None
+    steps: tuple = ()  # the Steps behind command
 
 
 @dataclass(frozen=True)
@@ -273,9 +274,10 @@ def compare_pair(store: ResultStore, ledger: Ledger, claim: Claim, baseline: str
     diffs = [d for k in shared for d in compare_cells(store, a[k], b[k], _row_key(claim), cache=cache)]
     if not diffs:
         missing = tuple(m for m, cells in ((baseline, a), (method, b)) if not cells) or (baseline, method)
-        command, minutes = plan(ledger, claim, variant, missing, store)
-        return Comparison(method, baseline, variant, Verdict(NOT_RUN), missing=missing, command=command,
-                          cpu_minutes=minutes)
+        todo = steps(ledger, claim, variant, missing, store)
+        return Comparison(method, baseline, variant, Verdict(NOT_RUN), missing=missing, steps=todo,
+                          command=" && ".join(s.command for s in todo),
+                          cpu_minutes=sum(s.run_minutes + s.train_minutes for s in todo))
     d = diffs[-1]
     x = d.diff
     if x is None or x.low is None or x.high is None:
@@ -285,21 +287,47 @@ def compare_pair(store: ResultStore, ledger: Ledger, claim: Claim, baseline: str
                       estimate=d.estimate, low=x.low, high=x.high, p=x.p, pairs=x.n, values=(d.a, d.b))
 
 
-def plan(ledger: Ledger, claim: Claim, variant: dict, missing: tuple, store: ResultStore) -> tuple[str, float]:
-    """The commands that make the missing cells and their estimated CPU minutes (from [costs]): the
-    cells' run, plus training where a model has no stored cell at all (so is likely not trained)."""
+@dataclass(frozen=True)
+class Step:
+    """One `bench run` that makes a missing cell, with its estimated CPU minutes: the run itself, and the
+    model's training where it has no stored cell at all (so is likely not trained yet)."""
+
+    model: str
+    command: str
+    run_minutes: float
+    train_minutes: float
+
+
+def steps(ledger: Ledger, claim: Claim, variant: dict, missing: tuple, store: ResultStore) -> tuple[Step, ...]:
     options = _settings(ledger, claim, variant)
-    commands, minutes = [], 0.0
+    out = []
     for model in missing:
         words = ["bench", "run", "--model", model]
         for key, value in options.items():
             for v in value if isinstance(value, list) else [value]:
                 words += [f"--{key.replace('_', '-')}", str(v)]
-        commands.append(shlex.join(words))
-        minutes += run_minutes(ledger.costs, options)
-        if not (store.root / "cells" / model).is_dir():
-            minutes += train_minutes(ledger.costs, ledger.models.get(model, ""))
-    return " && ".join(commands), minutes
+        trained = (store.root / "cells" / model).is_dir()
+        out.append(Step(model, shlex.join(words), run_minutes(ledger.costs, options),
+                        0.0 if trained else train_minutes(ledger.costs, ledger.models.get(model, ""))))
+    return tuple(out)
+
+
+def plan(ledger: Ledger, claim: Claim, variant: dict, missing: tuple, store: ResultStore) -> tuple[str, float]:
+    """The commands that make the missing cells, joined, and their estimated CPU minutes (from [costs])."""
+    todo = steps(ledger, claim, variant, missing, store)
+    return " && ".join(s.command for s in todo), sum(s.run_minutes + s.train_minutes for s in todo)
+
+
+def compute_plan(rows: list["Row"]) -> tuple[list[Step], float]:
+    """Every distinct command the "not run yet" lines name, once, and their total CPU minutes with each
+    model's training counted once."""
+    unique = list({s.command: s for r in rows for ln in r.lines for s in ln.steps}.values())
+    trained: set[str] = set()
+    total = 0.0
+    for s in unique:
+        total += s.run_minutes + (s.train_minutes if s.model not in trained else 0.0)
+        trained.add(s.model)
+    return unique, total
 
 
 def run_minutes(costs: dict, options: dict) -> float:
@@ -452,8 +480,31 @@ def to_markdown(book: Ledger, rows: list[Row]) -> str:
         ours = "<br>".join(_md(line_text(ln, r.claim)) for ln in r.lines) or "–"
         out.append("| " + " | ".join((_md(_claim_text(r.claim)), _md(_paper_text(r.claim)), ours,
                                       _md(headline(r)), _md(r.claim.differs))) + " |")
-    out += ["", RULE, ""]
+    out += ["", RULE, ""] + _plan_markdown(rows)
     return "\n".join(out)
+
+
+def _plan_text(rows: list[Row]) -> tuple[str, list[tuple[str, str]]]:
+    """The compute plan under the table: a sentence, and (command, its CPU estimate) per distinct command."""
+    todo, total = compute_plan(rows)
+    if not todo:
+        return "", []
+    head = (f"To fill every \"not run yet\" line: {len(todo)} distinct `bench run` commands, about "
+            f"{_duration(total)} of CPU time in all (training counted once per model; estimates from "
+            "reports/claims.toml [costs]):")
+    items, trained = [], set()
+    for s in todo:  # a model's training goes with its first command (bench run trains a missing model first)
+        train = s.train_minutes if s.model not in trained else 0.0
+        trained.add(s.model)
+        items.append((s.command, _duration(s.run_minutes) + (f" + training {_duration(train)}" if train else "")))
+    return head, items
+
+
+def _plan_markdown(rows: list[Row]) -> list[str]:
+    head, items = _plan_text(rows)
+    if not head:
+        return []
+    return [head, ""] + [f"- `{command}` (about {cost})" for command, cost in items] + [""]
 
 
 def _md(text: str) -> str:
@@ -474,7 +525,12 @@ def to_html(book: Ledger, rows: list[Row]) -> str:
         ours = "<br>".join(esc(line_text(ln, r.claim)) for ln in r.lines) or "–"
         out.append("<tr>" + "".join(f"<td>{c}</td>" for c in (esc(_claim_text(r.claim)), esc(_paper_text(r.claim)),
                                                                ours, esc(headline(r)), esc(r.claim.differs))) + "</tr>")
-    out += ["</table>", f"<p>{html.escape(RULE)}</p>", "</body></html>", ""]
+    out += ["</table>", f"<p>{html.escape(RULE)}</p>"]
+    head, items = _plan_text(rows)
+    if head:
+        out += [f"<p>{html.escape(head)}</p>", "<ul>"] + [f"<li><code>{html.escape(command)}</code> (about {cost})</li>"
+                                                            for command, cost in items] + ["</ul>"]
+    out += ["</body></html>", ""]
     return "\n".join(out)
 
 

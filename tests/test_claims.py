@@ -247,3 +247,14 @@ def test_every_claims_command_parses_as_bench_run(tmp_path):
             args = parser.parse_args(words[2:])
             assert args.suite == claim.suite and args.model == claim.method, command
             assert minutes > 0, claim.id
+
+
+def test_compute_plan_counts_each_command_and_training_once(tmp_path):
+    path = _file(tmp_path, HEADER + CLAIM + CLAIM.replace('id = "stsb"', 'id = "stsb-again"'))
+    book, rows = claims.ledger(tmp_path / "results", path)
+    todo, total = claims.compute_plan(rows)
+    # both claims need the same four runs (base, better and their -seed1); each model trains once
+    assert sorted(s.model for s in todo) == ["base", "base-seed1", "better", "better-seed1"]
+    assert total == pytest.approx(4 * 1 + 2 * 2.4 * 250 / 60)
+    md = claims.to_markdown(book, rows)
+    assert "4 distinct `bench run` commands" in md and md.count("- `bench run --model") == 4
