@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -97,9 +98,12 @@ class StatsCache:
 
     @classmethod
     def load(cls, results_dir: Path | None) -> "StatsCache":
-        """The cache beside ``results_dir`` (empty when there is none, or it does not parse)."""
+        """The cache beside ``results_dir`` (empty when there is none, or it does not parse); inside
+        ``shared(results_dir)``, that one cache object, so every caller's bootstraps land in it."""
         if results_dir is None:
             return cls()
+        if _key_of(results_dir) in _SHARED:
+            return _SHARED[_key_of(results_dir)]
         path = Path(results_dir) / CACHE_FILE
         entries = {}
         try:
@@ -142,6 +146,29 @@ class StatsCache:
         lines = [json.dumps({"format": CACHE_FORMAT, "methods_version": METHODS_VERSION})]
         lines += [json.dumps(self._entries[k], sort_keys=True) for k in sorted(self._used)]
         return "\n".join(lines) + "\n"
+
+
+_SHARED: dict[str, StatsCache] = {}
+
+
+def _key_of(results_dir: Path) -> str:
+    return str(Path(results_dir).resolve())
+
+
+@contextmanager
+def shared(results_dir: Path):
+    """One cache for ``results_dir`` while the block runs: ``StatsCache.load(results_dir)`` anywhere
+    (bench compare's machinery, tables, cards, claims) returns it, so a render's ``text()`` holds every
+    bootstrap the render used, whoever asked for it."""
+    key = _key_of(results_dir)
+    if key in _SHARED:  # nested: the outer block's cache
+        yield _SHARED[key]
+        return
+    _SHARED[key] = StatsCache.load(results_dir)
+    try:
+        yield _SHARED[key]
+    finally:
+        del _SHARED[key]
 
 
 def _key(kind: str, resamples: int, seed: int, level: float, *digests: str) -> str:

@@ -19,9 +19,10 @@ from pathlib import Path
 from bench.data import atomic_write_text
 from bench.errors import UnknownName
 from bench.stats_cache import CACHE_FILE, StatsCache
+from bench.stats_cache import shared as shared_cache
 from bench.store import ResultStore
 from reports import figures as fig
-from reports import scale
+from reports import scale, site
 from reports.paper import PAPER_VALUES, PaperValues
 from reports.results import Catalog, EvidenceIndex, load_rows
 from reports.specs import FIGURES, SERIES, TABLES
@@ -42,7 +43,14 @@ def _leaderboard_text(rows: list[dict], name: str) -> str:
 
 
 def generate(results_dir: Path, suites: list[str] | None = None, formats: list[str] | None = None,
-             paper_values: Path = PAPER_VALUES) -> Artifacts:
+             paper_values: Path = PAPER_VALUES, reports_dir: Path | None = None) -> Artifacts:
+    """Every report of ``results_dir``; with the html format also the site's index and leaderboard pages
+    (``reports_dir``: where they will be written, so that a claims page already there is linked)."""
+    with shared_cache(results_dir):  # every paired comparison below, whoever makes it, is kept in one cache
+        return _generate(results_dir, suites, formats, paper_values, reports_dir)
+
+
+def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_dir: Path | None) -> Artifacts:
     rows = load_rows(results_dir)
     catalog = Catalog.load(results_dir)  # labels and model facts the runs exported (bench/metadata.py)
     paper = PaperValues.load(paper_values)
@@ -51,7 +59,8 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
         if name not in known:
             raise UnknownName("suite", name, known)
     wanted = set(suites or known)
-    complete = not suites and not formats  # the complete set also holds a robustness card per model
+    complete = not suites and not formats  # every report: it also refreshes the bootstrap cache
+    with_cards = not suites  # a robustness card per model, unless the render is for some suites only
     formats = formats or list(FORMATS)
     out = Artifacts()
     plain = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
@@ -100,7 +109,7 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
 
         out.reports.update(claims.render(results_dir, cache=cache))  # cites the real paper_values.csv
         made.append(("Claims ledger: each seed paper's headline claims, tested", list(claims.NAMES)))
-    if complete:
+    if with_cards:
         from reports.card import card
 
         for model in sorted({r["model"] for r in rows}):
@@ -108,9 +117,29 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
             out.reports.update(files)
             made.append((f"Robustness card: {model}", sorted(files)))
     out.reports["index.md"] = _index(rows, made, skipped)
+    if "html" in formats:
+        out.reports.update(_site(rows, catalog, made, skipped, out.reports, reports_dir))
     if complete:  # every bootstrap this render used, so the next render (or a clean clone) computes none
         out.results[CACHE_FILE] = cache.text()
     return out
+
+
+def _site(rows: list[dict], catalog: Catalog, made, skipped, files: dict, reports_dir: Path | None) -> dict[str, str]:
+    """The static site's own pages: a sortable leaderboard per suite and the index linking every page."""
+    pages = {}
+    suites = sorted({r["suite"] for r in rows})
+    for suite in suites:
+        pages[site.leaderboard_name(suite)] = site.leaderboard_page(
+            suite, [r for r in rows if r["suite"] == suite], label=lambda task, s=suite: catalog.task_label(s, task))
+    tables = [(spec.title, spec.name, [s for s in ("md", "tex", "csv") if f"{spec.name}.{s}" in files])
+              for spec in TABLES if f"{spec.name}.html" in files]
+    figures = [(spec.title, spec.name) for spec in FIGURES + SERIES if f"{spec.name}.png" in files]
+    cards = sorted(name[len("card-"):-len(".html")] for name in files
+                   if name.startswith("card-") and name.endswith(".html"))
+    claims = site.CLAIMS in files or (reports_dir is not None and (Path(reports_dir) / site.CLAIMS).is_file())
+    pages[site.INDEX] = site.index_page(rows, leaderboards=suites, tables=tables, figures=figures, cards=cards,
+                                        claims=claims, skipped=skipped)
+    return pages
 
 
 def _index(rows: list[dict], made, skipped) -> str:
@@ -156,14 +185,15 @@ def owned_names(directory: Path) -> set[str]:
     """The names in ``directory`` that a complete `bench report` owns: every table and figure name, and
     the robustness cards there (one per model, so not known in advance)."""
     cards = {p.name for p in Path(directory).glob("card-*") if p.suffix in (".md", ".html")}
-    return generated_names() | cards
+    leaderboards = {p.name for p in Path(directory).glob(site.leaderboard_name("*"))}
+    return generated_names() | cards | leaderboards
 
 
 def generated_names() -> set[str]:
     """Every file name `bench report` can produce, for finding stale ones."""
     from reports.claims import NAMES as CLAIMS
 
-    names = {"index.md", *CLAIMS}
+    names = {"index.md", site.INDEX, *CLAIMS}
     for spec in TABLES:
         names |= {f"{spec.name}.{suffix}" for suffix, _ in FORMATS.values()}
     for spec in FIGURES:

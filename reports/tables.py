@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from bench.stats import NO_INTERVAL, Evidence, Interval, format_number
 from bench.uncertainty import UNVERIFIED
 from reports.paper import PaperRef, PaperValues, reference_rows
+from reports.site import page
 from reports.paper import by_label as paper_by_label
 from reports.results import (EMPTY, EMPTY_CATALOG, Catalog, EvidenceIndex, Stat, common_setting, matches, mean_of,
                              resource_pairs, setting_key, stat, unverified_files)
@@ -33,6 +34,7 @@ from reports.results import (EMPTY, EMPTY_CATALOG, Catalog, EvidenceIndex, Stat,
 MISSING = "–"
 PARTIAL = "†"
 PARAGRAPH = "\n\n"  # between the caption's paragraphs (settings, how to read a cell, marks)
+SETTING = ";\n"  # between the settings the first paragraph lists (a list in HTML)
 NOT_SIGNIFICANT = "n.s."
 PAPER_GROUP = "paper"  # group of the paper's reference rows
 
@@ -413,7 +415,7 @@ def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], ab
     parts.append("resources: " + (", ".join(standins) if standins else "none recorded"))
     seeds = sorted({c.stat.seeds for ln in lines for c in ln.cells if c.stat.seeds})
     parts.append(("runs" if spec.runs else "seeds") + " per cell: " + (", ".join(map(str, seeds)) if seeds else "none"))
-    paragraphs = ["Settings: " + "; ".join(parts) + "."]
+    paragraphs = ["Settings: " + SETTING.join(parts) + "."]
     paragraphs.append(_reading_cells(spec))
     if any(ln.reference for ln in lines):
         paragraphs.append(f"Lines 'paper · <row>': the paper's own rows as printed in {spec.paper} (its backbones), "
@@ -547,9 +549,9 @@ TEX = Style(bold="\\textbf{{{}}}", ci=" {{\\scriptsize ({low}--{high})}}", pm="$
             missing="--", escape=lambda s: tex_escape(s),
             # The paper part on a second line of the cell keeps wide tables on the page.
             join="\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{ours}\\\\{paper}\\end{{tabular}}")
-HTML = Style(bold="<b>{}</b>", ci=" <small>({low}–{high})</small>", pm=" ± ", n=" (n={})", partial=PARTIAL,
-             unverified=UNVERIFIED, paper=" <small>[paper {paper}, Δ {delta}]</small>",
-             paper_only=" <small>[paper {paper}]</small>", missing=MISSING, escape=html.escape)
+HTML = Style(bold="<b>{}</b>", ci="<br><small>({low}–{high})</small>", pm=" ± ", n=" (n={})", partial=PARTIAL,
+             unverified=UNVERIFIED, paper="<br><small>[paper {paper}, Δ {delta}]</small>",
+             paper_only="<br><small>[paper {paper}]</small>", missing=MISSING, escape=html.escape)
 
 
 def cell_text(cell: Cell, style: Style, decimals: int) -> str:
@@ -632,7 +634,7 @@ def to_latex(table: Table) -> str:
             out.append(f"\\multicolumn{{{len(head)}}}{{l}}{{\\textit{{{esc(line.group)}}}}} \\\\")
         out.append(" & ".join([esc(x) for x in _label_cells(table, line)]
                               + [esc_cell(c, spec.decimals) for c in line.cells]) + " \\\\")
-    caption = table.settings.replace(PARAGRAPH, " ")
+    caption = table.settings.replace(PARAGRAPH, " ").replace(SETTING, "; ")
     out += ["\\hline", "\\end{tabular}", f"\\caption{{{esc(spec.title)}. {esc(caption)}}}",
             f"\\label{{tab:{spec.name}}}", "\\end{table*}", ""]
     return "\n".join(out)
@@ -646,21 +648,25 @@ def to_html(table: Table) -> str:
     spec = table.spec
     labels = _label_columns(table)
     head = labels + [_header(table, h, i) for i, h in enumerate(table.headers)]
-    out = ["<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\">", f"<title>{html.escape(spec.title)}</title>",
-           "<style>table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd}"
-           "td.n{text-align:right}tr.g td{font-style:italic;background:#f4f4f4}</style></head><body>",
-           f"<h3>{html.escape(spec.title)}</h3>", "<table>",
-           "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    body = [f"<h1>{html.escape(spec.title)}</h1>", "<table>",
+            "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"]
     group = None
     for line in table.lines:
         if line.group != group:
             group = line.group
-            out.append(f"<tr class=\"g\"><td colspan=\"{len(head)}\">{html.escape(line.group)}</td></tr>")
-        out.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in _label_cells(table, line))
-                   + "".join(f"<td class=\"n\">{cell_text(c, HTML, spec.decimals)}</td>" for c in line.cells) + "</tr>")
-    out += ["</table>"] + [f"<p>{html.escape(p)}</p>" for p in table.settings.split(PARAGRAPH)]
-    out += ["</body></html>", ""]
-    return "\n".join(out)
+            body.append(f"<tr class=\"g\"><td colspan=\"{len(head)}\">{html.escape(line.group)}</td></tr>")
+        body.append("<tr>" + "".join(f"<td class=\"l\">{html.escape(x)}</td>" for x in _label_cells(table, line))
+                    + "".join(f"<td class=\"n\">{cell_text(c, HTML, spec.decimals)}</td>" for c in line.cells) + "</tr>")
+    body.append("</tbody></table>")
+    for paragraph in table.settings.split(PARAGRAPH):
+        items = paragraph.split(SETTING)
+        if len(items) == 1:
+            body.append(f"<p class=\"note\">{html.escape(paragraph)}</p>")
+        else:
+            head, _, first = items[0].partition(": ")
+            body.append(f"<p class=\"note\">{html.escape(head)}:</p><ul class=\"note\">"
+                        + "".join(f"<li>{html.escape(item)}</li>" for item in [first] + items[1:]) + "</ul>")
+    return page(spec.title, body)
 
 
 CSV_FIELDS = ("table", "block", "backbone", "model", "column", "mean", "std", "ci_low", "ci_high", "ci_method",

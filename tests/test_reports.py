@@ -623,3 +623,90 @@ def test_committed_cells_come_from_the_current_scorer_versions():
         if config.get("scorer_version") != current:
             stale.append(f"{path.relative_to(PUBLISHED_RESULTS)}: {config.get('scorer_version')} (current {current})")
     assert not stale, "stale committed cells:\n" + "\n".join(stale)
+
+
+# ---------------------------------------------------------------- the static site ---------------
+
+class _Page:
+    """What a link checker and a structure check need from an HTML page, read with the standard parser."""
+
+    def __init__(self, text: str):
+        from html.parser import HTMLParser
+
+        self.links, self.tables, self.titles, self.scripts = [], [], [], []
+        page = self
+
+        class Parser(HTMLParser):
+            in_title = False
+
+            def handle_starttag(self, tag, attrs):
+                attrs = dict(attrs)
+                for key in ("href", "src"):
+                    if attrs.get(key):
+                        page.links.append(attrs[key])
+                if tag == "table":
+                    page.tables.append({"head": 0, "rows": []})
+                elif tag == "tr" and page.tables:
+                    page.tables[-1]["rows"].append(0)
+                elif tag in ("th", "td") and page.tables:
+                    page.tables[-1]["head"] += tag == "th"
+                    page.tables[-1]["rows"][-1] += int(attrs.get("colspan") or 1)
+                elif tag == "title":
+                    self.in_title = True
+                elif tag == "script":
+                    page.scripts.append(attrs)
+
+            def handle_endtag(self, tag):
+                self.in_title = self.in_title and tag != "title"
+
+            def handle_data(self, data):
+                if self.in_title:
+                    page.titles.append(data)
+
+        Parser().feed(text)
+
+
+def test_site_index_links_every_page_and_every_link_resolves(results, tmp_path):
+    """`bench report --format html` writes an index; following every link from it, recursively, reaches
+    only files that exist, all local (no network, no server)."""
+    out = tmp_path / "site"
+    run = _bench("report", "--format", "html", "--out", str(out), env_extra={"BENCH_RESULTS_DIR": str(results)})
+    assert run.returncode == 0, run.stderr
+    (out / "claims.html").write_text("<!DOCTYPE html><html><body><a href=\"index.html\">back</a></body></html>")
+    run = _bench("report", "--format", "html", "--out", str(out), env_extra={"BENCH_RESULTS_DIR": str(results)})
+    assert run.returncode == 0 and "index.html" in run.stdout
+    seen, todo = set(), ["index.html"]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        assert (out / name).is_file(), f"broken link to {name}"
+        if name.endswith(".html"):
+            page = _Page((out / name).read_text(encoding="utf-8"))
+            assert all(not s.get("src") for s in page.scripts), name  # inline scripts only
+            for link in page.links:
+                assert "://" not in link and not link.startswith("//"), f"{name} links outside: {link}"
+                todo.append(link.split("#")[0])
+    models = sorted(p.name for p in (results / "cells").iterdir())
+    expected = ({"claims.html", "leaderboard-sts.html", "leaderboard-adversarial.html", "robustembed-table1.html",
+                 "robustembed-table3.html", "robustembed-figure2.png", "robustembed-figure3.png"}
+                | {f"card-{m}.html" for m in models})
+    assert expected <= seen
+    leaderboard = (out / "leaderboard-sts.html").read_text(encoding="utf-8")
+    assert "table class=\"sortable\"" in leaderboard and "<script>" in leaderboard
+
+
+def test_one_table_and_one_card_are_well_formed_html(generated):
+    for name in ("robustembed-table3.html", "card-robustembed-bert.html"):
+        text = generated[name]
+        assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
+        page = _Page(text)
+        assert page.titles and page.titles[0].strip() and "index.html" in page.links
+        assert page.tables and any(table["head"] for table in page.tables)
+        for table in page.tables:  # every row spans the first row's columns, no more, no fewer
+            rows = table["rows"]
+            assert len(rows) > 1 and rows[0] > 1 and all(n == rows[0] for n in rows), name
+    table3 = generated["robustembed-table3.html"]
+    assert "<tr class=\"g\"><td colspan=" in table3 and "bert-base-uncased" in table3
+    assert table3.count("<p class=\"note\">") >= 3  # the caption in paragraphs

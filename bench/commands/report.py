@@ -58,7 +58,7 @@ def main(args) -> int:
         check_writable(out, "reports directory", "--out")
     with warnings.catch_warnings(record=True) as caught:  # unreadable cells: skipped, listed below
         warnings.simplefilter("always", BenchWarning)
-        artifacts = reports.generate(paths.results, suites=args.suites, formats=args.formats)
+        artifacts = reports.generate(paths.results, suites=args.suites, formats=args.formats, reports_dir=out)
     skipped = [str(w.message) for w in caught if issubclass(w.category, BenchWarning)
                and not issubclass(w.category, EvidenceWarning)]  # bad evidence: all cells checked below
     for message in dict.fromkeys(skipped):
@@ -92,7 +92,8 @@ def main(args) -> int:
             (out / name).unlink(missing_ok=True)
     written = reports.write(artifacts.reports, out) + reports.write(artifacts.results, paths.results)
     tables = sorted(p.name for p in written if p.suffix == ".md" and p.name != "index.md")
-    console.print(f"Wrote {len(written)} files: {len(artifacts.reports)} in {out} (index: {out / 'index.md'}), "
+    index = out / ("index.html" if "index.html" in artifacts.reports else "index.md")
+    console.print(f"Wrote {len(written)} files: {len(artifacts.reports)} in {out} (index: {index}), "
                   f"{len(artifacts.results)} leaderboard CSV(s) in {paths.results}.")
     console.print("Tables: " + (", ".join(tables) if tables else "none (no matching results)"))
     return 0

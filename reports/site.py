@@ -1,0 +1,158 @@
+"""The static site `bench report --format html` writes: one look for every page, an index that links
+them all, and a sortable leaderboard page per suite.
+
+Every page is one self-contained HTML file (inline style, inline script, no network, no server), so the
+reports directory opens from the file system and can be copied anywhere as it is.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+
+from bench.uncertainty import distinguishing_settings
+
+STYLE = (
+    "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;color:#1d1d1f;"
+    "margin:20px auto;max-width:1500px;padding:0 20px;line-height:1.45;font-size:15px}"
+    "h1{font-size:24px;margin:8px 0 12px}h2{font-size:19px;margin:26px 0 8px;border-bottom:1px solid #e3e3e3}"
+    "h3{font-size:17px}nav{font-size:13px;margin-bottom:6px}a{color:#0b5cad}"
+    "table{border-collapse:collapse;font-size:13.5px;margin:8px 0}"
+    "th,td{padding:4px 9px;border-bottom:1px solid #e6e6e6;vertical-align:top;text-align:left}"
+    "th{background:#f2f4f7;font-weight:600;position:sticky;top:0}"
+    "td.n{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}td.l{white-space:nowrap}"
+    "tr.g td{background:#f7f7f9;font-weight:600;font-style:italic}tr:hover td{background:#fbfbe8}"
+    "small{color:#666}p.note,ul.note{font-size:13px;color:#444;max-width:1100px}ul.note li{margin:1px 0}"
+    "table.sortable th{cursor:pointer}table.sortable th:after{content:' \\2195';color:#aaa;font-weight:400}"
+    "figure{display:inline-block;margin:8px 16px 16px 0;vertical-align:top}figure img{border:1px solid #ddd;width:520px}"
+    "figcaption{font-size:13px;max-width:520px}ul{padding-left:20px}li{margin:3px 0}"
+)
+
+# Click a header to sort by it (numbers as numbers; a cell's data-v, when set, is its sort value).
+SORT_SCRIPT = (
+    "document.querySelectorAll('table.sortable').forEach(function(t){"
+    "t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){"
+    "var b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows),asc=th.getAttribute('data-asc')!=='1';"
+    "t.querySelectorAll('th').forEach(function(h){h.removeAttribute('data-asc')});"
+    "th.setAttribute('data-asc',asc?'1':'0');"
+    "function key(r){var c=r.cells[i];return c.hasAttribute('data-v')?c.getAttribute('data-v'):c.textContent}"
+    "rows.sort(function(x,y){var a=key(x),c=key(y),p=parseFloat(a),q=parseFloat(c);"
+    "var d=(!isNaN(p)&&!isNaN(q))?p-q:a.localeCompare(c);return asc?d:-d});"
+    "rows.forEach(function(r){b.appendChild(r)})})})});"
+)
+
+INDEX = "index.html"
+CLAIMS = "claims.html"
+PER_RUN = re.compile(r"^run\d+$")
+
+
+def page(title: str, body: list[str], *, sortable: bool = False, back: bool = True) -> str:
+    """A whole HTML page: the shared look, a link back to the index, and the sort script if asked."""
+    out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
+           f"<title>{html.escape(title)}</title>", f"<style>{STYLE}</style></head><body>"]
+    if back:
+        out.append(f"<nav><a href=\"{INDEX}\">← all reports</a></nav>")
+    out += body
+    if sortable:
+        out.append(f"<script>{SORT_SCRIPT}</script>")
+    out += ["</body></html>", ""]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- leaderboards ------------------
+
+LEADERBOARD_COLUMNS = ("model", "task", "attack", "metric", "aggregation", "split", "seed", "value", "95% CI", "n",
+                       "profile", "setting")
+
+
+def leaderboard_name(suite: str) -> str:
+    return f"leaderboard-{suite}.html"
+
+
+def leaderboard_page(suite: str, rows: list[dict], label=lambda task: task) -> str:
+    """Every row of one suite but the per-run ones (their means are there), sortable by any column."""
+    shown = sorted((r for r in rows if not PER_RUN.match(r.get("aggregation") or "")),
+                   key=lambda r: (r["model"], r["task"], r.get("attack") or "", r["metric"], r.get("aggregation") or "",
+                                  r.get("split") or "", r.get("seed") or 0, r.get("config_hash") or ""))
+    body = [f"<h1>Leaderboard: {html.escape(suite)}</h1>",
+            f"<p class=\"note\">{len(shown)} result rows from the result files (per-run rows left out; "
+            f"every row is in results/leaderboard-{html.escape(suite)}.csv). Click a column header to sort. "
+            "Values ×100 for correlations and rates; 95% CI as recorded in the row (its method is in the CSV). "
+            "‡: computed on data that failed its sha256 check (run with --allow-unverified-data).</p>",
+            "<table class=\"sortable\"><thead><tr>"
+            + "".join(f"<th>{html.escape(c)}</th>" for c in LEADERBOARD_COLUMNS) + "</tr></thead><tbody>"]
+    configs = {(r["model"], r["task"], r.get("config_hash") or ""): _short(r.get("_config") or {}) for r in shown}
+    setting = distinguishing_settings(configs)  # what tells apart one task's cells under several settings
+    body += [_leaderboard_row(r, label, setting[r["model"], r["task"], r.get("config_hash") or ""]) for r in shown]
+    body.append("</tbody></table>")
+    return page(f"Leaderboard: {suite}", body, sortable=True)
+
+
+def _short(config: dict) -> dict:
+    """The options a reader can take in at a glance (an attack's whole description is in the CSV)."""
+    return {k: v for k, v in config.items() if not isinstance(v, dict) and len(str(v)) <= 40}
+
+
+def _number(x, decimals: int = 2) -> str:
+    return "" if x is None else f"{float(x):.{decimals}f}"
+
+
+def _leaderboard_row(r: dict, label, setting: str) -> str:
+    value = r.get("value")
+    unverified = "‡" if (r.get("_config") or {}).get("data_unverified") else ""
+    ci = (f"{_number(r.get('ci_low'))}–{_number(r.get('ci_high'))}"
+          if r.get("ci_low") is not None and r.get("ci_high") is not None else "")
+    cells = [f"<td>{html.escape(r['model'])}</td>", f"<td>{html.escape(label(r['task']))}</td>",
+             f"<td>{html.escape(r.get('attack') or '')}</td>", f"<td>{html.escape(r['metric'])}</td>",
+             f"<td>{html.escape(r.get('aggregation') or '')}</td>", f"<td>{html.escape(r.get('split') or '')}</td>",
+             f"<td class=\"n\">{html.escape(str(r.get('seed') if r.get('seed') is not None else ''))}</td>",
+             f"<td class=\"n\" data-v=\"{'' if value is None else repr(float(value))}\">{_number(value)}{unverified}</td>",
+             f"<td class=\"n\" data-v=\"{'' if r.get('ci_low') is None else repr(float(r['ci_low']))}\">{ci}</td>",
+             f"<td class=\"n\">{html.escape(str(r.get('n') if r.get('n') is not None else ''))}</td>",
+             f"<td>{html.escape(r.get('profile') or '')}</td>", f"<td>{html.escape(setting)}</td>"]
+    return "<tr>" + "".join(cells) + "</tr>"
+
+
+# ---------------------------------------------------------------- the index ---------------------
+
+def index_page(rows: list[dict], *, leaderboards: list[str], tables: list[tuple[str, str, list[str]]],
+               figures: list[tuple[str, str]], cards: list[str], claims: bool, skipped) -> str:
+    """``tables``: (title, file stem, its other formats' suffixes); ``figures``: (title, file stem); ``cards``:
+    model names; ``claims``: link claims.html."""
+    esc = html.escape
+    cells = len({(r["model"], r["suite"], r["task"], r.get("seed"), r.get("config_hash")) for r in rows})
+    profiles = Counter(r.get("profile") or "unknown" for r in rows)
+    body = ["<h1>bench reports</h1>",
+            f"<p class=\"note\">Generated by <code>bench report</code> from {cells} result cells ({len(rows)} rows) of "
+            f"{len({r['model'] for r in rows})} models; profiles: "
+            + esc(", ".join(f"{k} ({v} rows)" for k, v in sorted(profiles.items())))
+            + ". Every page here is a plain file: no server, no network. Do not edit; regenerate with "
+              "<code>bench report</code>.</p>"]
+    body += ["<h2>Leaderboards</h2>", "<ul>"]
+    body += [f"<li><a href=\"{leaderboard_name(s)}\">{esc(s)}</a></li>" for s in leaderboards]
+    body.append("</ul>")
+    if claims:
+        body += ["<h2>Claims</h2>", f"<p><a href=\"{CLAIMS}\">The papers' claims and what our results say about "
+                                    "each</a></p>"]
+    body += ["<h2>Paper tables</h2>", "<ul>"]
+    for title, stem, others in tables:
+        also = ", ".join(f"<a href=\"{stem}.{suffix}\">{suffix}</a>" for suffix in others)
+        body.append(f"<li><a href=\"{stem}.html\">{esc(title)}</a>" + (f" <small>(also {also})</small>" if also else "")
+                    + "</li>")
+    body.append("</ul>")
+    if figures:
+        body.append("<h2>Figures</h2>")
+        body += [f"<figure><a href=\"{stem}.png\"><img src=\"{stem}.png\" alt=\"{esc(title)}\"></a>"
+                 f"<figcaption>{esc(title)} <small>(<a href=\"{stem}.pdf\">pdf</a>, plotted data "
+                 f"<a href=\"{stem}.csv\">csv</a>)</small></figcaption></figure>" for title, stem in figures]
+    if cards:
+        body += ["<h2>Robustness cards</h2>", "<ul>"]
+        body += [f"<li><a href=\"card-{esc(m)}.html\">{esc(m)}</a></li>" for m in cards]
+        body.append("</ul>")
+    if skipped:
+        body += ["<h2>Not generated yet</h2>", "<ul>"]
+        body += [f"<li>{esc(title)}: {esc(why)}.</li>" for title, why in skipped]
+        body.append("</ul>")
+    return page("bench reports", body, back=False)
