@@ -107,8 +107,12 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
     if not suites:  # the claims ledger (reports/claims.toml) pairs cells of every suite
         from reports import claims
 
-        out.reports.update(claims.render(results_dir, cache=cache))  # cites the real paper_values.csv
-        made.append(("Claims ledger: each seed paper's headline claims, tested", list(claims.NAMES)))
+        ledger = {name: text for name, text in claims.render(results_dir, cache=cache).items()  # the real paper values
+                  if name.rsplit(".", 1)[1] in formats}
+        if ledger:
+            out.reports.update(ledger)
+            made.append(("Claims ledger: each seed paper's headline claims, tested",
+                         [n for n in claims.NAMES if n in ledger]))
     if with_cards:
         from reports.card import card
 

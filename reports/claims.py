@@ -447,10 +447,12 @@ def _paper_text(claim: Claim) -> str:
 
 def _claim_text(claim: Claim) -> str:
     what = " ".join(x for x in (claim.metric, claim.attack, f"{claim.suite}/{claim.task}", claim.aggregation) if x)
-    return f"**{claim.id}** ({claim.paper} {claim.table}): {claim.claim}. Row: {what}; {claim.method} vs {claim.baseline}"
+    return (f"**{claim.id}** ({claim.paper} {claim.table}): {claim.claim}. Row: {what}; "
+            f"{claim.method} vs {claim.baseline}")
 
 
-HEADERS = ("Claim", "Paper's Δ (method − baseline)", "Ours: baseline → method, Δ [95% CI], p (paired)", "Verdict", "What differs from the paper")
+HEADERS = ("Claim", "Paper's Δ (method − baseline)", "Ours: baseline → method, Δ [95% CI], p (paired)", "Verdict",
+           "What differs from the paper")
 
 
 def summary(rows: list[Row]) -> str:
