@@ -269,7 +269,7 @@ class ResultStore:
             if not path.exists():
                 continue
             try:
-                self.check_evidence(path, _parse_cell(path))
+                self.check_evidence(path, _parse_cell(path), decode=False)
                 return path
             except CorruptCell as exc:  # BadEvidence included: a cell is reused only with its evidence intact
                 self.quarantine(exc)
@@ -318,10 +318,11 @@ class ResultStore:
         atomic_write_bytes(side, blob)
         return hashlib.sha256(blob).hexdigest()
 
-    def check_evidence(self, cell_path: Path, payload: dict | None = None) -> dict | None:
+    def check_evidence(self, cell_path: Path, payload: dict | None = None, decode: bool = True) -> dict | None:
         """The cell's evidence, checked like data: None when the cell has none; BadEvidence when its sidecar
         is missing or altered (sha256 differs from the one the cell recorded) or does not parse. A cell
-        without a recorded sha256 (written before cells recorded it) only has its sidecar parsed."""
+        without a recorded sha256 (written before cells recorded it) only has its sidecar parsed.
+        ``decode=False``: only check (a sidecar matching its recorded sha256 is not decoded; returns None)."""
         payload = _parse_cell(cell_path) if payload is None else payload
         side = self.evidence_path(cell_path)
         recorded = payload.get(EVIDENCE_HASH, "")
@@ -335,11 +336,13 @@ class ResultStore:
             raise BadEvidence(cell_path, f"its evidence file {side.name} is missing") from None
         except OSError as exc:
             raise BadEvidence(cell_path, f"its evidence file {side.name} cannot be read ({exc.strerror})") from None
+        digest = hashlib.sha256(blob).hexdigest()
+        if not decode and recorded and digest == recorded:  # the bytes written, which parsed then
+            return None
         try:
             evidence = _decode_evidence(blob)
         except (OSError, EOFError, ValueError) as exc:
             raise BadEvidence(cell_path, f"its evidence file {side.name} does not parse ({exc})") from None
-        digest = hashlib.sha256(blob).hexdigest()
         if recorded and digest != recorded:
             raise BadEvidence(cell_path, f"its evidence file {side.name} was altered (sha256 {digest[:12]}…, the "
                                          f"cell recorded {str(recorded)[:12]}…)")
@@ -399,7 +402,7 @@ class ResultStore:
         found = []
         for path in self.cells():
             try:
-                self.check_evidence(path)
+                self.check_evidence(path, decode=False)
             except BadEvidence as exc:
                 found.append(exc)
             except CorruptCell:  # unreadable cells are named by the readers that skip them

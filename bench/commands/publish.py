@@ -48,7 +48,7 @@ def main(args) -> int:
                              f"under {source / 'cells'}.")
         chosen += cells
     for cell in chosen:  # corrupt input (a cell, or its evidence against the sha256 it records) is refused first
-        ResultStore(source).check_evidence(cell, ResultStore.read(cell))
+        ResultStore(source).check_evidence(cell, ResultStore.read(cell), decode=False)
     if args.dry_run:
         print("\n".join(str(c.relative_to(source)) for c in chosen))
         print(f"{len(chosen)} cell(s) would be copied to {dest}.")
