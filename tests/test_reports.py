@@ -433,6 +433,15 @@ def test_tied_settings_are_chosen_by_a_written_order_not_by_hash_order(tmp_path)
     assert "‡: computed on data that failed its sha256 check" in card
 
 
+def test_compare_marks_values_on_unverified_data(tmp_path):
+    results = _tied_settings_fixture(tmp_path / "results")
+    run = _bench("compare", "minilm", "simcse-bert", "--suite", "sts", "--task", "sts16", "--metric", "spearman",
+                 "--results-dir", str(results), env_extra={"COLUMNS": "200"})
+    assert run.returncode == 0, run.stderr
+    assert "61.00‡" in run.stdout and "66.00‡" in run.stdout
+    assert "‡: computed on data that failed its sha256 check" in run.stdout and "stsb/sts-test.csv" in run.stdout
+
+
 def test_preferred_setting_wins_over_others(tmp_path):
     from reports.results import load_rows, stat
 
