@@ -139,6 +139,20 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None) -> dict
     return {f"{name}.md": to_markdown(model, sections), f"{name}.html": to_html(model, sections)}
 
 
+STEP_COSTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "train_step-minilm-b64.json"
+
+
+def step_cost_text(method: str, path: Path = STEP_COSTS) -> str | None:
+    """A method's measured training step time against SimCSE's (benchmarks/train_step.py, same run), or None."""
+    try:
+        figures = json.loads(path.read_text(encoding="utf-8"))
+        ratio = float(figures["methods"][method]["ratio_to_simcse"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (f"{ratio:.2f}x SimCSE's step (MiniLM, batch {figures.get('batch_size')}, fp32; "
+            f"benchmarks/train_step.py, {figures.get('cpu', '')} {figures.get('date', '')})")
+
+
 def _identity(model: str, entry: dict | None, others: dict[str, str], family: str = "") -> Section:
     sec = Section("Model")
     if not entry:
@@ -155,6 +169,7 @@ def _identity(model: str, entry: dict | None, others: dict[str, str], family: st
                   or "method defaults"),
                  ("training steps", training.get("steps")),
                  ("training wall time (s)", None if training.get("wall_s") is None else round(float(training["wall_s"]))),
+                 ("training step cost", step_cost_text(entry.get("method") or "")),
                  ("description", entry.get("description"))]
         sec.headers, sec.rows = ["", ""], [[k, str(v)] for k, v in facts if v not in (None, "")]
     if others:

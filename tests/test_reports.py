@@ -719,3 +719,15 @@ def test_one_table_and_one_card_are_well_formed_html(generated):
     table3 = generated["robustembed-table3.html"]
     assert "<tr class=\"g\"><td colspan=" in table3 and "bert-base-uncased" in table3
     assert table3.count("<p class=\"note\">") >= 3  # the caption in paragraphs
+
+
+def test_card_cites_the_measured_step_cost(tmp_path):
+    from reports.card import step_cost_text
+
+    figures = {"batch_size": 64, "cpu": "Test CPU", "date": "2026-01-01",
+               "methods": {"simcse": {"ratio_to_simcse": 1.0}, "robustembed": {"ratio_to_simcse": 5.269}}}
+    path = tmp_path / "steps.json"
+    path.write_text(json.dumps(figures), encoding="utf-8")
+    assert step_cost_text("robustembed", path).startswith("5.27x SimCSE's step (MiniLM, batch 64")
+    assert step_cost_text("dcl", path) is None  # not measured: no row rather than a guess
+    assert step_cost_text("simcse", tmp_path / "missing.json") is None
