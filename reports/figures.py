@@ -56,6 +56,20 @@ class Point:
     paper_y: float | None = None
 
 
+
+def figure_bytes(fig) -> dict[str, bytes]:
+    """{"png": ..., "pdf": ...} of a matplotlib figure, without the dates and versions that would make
+    two renders of the same data differ; closes the figure."""
+    import matplotlib.pyplot as plt
+
+    out = {}
+    for fmt, metadata in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Producer": None, "Creator": None})):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=150, metadata=metadata)
+        out[fmt] = buf.getvalue()
+    plt.close(fig)
+    return out
+
 def _measure(rows, where: dict, measure: Measure) -> float | None:
     values = [stat(rows, {**where, "metric": m}).mean for m in measure.metrics]
     return None if any(v is None for v in values) else COMBINE[measure.combine](values)
@@ -157,10 +171,4 @@ def render(spec: FigureSpec, pts: list[Point], caption: str = "") -> dict[str, b
     ax.legend(fontsize=8, loc="best")
     fig.text(0.01, 0.005, textwrap.fill(caption, 130), fontsize=6, color="0.3", va="bottom")
     fig.tight_layout(rect=(0, 0.04 * (1 + len(caption) // 130), 1, 1))
-    out = {}
-    for fmt, metadata in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Producer": None, "Creator": None})):
-        buf = io.BytesIO()
-        fig.savefig(buf, format=fmt, dpi=150, metadata=metadata)
-        out[fmt] = buf.getvalue()
-    plt.close(fig)
-    return out
+    return figure_bytes(fig)

@@ -18,6 +18,7 @@ from pathlib import Path
 from bench.stats import display_decimals, format_number, format_p
 from bench.store import ResultStore
 from bench.uncertainty import compare_cells, model_cells
+from reports.figures import figure_bytes
 
 
 @dataclass(frozen=True)
@@ -219,13 +220,7 @@ def render(spec: SeriesSpec, points: list[SeriesPoint]) -> dict[str, bytes]:
         ax.axis("off")
     fig.suptitle(spec.title, fontsize=10)
     fig.tight_layout()
-    out = {}
-    for fmt, metadata in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Producer": None, "Creator": None})):
-        buf = io.BytesIO()
-        fig.savefig(buf, format=fmt, dpi=150, metadata=metadata)
-        out[fmt] = buf.getvalue()
-    plt.close(fig)
-    return out
+    return figure_bytes(fig)
 
 
 def generate(results: Path, spec: SeriesSpec) -> dict[str, str | bytes] | None:
