@@ -55,18 +55,40 @@ def _short_method(method: str) -> str:
 
 
 def main(args) -> int:
-    from bench.commands import output_console
-    from rich.table import Table
-
-    from bench.errors import BenchError
     from bench.paths import Paths
-    from bench.stats import display_decimals, format_number, format_p
-    from bench.store import EvidenceWarning, ResultStore
-    from bench.uncertainty import UNVERIFIED, compare_models
+    from bench.store import ResultStore
 
     store = ResultStore(Paths.from_env().with_results(args.results_dir).results)
+    check_models(store, args.model_a, args.model_b)
+    diffs, counts = paired_rows(store, args)
+    if args.json:
+        print(json.dumps({"a": args.model_a, "b": args.model_b, "difference": "B - A", **counts,
+                          "rows": [d.as_dict() for d in diffs],
+                          "bad_evidence": {path: exc.reason for path, exc in store.bad_evidence.items()}}, indent=1))
+        return refuse_bad_evidence(store)
+    if not diffs and store.bad_evidence:  # nothing left to show: no empty table
+        return refuse_bad_evidence(store)
+    from bench.commands import output_console
+
+    console = output_console()
+    if not counts["shared_cells"]:
+        console.print(f"{args.model_a} and {args.model_b} share no result cell"
+                      f"{' in suite ' + args.suite if args.suite else ''}{' for task ' + args.task if args.task else ''} "
+                      f"(same suite, task, seed and configuration). Cells only {args.model_a}: {counts['only_a']}, "
+                      f"only {args.model_b}: {counts['only_b']}. Run the missing cells with the same options.")
+        return 0
+    console.print(difference_table(args.model_a, args.model_b, diffs))
+    for note in footnotes(args.model_a, args.model_b, diffs, counts):
+        console.print(note)
+    return refuse_bad_evidence(store)
+
+
+def check_models(store, model_a: str, model_b: str) -> None:
+    """Both models have stored cells and differ; else a BenchError that names the fix."""
+    from bench.errors import BenchError
+
     known = _models_with_cells(store)
-    for name in (args.model_a, args.model_b):
+    for name in (model_a, model_b):
         if name not in known:
             if not known:
                 raise BenchError(f"No result cells under {store.root / 'cells'}. Run `bench run` for both models "
@@ -76,34 +98,35 @@ def main(args) -> int:
             raise BenchError(f"No stored results for model '{name}' under {store.root / 'cells'}."
                              + (f" Did you mean: {', '.join(close)}?" if close else "")
                              + f" Models with results: {', '.join(known)}. Run `bench run --model {name} ...` first.")
-    if args.model_a == args.model_b:
+    if model_a == model_b:
         raise BenchError("compare needs two different models (A and B).")
+
+
+def paired_rows(store, args) -> tuple[list, dict]:
+    """The paired differences B − A the flags ask for, and the shared/one-sided cell counts."""
+    from bench.store import EvidenceWarning
+    from bench.uncertainty import compare_models
 
     def include(key: dict) -> bool:
         if args.metrics and key["metric"] not in args.metrics:
             return False
         return args.per_run or not PER_RUN.match(key["aggregation"] or "")
 
-    with warnings.catch_warnings():  # bad evidence is reported once, below, as the error
+    with warnings.catch_warnings():  # bad evidence is reported once, as the error
         warnings.simplefilter("ignore", EvidenceWarning)
         diffs, counts = compare_models(store, args.model_a, args.model_b, args.suite, args.task, include)
     if not args.metrics:  # by default, the rows a paired test exists for
         diffs = [d for d in diffs if d.diff is not None]
-    if args.json:
-        print(json.dumps({"a": args.model_a, "b": args.model_b, "difference": "B - A", **counts,
-                          "rows": [d.as_dict() for d in diffs],
-                          "bad_evidence": {path: exc.reason for path, exc in store.bad_evidence.items()}}, indent=1))
-        return refuse_bad_evidence(store)
-    if not diffs and store.bad_evidence:  # nothing left to show: no empty table
-        return refuse_bad_evidence(store)
-    console = output_console()
-    if not counts["shared_cells"]:
-        console.print(f"{args.model_a} and {args.model_b} share no result cell"
-                      f"{' in suite ' + args.suite if args.suite else ''}{' for task ' + args.task if args.task else ''} "
-                      f"(same suite, task, seed and configuration). Cells only {args.model_a}: {counts['only_a']}, "
-                      f"only {args.model_b}: {counts['only_b']}. Run the missing cells with the same options.")
-        return 0
-    table = Table(title=f"{args.model_b} − {args.model_a} (paired, 95% CI)")
+    return diffs, counts
+
+
+def difference_table(model_a: str, model_b: str, diffs: list):
+    from rich.table import Table
+
+    from bench.stats import display_decimals, format_number, format_p
+    from bench.uncertainty import UNVERIFIED
+
+    table = Table(title=f"{model_b} − {model_a} (paired, 95% CI)")
     with_settings = any(d.setting for d in diffs)  # a task stored under several settings: say which row is which
     for col, justify in (("suite", "left"), ("task", "left"), *((("setting", "left"),) if with_settings else ()),
                          ("attack", "left"), ("metric", "left"),
@@ -123,25 +146,31 @@ def main(args) -> int:
                       format_number(d.estimate, k, signed=True) + flag,
                       ci, format_p(x.p if x else None),
                       _short_method(x.method if x else ""), str(x.n) if x else "–")
-    console.print(table)
+    return table
+
+
+def footnotes(model_a: str, model_b: str, diffs: list, counts: dict) -> list[str]:
+    """What the table's marks and intervals mean, and what it leaves out."""
+    from bench.uncertainty import UNVERIFIED
+
+    notes = [f"{counts['shared_cells']} shared cell(s); cells only {model_a}: {counts['only_a']}, only "
+             f"{model_b}: {counts['only_b']}. *: the 95% CI of B − A excludes 0. CIs: paired bootstrap "
+             f"(1,000 resamples, seed 0) over the examples both cells scored; p: McNemar mid-p for per-example "
+             f"binary outcomes (on examples both counted), else the bootstrap's."]
     unmatched = sum(d.diff.extra.get("unmatched", 0) for d in diffs if d.diff)
     one_sided = sum(d.diff.extra.get("counted_by_one", 0) for d in diffs if d.diff and "mcnemar" in d.diff.extra)
-    console.print(f"{counts['shared_cells']} shared cell(s); cells only {args.model_a}: {counts['only_a']}, only "
-                  f"{args.model_b}: {counts['only_b']}. *: the 95% CI of B − A excludes 0. CIs: paired bootstrap "
-                  f"(1,000 resamples, seed 0) over the examples both cells scored; p: McNemar mid-p for per-example "
-                  f"binary outcomes (on examples both counted), else the bootstrap's.")
     if one_sided or unmatched:
-        console.print(f"Examples counted by one model only (e.g. skipped by one victim): {one_sided}, in that "
-                      f"model's rate and the CI, not in McNemar's test; examples in one cell only: {unmatched}, "
-                      f"left out.")
+        notes.append(f"Examples counted by one model only (e.g. skipped by one victim): {one_sided}, in that "
+                     f"model's rate and the CI, not in McNemar's test; examples in one cell only: {unmatched}, "
+                     f"left out.")
     unverified = sorted({f for d in diffs for f in d.unverified_a + d.unverified_b})
     if unverified:
-        console.print(f"{UNVERIFIED}: computed on data that failed its sha256 check (run with --allow-unverified-data): "
-                      + ", ".join(unverified) + ".")
+        notes.append(f"{UNVERIFIED}: computed on data that failed its sha256 check (run with --allow-unverified-data): "
+                     + ", ".join(unverified) + ".")
     missing = [d for d in diffs if d.diff is None]
     if missing:
-        console.print(f"{len(missing)} row(s) without stored evidence show the difference of values only.")
-    return refuse_bad_evidence(store)
+        notes.append(f"{len(missing)} row(s) without stored evidence show the difference of values only.")
+    return notes
 
 
 def refuse_bad_evidence(store) -> int:
