@@ -25,7 +25,7 @@
   precision enters the fingerprint, so runs in two precisions never resume each other.
 
 ``run_training`` runs five named phases over three records: ``prepare`` (configuration, data, device and
-precision, fingerprint, directories; then ``open_session``: the accelerator and the resume state) makes
+precision, fingerprint, directories; then ``open_attempt``: the accelerator and the resume state) makes
 the ``Run``; ``build`` (model, method, optimiser, schedule, restored when resuming) makes the ``Parts``;
 ``train_steps`` (the step loop) calls ``evaluate_and_keep`` (evaluate, keep the best) and ``save_last``;
 ``save_and_commit`` writes the model. ``Run`` and ``Parts`` stay as made; the one state the loop changes
@@ -362,8 +362,8 @@ class Progress:
     best: dict | None = None  # the kept evaluation: step, stsb_dev_spearman, align, uniform
     dev_history: list = field(default_factory=list)
     losses: list = field(default_factory=list)  # [step, loss] after each step
-    wall_s: float = 0.0  # over every session of the run
-    sessions: int = 0
+    wall_s: float = 0.0  # over every attempt (process) of the run
+    sessions: int = 0  # attempts (processes) that ran the run; the stored key keeps its name
     dev_before: float | None = None  # STS-B dev before training: reported, never selected
 
     @classmethod
@@ -404,7 +404,7 @@ class RunDirs:
 @dataclass
 class Run:
     """What ``prepare`` fixes for the whole run (configuration, data, precision, fingerprint, directories)
-    and the session it runs in (accelerator, device, log, clock)."""
+    and the attempt (process) it runs in (accelerator, device, log, clock)."""
 
     job: TrainJob
     method_cls: Any
@@ -418,8 +418,8 @@ class Run:
     log: Callable[[str], None]
     device: str
     accelerator: Any = None
-    started: float = 0.0  # perf_counter when this session started
-    wall_before: float = 0.0  # wall seconds of the earlier sessions
+    started: float = 0.0  # perf_counter when this attempt (process) started
+    wall_before: float = 0.0  # wall seconds of the earlier attempts
 
     @property
     def cfg(self) -> TrainConfig:
@@ -470,7 +470,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
     done = already_trained(run, restart)
     if done is not None:
         return done
-    progress, resuming = open_session(run, restart, started)
+    progress, resuming = open_attempt(run, restart, started)
     parts = build(run, progress, resuming)
     if not train_steps(run, parts, progress, stop_after):
         return {"stopped_at": progress.step}
@@ -530,7 +530,7 @@ def already_trained(run: Run, restart: bool) -> dict | None:
     return None
 
 
-def open_session(run: Run, restart: bool, started: float) -> tuple[Progress, bool]:
+def open_attempt(run: Run, restart: bool, started: float) -> tuple[Progress, bool]:
     """The accelerator on the chosen device and precision, then the resume state: (progress, resuming)."""
     import torch
     from accelerate import Accelerator
