@@ -24,14 +24,13 @@ import importlib
 import importlib.util
 import json
 import os
-import socket
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
 from attacks import nltk_data
 from bench.errors import BenchError
+from bench.hub import connection_problem
 from bench.resources_layout import Layout, read_plain_pickle  # noqa: F401  (read_plain_pickle: part of this module's API)
 
 BUILD_HINT = "run `bench resources build`"
@@ -41,14 +40,9 @@ TA_POST_INSTALL_MARKER = "post_install_check_3"
 OFFLINE_ENV = "BENCH_OFFLINE"  # "1": never probe the network for real resources
 
 
-@lru_cache(maxsize=None)
 def _reachable(host: str, port: int = 443, timeout: float = 3.0) -> bool:
     """One TCP connect per host and process; real resources are tried only where this succeeds."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+    return connection_problem(host, port, timeout) is None
 
 
 @dataclass(frozen=True)

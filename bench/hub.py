@@ -52,8 +52,13 @@ def offline_reason() -> str | None:
     if constants is not None and getattr(constants, "HF_HUB_OFFLINE", False):
         return "HF_HUB_OFFLINE is set"
     host, port = address()
+    return connection_problem(host, port, _timeout())
+
+
+def connection_problem(host: str, port: int = 443, timeout: float = 2.0) -> str | None:
+    """Why one TCP connect to host:port fails ("host:port: why"), or None when it succeeds; tried once
+    per address and process (the Hub check here, the attacks' real resources in attacks.resources)."""
     if (host, port) not in _probed:
-        timeout = _timeout()
         try:
             with socket.create_connection((host, port), timeout=timeout):
                 _probed[host, port] = None
