@@ -193,7 +193,7 @@ class FinetunedClassifier(_Classifier):
         from safetensors.torch import load_model
 
         directory = Path(directory)
-        card = json.loads((directory / CARD).read_text(encoding="utf-8"))
+        card = read_victim_card(directory)
         if file_sha256(directory / WEIGHTS) != card.get("weights_sha256"):
             raise BenchError(f"{directory / WEIGHTS} does not match the sha256 in its card (corrupt or "
                              f"half-written). Delete {directory} and re-run to retrain it.")
@@ -319,17 +319,39 @@ def _request(encoder, protocol: str, task: str, num_labels: int, config, data: l
     return json.loads(json.dumps(request))
 
 
+def read_victim_card(directory: Path) -> dict:
+    """A saved classifier's card; a BenchError naming the file and the fix if it is not a JSON object."""
+    try:
+        card = json.loads((directory / CARD).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        card = exc
+    if not isinstance(card, dict):
+        raise BenchError(f"The classifier card {directory / CARD} is unreadable or not a JSON object (corrupt "
+                         f"or half-written). Delete {directory} and re-run to retrain it.")
+    return card
+
+
+def _readable_card(directory: Path, log: Callable[[str], None]) -> dict | None:
+    """The cached classifier's card, or None (logged) when it is corrupt: a cache entry, so it is retrained."""
+    try:
+        return read_victim_card(directory)
+    except BenchError:
+        log(f"The classifier card at {directory} is corrupt; retraining it.")
+        return None
+
+
 def _load_or_train(encoder, paths, protocol: str, task: str, num_labels: int, train: Sequence[Labelled], config,
                    dev: Labelled | None, label_names, log: Callable[[str], None], train_fn, load_fn):
     data_mix, data = mix(train, getattr(config, "max_examples", None), config.seed)
     request = _request(encoder, protocol, task, num_labels, config, data, dev, label_names)
     directory = victim_dir(paths.home, encoder.name, task, protocol, config.seed, request)
     if (directory / CARD).exists() and (directory / WEIGHTS).exists():
-        card = json.loads((directory / CARD).read_text(encoding="utf-8"))
-        if {k: card.get(k) for k in request} == request:
+        card = _readable_card(directory, log)
+        if card is not None and {k: card.get(k) for k in request} == request:
             log(f"Reusing the {protocol} classifier at {directory}")
             return load_fn(directory)
-        log(f"The classifier at {directory} does not match its request (edited card?); retraining it.")
+        if card is not None:
+            log(f"The classifier at {directory} does not match its request (edited card?); retraining it.")
     counts = ", ".join(f"{d['used']} of {d['source']}" for d in data)  # no "a:b: n": rich reads ":b:" as an emoji
     log(f"Training a {protocol} classifier on {encoder.name} for '{task}' (seed {config.seed}) on "
         f"{len(data_mix.inputs)} examples ({counts}) on {encoder.device}")
@@ -436,7 +458,7 @@ class FrozenHeadClassifier(_Classifier):
         from safetensors.torch import load_model
 
         directory = Path(directory)
-        card = json.loads((directory / CARD).read_text(encoding="utf-8"))
+        card = read_victim_card(directory)
         if file_sha256(directory / WEIGHTS) != card.get("weights_sha256"):
             raise BenchError(f"{directory / WEIGHTS} does not match the sha256 in its card (corrupt or "
                              f"half-written). Delete {directory} and re-run to retrain it.")

@@ -173,3 +173,21 @@ def test_mix_caps_with_per_source_counts():
     assert sum(c["used"] for c in counts) == 20 and [c["available"] for c in counts] == [10, 30]
     again, _ = mix([Labelled(["a"] * 10, [0] * 10, "s1"), Labelled(["b"] * 30, [1] * 30, "s2")], cap=20, seed=0)
     assert again.inputs == data.inputs  # seeded
+
+
+def test_a_corrupt_victim_card_is_retrained_and_a_direct_load_names_the_fix(encoder, tmp_path):
+    from bench.errors import BenchError
+
+    paths = Paths(home=tmp_path / "home", data=tmp_path / "data", results=tmp_path / "results")
+    logs = []
+    load_or_train_frozen(encoder, paths, "toy", 2, [sentiment_set(16)], FrozenHeadConfig(epochs=1), log=logs.append)
+    (directory,) = _victim_dirs(paths)
+    (directory / "card.json").write_text('{"protocol": "froz')  # half-written
+    with pytest.raises(BenchError, match="Delete .* and re-run"):
+        FrozenHeadClassifier.load(directory, encoder)
+    logs.clear()
+    again = load_or_train_frozen(encoder, paths, "toy", 2, [sentiment_set(16)], FrozenHeadConfig(epochs=1),
+                                 log=logs.append)
+    assert any("corrupt; retraining" in m for m in logs) and not any("Reusing" in m for m in logs)
+    assert json.loads((directory / "card.json").read_text())["protocol"] == "frozen"
+    assert isinstance(again, FrozenHeadClassifier)
