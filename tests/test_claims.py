@@ -207,7 +207,11 @@ def test_render_on_a_tiny_results_dir(tmp_path):
     assert md.count("\n| **") == 2  # one row per claim
     assert "replicated" in md and NOT_TESTABLE + ": no CoLA data offline" in md
     assert "+3.03" in md  # the paper's Δ, from paper_values.csv (82.97 − 79.94)
-    assert "`bench run --model better-seed1" in md and "a tiny fixture" in md
+    assert "a tiny fixture" in md
+    # the table names the missing run by its number in the compute plan; the plan gives the command
+    (seed1_line,) = [ln for ln in md.splitlines() if ln.startswith("| **")][:1]
+    assert "not run yet (no cell for better-seed1): plan step 1" in seed1_line and "`bench run" not in seed1_line
+    assert "\n1. `bench run --model better-seed1" in md
     assert "<table>" in page and "no CoLA data offline" in page
     # stored cells under another setting are not compared
     other = tmp_path / "other"
@@ -257,4 +261,11 @@ def test_compute_plan_counts_each_command_and_training_once(tmp_path):
     assert sorted(s.model for s in todo) == ["base", "base-seed1", "better", "better-seed1"]
     assert total == pytest.approx(4 * 1 + 2 * 2.4 * 250 / 60)
     md = claims.to_markdown(book, rows)
-    assert "4 distinct `bench run` commands" in md and md.count("- `bench run --model") == 4
+    assert "4 distinct `bench run` commands" in md and [f"{i}. `bench run --model" in md for i in range(1, 6)] == \
+        [True] * 4 + [False]
+    # each claim's seed-0 line points at the plan steps of its two missing models
+    numbers = claims.plan_numbers(rows)
+    first = rows[0].lines[0]
+    assert len(first.steps) == 2 and {numbers[s.command] for s in first.steps} == {1, 2}
+    assert ": plan steps 1, 2, about" in claims.line_text(first, rows[0].claim, numbers)
+    assert "`bench run --model base " in claims.line_text(first, rows[0].claim)  # without a plan: the command
