@@ -31,7 +31,7 @@ def read(results_dir: Path) -> dict:
 
 # What a trained model's card lends to the results: its training budget and the dev curve (reports draw it).
 TRAINING_FIELDS = ("method", "profile", "steps", "epochs_seen", "wall_s", "amp", "device", "stsb_dev_before", "best",
-                   "dev_history", "final_loss", "git_commit")
+                   "dev_history", "final_loss", "git_commit", "open_choices")
 
 
 def training_entry(spec, models_dir: Path | None) -> dict:

@@ -102,6 +102,7 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None) -> dict
         found, _ = compare_models(store, other, model, cache=cache)
         diffs[role] = {(d.suite, d.task, d.seed, d.config_hash, tuple(d.key.values())): d for d in found}
     sections = [_identity(model, catalog.models.get(model), others, catalog.group(model))]
+    sections += _open_choices(catalog.models.get(model))
     suites = sorted({k[0] for k in cells}, key=lambda s: (SUITE_ORDER.index(s) if s in SUITE_ORDER else 99, s))
     all_rows = []
     for suite in suites:
@@ -168,6 +169,8 @@ def _identity(model: str, entry: dict | None, others: dict[str, str], family: st
                  ("recipe", ", ".join(f"{k}={v}" for k, v in sorted((entry.get("recipe") or {}).items()))
                   or "method defaults"),
                  ("training steps", training.get("steps")),
+                 ("passes over the training data", _passes(training)),
+                 ("weights kept", _selected_text(training)),
                  ("training wall time (s)", None if training.get("wall_s") is None else round(float(training["wall_s"]))),
                  ("training step cost", step_cost_text(entry.get("method") or "")),
                  ("description", entry.get("description"))]
@@ -184,6 +187,32 @@ def _identity(model: str, entry: dict | None, others: dict[str, str], family: st
                           "95% CIs as recorded in each row (ci_method): bootstrap over pairs/examples, Wilson for "
                           "proportions, t-interval over runs, bootstrap of the tasks' resamples for averages.")
     return sec
+
+
+def _passes(training: dict) -> str | None:
+    passes = training.get("epochs_seen")
+    return None if passes is None else f"{float(passes):.2f}"
+
+
+def _selected_text(training: dict) -> str | None:
+    """Which step's weights the model is, and the STS-B dev score that chose them (the trainer's dev curve)."""
+    best, before = training.get("best") or {}, training.get("stsb_dev_before")
+    if best.get("step") is None:
+        return None
+    dev = best.get("stsb_dev_spearman")
+    score = "" if dev is None else f" (STS-B dev Spearman {float(dev):.2f}" + (
+        f"; {float(before):.2f} before training)" if before is not None else ")")
+    return f"step {best['step']} of {training.get('steps', '?')}{score}"
+
+
+def _open_choices(entry: dict | None) -> list[Section]:
+    """The choices the method's paper leaves open, as the trainer recorded them in the model's card."""
+    choices = ((entry or {}).get("training") or {}).get("open_choices") or {}
+    if not choices:
+        return []
+    return [Section("Choices the paper leaves open", paragraphs=[
+        "As recorded by the trainer in the model's bench card (each method class's `open_choices`, bench/methods/)."],
+        headers=["choice", "taken here"], rows=[[k, str(v)] for k, v in sorted(choices.items())])]
 
 
 def _series(results_dir: Path, model: str) -> list[Section]:

@@ -731,3 +731,24 @@ def test_card_cites_the_measured_step_cost(tmp_path):
     assert step_cost_text("robustembed", path).startswith("5.27x SimCSE's step (MiniLM, batch 64")
     assert step_cost_text("dcl", path) is None  # not measured: no row rather than a guess
     assert step_cost_text("simcse", tmp_path / "missing.json") is None
+
+
+def test_card_shows_the_kept_step_and_the_papers_open_choices(results, tmp_path):
+    """The trainer's card facts reach the robustness card through plugins.json: the step whose weights the
+    model is, with the dev score that chose it, the passes over the data, and the choices the paper leaves open."""
+    from bench import metadata, registry
+    from reports.card import card
+
+    models = tmp_path / "models"
+    (models / "robust-y").mkdir(parents=True)
+    (models / "robust-y" / "bench_card.json").write_text(json.dumps({
+        "method": "robustembed", "steps": 250, "epochs_seen": 1.344, "stsb_dev_before": 68.894,
+        "best": {"step": 125, "stsb_dev_spearman": 74.198}, "open_choices": {"epsilon": "1e-5 (not given)"}}))
+    metadata.export(results, models=[registry.ModelSpec(name="robust-y", backbone="b", method="robustembed",
+                                                        base="simcse-bert", profile="smoke")], models_dir=models)
+    _cell(ResultStore(results), "robust-y", "sts", "sts12", 0, [("spearman", 71.0)],
+          evidence=_sts_evidence("robustembed-bert", "sts12"))
+    md = card(results, "robust-y")["card-robust-y.md"]
+    assert "| weights kept | step 125 of 250 (STS-B dev Spearman 74.20; 68.89 before training) |" in md
+    assert "| passes over the training data | 1.34 |" in md
+    assert "## Choices the paper leaves open" in md and "| epsilon | 1e-5 (not given) |" in md
