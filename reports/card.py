@@ -48,12 +48,16 @@ def baselines(model: str, catalog: Catalog) -> dict[str, str]:
         def training_seed(m: dict):
             return (m.get("recipe") or {}).get("seed", 0)
 
-        # SimCSE from the same base at the same profile, trained with the same seed where there is one
-        simcse = sorted((training_seed(m) != training_seed(entry), name) for name, m in catalog.models.items()
+        # SimCSE from the same base at the same profile: the one named as this model with the method swapped
+        # (the same recipe, seed and kept step: robustembed-…-scale-step250 -> simcse-…-scale-step250) where
+        # it has results, else one trained with the same seed where there is one
+        twin = "simcse" + model[len(entry["method"]):] if model.startswith(entry["method"]) else ""
+        simcse = sorted((name != twin, training_seed(m) != training_seed(entry), name)
+                        for name, m in catalog.models.items()
                         if m.get("method") == "simcse" and m.get("base") == entry.get("base")
                         and m.get("profile") == entry.get("profile"))
         if simcse:
-            out["SimCSE"] = simcse[0][1]
+            out["SimCSE"] = simcse[0][-1]
     return out
 
 

@@ -285,6 +285,16 @@ def test_report_card(results, tmp_path):
     catalog = Catalog.load(results)
     assert baselines("robust-x", catalog)["SimCSE"] == "simcse-x"
     assert baselines("robust-x-seed1", catalog)["SimCSE"] == "a-simcse-x-seed1"
+    # a checkpoint of a longer run is compared with SimCSE's checkpoint at the same step, once that has results
+    steps = {"max_steps": 1000, "keep_steps": "250,1000"}
+    metadata.export(results, models=[
+        registry.ModelSpec(name="robustembed-x-step250", backbone="b", method="robustembed", base="simcse-bert",
+                           profile="smoke", recipe=steps)])
+    assert baselines("robustembed-x-step250", Catalog.load(results))["SimCSE"] == "simcse-x"  # no twin yet
+    metadata.export(results, models=[
+        registry.ModelSpec(name=n, backbone="b", method="simcse", base="simcse-bert", profile="smoke", recipe=steps)
+        for n in ("simcse-x-step1000", "simcse-x-step250")])
+    assert baselines("robustembed-x-step250", Catalog.load(results))["SimCSE"] == "simcse-x-step250"
     env = {"BENCH_RESULTS_DIR": str(results)}
     bad = _bench("report", "--card", "nobody", "--out", str(tmp_path / "r"), env_extra=env)
     assert bad.returncode == 2 and "nobody" in bad.stderr
