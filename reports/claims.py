@@ -340,8 +340,9 @@ def run_minutes(costs: dict, options: dict) -> float:
     recipes = options.get("recipe") or []
     runs = int(options.get("runs") or 1)
     examples = int(options.get("limit") or costs.get("attack_default_limit", 1000))
-    seconds = examples * runs * len(recipes if isinstance(recipes, list) else [recipes]) \
-        * float(costs.get("attack_seconds_per_example_recipe", 2))
+    default, measured = float(costs.get("attack_seconds_per_example_recipe", 2)), costs.get("attack_seconds") or {}
+    seconds = examples * runs * sum(float(measured.get(r, default))
+                                    for r in (recipes if isinstance(recipes, list) else [recipes]))
     victim = float((costs.get("victim_minutes") or {}).get(options.get("victim"), 0)) * runs
     return seconds / 60 + victim
 

@@ -269,3 +269,13 @@ def test_compute_plan_counts_each_command_and_training_once(tmp_path):
     assert len(first.steps) == 2 and {numbers[s.command] for s in first.steps} == {1, 2}
     assert ": plan steps 1, 2, about" in claims.line_text(first, rows[0].claim, numbers)
     assert "`bench run --model base " in claims.line_text(first, rows[0].claim)  # without a plan: the command
+
+
+def test_attack_cost_uses_a_recipes_measured_seconds_where_known():
+    costs = {"attack_seconds_per_example_recipe": 2, "attack_seconds": {"bae": 0.5},
+             "victim_minutes": {"frozen": 1}}
+    options = {"suite": "adversarial", "limit": 120, "runs": 2, "victim": "frozen"}
+    # 120 examples x 2 runs: 0.5 s each for BAE, the default 2 s for PWWS; one frozen victim per run
+    assert claims.run_minutes(costs, {**options, "recipe": ["bae"]}) == pytest.approx(240 * 0.5 / 60 + 2)
+    assert claims.run_minutes(costs, {**options, "recipe": ["bae", "pwws"]}) == pytest.approx(240 * 2.5 / 60 + 2)
+    assert claims.run_minutes(costs, {**options, "recipe": "pwws"}) == pytest.approx(240 * 2 / 60 + 2)
