@@ -408,7 +408,8 @@ def line_text(line: Comparison, claim: Claim, plan: dict[str, int] | None = None
             numbers = sorted({plan[s.command] for s in line.steps})
             todo = ("plan step " if len(numbers) == 1 else "plan steps ") + ", ".join(map(str, numbers))
             return f"{where}: {NOT_RUN} (no cell for {', '.join(line.missing)}): {todo}" + (f", {cost}" if cost else "")
-        return f"{where}: {NOT_RUN}: no cell for {', '.join(line.missing)}; `{line.command}`" + (f" ({cost})" if cost else "")
+        return (f"{where}: {NOT_RUN}: no cell for {', '.join(line.missing)}; `{line.command}`"
+                + (f" ({cost})" if cost else ""))
     if line.low is None:
         return f"{where}: Δ {format_number(line.estimate, 2, signed=True)} ({line.verdict.note or NO_EVIDENCE})"
     k = display_decimals(line.low, line.high)
@@ -474,8 +475,9 @@ RULE = ("Verdicts (reports/claims.py `verdict`, on the 95% CI of method − base
         "replicated = the paper's sign and the CI excludes 0 (noted when the CI also excludes the paper's Δ, "
         "i.e. a smaller or larger effect); inconclusive = the CI includes both 0 and the paper's Δ; not detected = "
         "the CI includes 0 and excludes the paper's Δ; reversed = the other sign, CI excludes 0; not testable here "
-        "(with why); not run yet (with its estimated CPU time and the numbered commands of the compute plan below); no paired evidence (both cells "
-        "stored, but one lacks its per-example evidence). A claim's verdict is its first "
+        "(with why); not run yet (with its estimated CPU time and the numbered commands of the compute plan "
+        "below); no paired evidence (both cells stored, but one lacks its per-example evidence). A claim's "
+        "verdict is its first "
         "line's (training seed 0, first setting); further training seeds are listed and said to agree or not. "
         "CIs and p: the paired comparison of `bench compare` (paired bootstrap, 1,000 resamples, over the examples "
         "both cells scored; McNemar mid-p for per-example binary outcomes).")
