@@ -403,6 +403,19 @@ def umask_permissions(path: Path) -> None:
         os.chmod(item, (0o777 if item.is_dir() else 0o666) & ~mask)
 
 
+def read_json(path: Path) -> tuple[object, str | None]:
+    """(the parsed JSON, None), or (None, what is wrong: "cannot be read (...)", "is not UTF-8 text" or "is not
+    valid JSON (line L column C: ...)"), for a message that names the file and the fix."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8")), None
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    except UnicodeDecodeError:
+        return None, "is not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return None, f"is not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Write to a temporary file in the same directory, then rename: readers never see half a file,
     and a failure mid-write leaves the previous version in place."""

@@ -46,7 +46,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bench.data import atomic_write_text, umask_permissions
+from bench.data import atomic_write_text, read_json, umask_permissions
 from bench.encoder import autocast, dtype_name
 from bench.errors import BenchError
 from bench.poolers import NEEDS_HIDDEN_STATES, POOLERS
@@ -320,14 +320,13 @@ def _request(encoder, protocol: str, task: str, num_labels: int, config, data: l
 
 
 def read_victim_card(directory: Path) -> dict:
-    """A saved classifier's card; a BenchError naming the file and the fix if it is not a JSON object."""
-    try:
-        card = json.loads((directory / CARD).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        card = exc
-    if not isinstance(card, dict):
-        raise BenchError(f"The classifier card {directory / CARD} is unreadable or not a JSON object (corrupt "
-                         f"or half-written). Delete {directory} and re-run to retrain it.")
+    """A saved classifier's card; a BenchError naming the file, what is wrong and the fix otherwise."""
+    card, problem = read_json(directory / CARD)
+    if problem is None and not isinstance(card, dict):
+        problem = "is not a JSON object"
+    if problem is not None:
+        raise BenchError(f"The classifier card {directory / CARD} {problem} (corrupt or half-written). "
+                         f"Delete {directory} and re-run to retrain it.")
     return card
 
 

@@ -289,15 +289,10 @@ CARD_NEEDS = ("name", "method", "pooler")  # what a checkpoint's card must say t
 
 def read_card(card_path: Path) -> dict:
     """A checkpoint's bench card; a BenchError naming the file, what is wrong and the fix otherwise."""
-    try:
-        card = json.loads(card_path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        problem = f"cannot be read ({exc.strerror or exc})"
-    except UnicodeDecodeError:
-        problem = "is not UTF-8 text"
-    except json.JSONDecodeError as exc:
-        problem = f"is not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
-    else:
+    from bench.data import read_json
+
+    card, problem = read_json(card_path)
+    if problem is None:
         missing = [k for k in CARD_NEEDS if not isinstance(card, dict) or not isinstance(card.get(k), str)]
         if not missing:
             return card

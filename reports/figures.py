@@ -56,7 +56,6 @@ class Point:
     paper_y: float | None = None
 
 
-
 def figure_bytes(fig) -> dict[str, bytes]:
     """{"png": ..., "pdf": ...} of a matplotlib figure, without the dates and versions that would make
     two renders of the same data differ; closes the figure."""
@@ -69,6 +68,7 @@ def figure_bytes(fig) -> dict[str, bytes]:
         out[fmt] = buf.getvalue()
     plt.close(fig)
     return out
+
 
 def _measure(rows, where: dict, measure: Measure) -> float | None:
     values = [stat(rows, {**where, "metric": m}).mean for m in measure.metrics]
