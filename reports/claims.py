@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.errors import BenchError
-from bench.stats import display_decimals, format_number, format_p
+from bench.stats import LEVEL, display_decimals, format_number, format_p
 from bench.store import ResultStore
 from reports.paper import PAPER_VALUES, PaperRef, PaperValues
 from reports.paper import by_label as paper_by_label
@@ -51,7 +51,7 @@ class Verdict:
     note: str = ""  # e.g. a replicated effect whose CI excludes the paper's Δ
 
 
-def verdict(direction: str, paper_delta: float, low: float, high: float) -> Verdict:
+def verdict(direction: str, paper_delta: float, low: float, high: float, p: float | None = None) -> Verdict:
     """The verdict of our 95% CI [low, high] of method − baseline against the paper's Δ.
 
     The CI is closed: an end exactly at 0 (or at the paper's Δ) counts as including it.
@@ -61,13 +61,24 @@ def verdict(direction: str, paper_delta: float, low: float, high: float) -> Verd
     - reversed: the CI excludes 0 on the other side;
     - inconclusive: the CI includes both 0 and the paper's Δ (this run cannot tell them apart);
     - not detected: the CI includes 0 but excludes the paper's Δ (an effect the paper's size is ruled out).
+
+    A direction also needs the paired test, where there is one (``p``), to reject at 1 − LEVEL: when only a
+    handful of examples differ between the two models, every resample keeps their imbalance and the
+    percentile bootstrap's CI excludes 0 where McNemar's test cannot (4 of 200 examples, all one way:
+    CI [+0.5, +4.0], mid-p 0.06). Such a line is judged as if its CI included 0, and the note says so.
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
     if low > high:
         raise ValueError(f"the CI's low end {low} is above its high end {high}")
     asserted = 1 if direction == "higher" else -1
-    if low > 0 or high < 0:
+    excludes_zero = low > 0 or high < 0
+    if excludes_zero and p is not None and p >= 1 - LEVEL:
+        widened = (min(0.0, low), max(0.0, high))  # the CI as if it reached 0
+        label = INCONCLUSIVE if widened[0] <= paper_delta <= widened[1] else NOT_DETECTED
+        return Verdict(label, f"the CI excludes 0 but the paired test does not (p {format_p(p)}): too few "
+                              "examples differ to call a direction")
+    if excludes_zero:
         ours = 1 if low > 0 else -1
         if ours != asserted:
             return Verdict(REVERSED)
@@ -284,7 +295,7 @@ def compare_pair(store: ResultStore, ledger: Ledger, claim: Claim, baseline: str
     if x is None or x.low is None or x.high is None:
         return Comparison(method, baseline, variant, Verdict(NO_EVIDENCE, d.note), estimate=d.estimate,
                           values=(d.a, d.b))
-    return Comparison(method, baseline, variant, verdict(claim.direction, claim.paper_delta, x.low, x.high),
+    return Comparison(method, baseline, variant, verdict(claim.direction, claim.paper_delta, x.low, x.high, x.p),
                       estimate=d.estimate, low=x.low, high=x.high, p=x.p, pairs=x.n, values=(d.a, d.b))
 
 
@@ -480,7 +491,9 @@ RULE = ("Verdicts (reports/claims.py `verdict`, on the 95% CI of method − base
         "verdict is its first "
         "line's (training seed 0, first setting); further training seeds are listed and said to agree or not. "
         "CIs and p: the paired comparison of `bench compare` (paired bootstrap, 1,000 resamples, over the examples "
-        "both cells scored; McNemar mid-p for per-example binary outcomes).")
+        "both cells scored; McNemar mid-p for per-example binary outcomes). A direction (replicated, reversed) "
+        "also needs p < 0.05: where the CI excludes 0 but the paired test does not (a few discordant examples, all "
+        "one way, keep every bootstrap resample off 0), the line is judged as if the CI included 0, and says so.")
 
 
 def to_markdown(book: Ledger, rows: list[Row]) -> str:

@@ -54,6 +54,19 @@ def test_verdict_boundaries(direction, paper, low, high, label):
     assert "smaller" in verdict("higher", 1.5, 1e-9, 1.4999).note
 
 
+@pytest.mark.parametrize("paper, low, high, p, label", [
+    (-13.59, 0.5, 4.0, 0.062, NOT_DETECTED),  # CI off 0, test not significant: no direction called
+    (3.0, 0.5, 4.0, 0.062, INCONCLUSIVE),     # ... and the paper's Δ inside the CI
+    (-0.3, -4.0, -0.5, 0.062, INCONCLUSIVE),  # ... or between the CI and 0
+    (-13.59, 0.5, 4.0, 0.01, REVERSED),       # the test agrees: the direction stands
+    (-13.59, -1.0, 4.0, 0.01, NOT_DETECTED),  # a CI that includes 0 is judged by the CI alone
+])
+def test_verdict_needs_the_paired_test_to_agree(paper, low, high, p, label):
+    v = verdict("lower", paper, low, high, p)
+    assert v.label == label
+    assert ("paired test does not" in v.note) == (p >= 0.05 and (low > 0 or high < 0))
+
+
 def test_verdict_rejects_bad_input():
     with pytest.raises(ValueError):
         verdict("better", 1.0, 0.0, 1.0)
