@@ -8,7 +8,7 @@ Rules every table follows:
 - a missing cell is "–"; an average over fewer cells than it names is marked "†" and never bold;
 - bold is the best per column within a backbone group (and within a block, e.g. one attack), when
   the group has two or more results there and a paired test on the stored per-example evidence
-  (bench/stats.py: the 95% CI of best − runner-up excludes 0) says it is better; a best value the
+  (bench/stats.py: the 95% CI of best − runner-up excludes 0, and p < 0.05) says it is better; a best value the
   test cannot separate from the runner-up is marked "n.s."; without stored evidence, neither;
 - tables with ``paper_rows`` also list the paper's own rows as reference lines ("paper · <row>");
 - each backbone group's header appears once (blocks, e.g. attacks, are a column within it);
@@ -359,7 +359,8 @@ def _mark_best(lines: list[Line], better: list[str], decimals: int, evidence: Ev
 
 
 def _better(best: Cell, runner_up: Cell, sign: int, evidence: EvidenceIndex | None) -> bool | None:
-    """Whether best − runner-up is significantly in the better direction (its paired 95% CI excludes 0);
+    """Whether best − runner-up is significantly in the better direction (its paired 95% CI excludes 0 and
+    the test rejects: ``Difference.significant``);
     None when either has no stored evidence or they share no examples."""
     if evidence is None:
         return None
@@ -372,7 +373,7 @@ def _better(best: Cell, runner_up: Cell, sign: int, evidence: EvidenceIndex | No
         return None
     if d.low is None or d.high is None:
         return None
-    return (d.low > 0) if sign > 0 else (d.high < 0)
+    return d.significant and ((d.low > 0) if sign > 0 else (d.high < 0))
 
 
 def _setting_text(value) -> str:
@@ -424,7 +425,7 @@ def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], ab
         f"Bold: best per column within a backbone group of two or more results ({'lower' if spec.better == 'lower' else 'higher'} "
         f"is better" + (", per column as the header says" if len(set(_betters(spec))) > 1 else "")
         + "), only when a paired test on the stored per-example evidence separates it from the runner-up "
-          f"(the 95% CI of the difference excludes 0); {NOT_SIGNIFICANT}: best, but not separable from the "
+          f"(the 95% CI of the difference excludes 0 and p < 0.05); {NOT_SIGNIFICANT}: best, but not separable from the "
           "runner-up; neither mark where no evidence is stored.")
     marks = f"{MISSING}: no result. {PARTIAL}: average over fewer results than the columns it names."
     unverified = unverified_files(rows)

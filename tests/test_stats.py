@@ -183,6 +183,18 @@ def test_paired_binary_handles_examples_skipped_by_one_model():
     assert d.p == d.extra["mcnemar"]["p_mid"]
 
 
+def test_few_discordant_examples_all_one_way_are_not_significant():
+    # 4 of 200 examples succeed only against B: every resample keeps B >= A, so the percentile CI stays off
+    # 0, but McNemar's mid-p over 4 discordant pairs is 0.0625; "significant" needs both.
+    a = np.zeros(200)
+    b = a.copy()
+    b[:4] = 1
+    d = stats.paired_bootstrap(stats.Evidence("proportion", stats.Sample(list(range(200)), {"s": a}), ("s",)),
+                               stats.Evidence("proportion", stats.Sample(list(range(200)), {"s": b}), ("s",)))
+    assert d.estimate == pytest.approx(2.0) and d.low > 0
+    assert d.p == pytest.approx(0.0625) and not d.significant
+
+
 def test_paired_mean_difference_and_runs():
     rng = np.random.default_rng(0)
     q = rng.poisson(80, 200).astype(float)

@@ -15,7 +15,7 @@ configuration; only the model differs), from the stored results and their eviden
   run) and the difference of the averages is bootstrapped from each part's paired resamples; runs pool
   McNemar's counts for the p-value, an (unweighted) average of tasks takes the bootstrap's.
 
-A difference whose CI excludes 0 is flagged (*). Rows without stored evidence show the difference of
+A difference whose CI excludes 0 and whose p is below 0.05 is flagged (*). Rows without stored evidence show the difference of
 the values only.
 """
 
@@ -154,7 +154,7 @@ def footnotes(model_a: str, model_b: str, diffs: list, counts: dict) -> list[str
     from bench.uncertainty import UNVERIFIED
 
     notes = [f"{counts['shared_cells']} shared cell(s); cells only {model_a}: {counts['only_a']}, only "
-             f"{model_b}: {counts['only_b']}. *: the 95% CI of B − A excludes 0. CIs: paired bootstrap "
+             f"{model_b}: {counts['only_b']}. *: the 95% CI of B − A excludes 0 and p < 0.05. CIs: paired bootstrap "
              f"(1,000 resamples, seed 0) over the examples both cells scored; p: McNemar mid-p for per-example "
              f"binary outcomes (on examples both counted), else the bootstrap's."]
     unmatched = sum(d.diff.extra.get("unmatched", 0) for d in diffs if d.diff)
