@@ -27,6 +27,8 @@ STYLE = (
     "table.sortable th{cursor:pointer}table.sortable th:after{content:' \\2195';color:#aaa;font-weight:400}"
     "figure{display:inline-block;margin:8px 16px 16px 0;vertical-align:top}figure img{border:1px solid #ddd;width:520px}"
     "figcaption{font-size:13px;max-width:520px}ul{padding-left:20px}li{margin:3px 0}"
+    "table.claims{table-layout:fixed;width:100%}div.line{margin:0 0 6px}div.line+div.line{border-top:1px dotted #ccc;"
+    "padding-top:4px}"
 )
 
 # Click a header to sort by it (numbers as numbers; a cell's data-v, when set, is its sort value).
