@@ -225,7 +225,7 @@ def test_render_on_a_tiny_results_dir(tmp_path):
     (seed1_line,) = [ln for ln in md.splitlines() if ln.startswith("| **")][:1]
     assert "not run yet (no cell for better-seed1): plan step 1" in seed1_line and "`bench run" not in seed1_line
     assert "\n1. `bench run --model better-seed1" in md
-    assert "<table>" in page and "no CoLA data offline" in page
+    assert "<table class=\"claims\">" in page and page.count("<div class=\"line\">") >= 2 and "no CoLA data offline" in page
     # stored cells under another setting are not compared
     other = tmp_path / "other"
     _sts_cell(ResultStore(other), "base", noise=3.0)
