@@ -24,7 +24,7 @@ from reports.figures import figure_bytes
 @dataclass(frozen=True)
 class DiffPanel:
     """B − A of one row: suite, task, metric, aggregation, attack, and the cell settings it is read under
-    (dotted config keys, e.g. {"victim": "frozen", "constraints.mode": "unified"})."""
+    (dotted config keys, e.g. {"victim": "frozen", "constraints": "unified"})."""
 
     label: str
     suite: str

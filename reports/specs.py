@@ -189,7 +189,7 @@ TABLES += tuple(paper_table(*record) for record in PAPER_TABLES)
 
 # Series against training steps (reports/scale.py): RobustEmbed − SimCSE at each kept step of the 1,000-step
 # runs from minilm-mlm, on the settings the checkpoints are attacked under (MR, frozen victim, unified constraints).
-SCALE_ATTACK = {"victim": "frozen", "constraints.mode": "unified"}
+SCALE_ATTACK = {"victim": "frozen", "constraints": "unified"}
 SERIES = (
     SeriesSpec(
         name="scale-robustembed-vs-simcse", title="RobustEmbed − SimCSE from minilm-mlm against training steps",

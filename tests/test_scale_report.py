@@ -101,3 +101,17 @@ def test_generate_writes_figure_table_and_card(series_results, monkeypatch):
     text = card(root, "b-step250")["card-b-step250.md"]
     assert "## Series: B − A against steps" in text and "Step 250" in text
     assert "Step 500" in card(root, "a-step500")["card-a-step500.md"]
+
+
+def test_the_scale_series_reads_the_keys_the_adversarial_suite_writes():
+    """Each setting a published series filters its cells by is a key of the cell configuration the suite
+    writes, with the value that suite records (a filter on a key no cell has would leave every point missing)."""
+    from attacks.recipes import constraints_config
+    from reports.scale import _config_value
+    from reports.specs import SERIES
+
+    written = {"victim": "frozen", **constraints_config({"constraints": "unified"})}
+    for spec in SERIES:
+        for panel in spec.panels:
+            if isinstance(panel, DiffPanel) and panel.suite == "adversarial":
+                assert panel.where and all(_config_value(written, k) == v for k, v in panel.where.items()), panel
