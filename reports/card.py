@@ -184,7 +184,8 @@ def _identity(model: str, entry: dict | None, others: dict[str, str], family: st
             f"{role} ({other})" for role, other in others.items())
             + " on the cells both have (same suite, task, seed and configuration): paired bootstrap over the same "
               "pairs/examples (1,000 resamples, seed 0), McNemar mid-p for per-example binary outcomes; "
-              "'significant' when the 95% CI of the difference excludes 0; '–' where the other model has no such cell.")
+              "'significant' when the 95% CI of the difference excludes 0 and p < 0.05; '–' where the other model "
+              "has no such cell.")
     else:
         sec.paragraphs.append("Not a trained method model: no base or SimCSE comparison.")
     sec.paragraphs.append("Values ×100 for correlations and rates (queries and alignment/uniformity as measured). "
