@@ -245,6 +245,15 @@ class EvidenceWarning(BenchWarning):
     """A cell's evidence sidecar is missing or corrupt: its rows are used without evidence."""
 
 
+def _file_identity(path: Path) -> tuple:
+    """What tells one version of a file from another within a process (() when it does not exist)."""
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return ()
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def _decode_evidence(blob: bytes) -> dict:
     payload = json.loads(gzip.decompress(blob).decode("utf-8"))
     if not isinstance(payload, dict):
@@ -257,6 +266,9 @@ class ResultStore:
         self.root = Path(root)
         self.skipped: list[CorruptCell] = []  # unreadable cells that rows() passed over
         self.bad_evidence: dict[str, BadEvidence] = {}  # cells whose sidecar read_evidence refused
+        # read_evidence's decoded sidecars, by the two files' identity: a report reads each cell's several
+        # times (tables, cards, the ledger), and a rewritten file (a new inode, size or mtime) misses
+        self._evidence_read: dict[str, tuple[tuple, dict | None]] = {}
 
     def path(self, key: CellKey) -> Path:
         return self.root / key.relpath()
@@ -351,9 +363,16 @@ class ResultStore:
     def read_evidence(self, cell_path: Path) -> dict | None:
         """The cell's evidence sidecar, or None when there is none. A missing or corrupt one (see
         ``check_evidence``) is None too, named in an EvidenceWarning once and kept in ``bad_evidence``,
-        so readers (compare, reports) can say which cells lack it."""
+        so readers (compare, reports) can say which cells lack it. Returned dicts are shared between
+        callers: read them, do not change them."""
+        identity = _file_identity(cell_path) + _file_identity(self.evidence_path(cell_path))
+        known = self._evidence_read.get(str(cell_path))
+        if known is not None and known[0] == identity:
+            return known[1]
         try:
-            return self.check_evidence(cell_path)
+            evidence = self.check_evidence(cell_path)
+            self._evidence_read[str(cell_path)] = (identity, evidence)
+            return evidence
         except BadEvidence as exc:
             if str(exc.path) not in self.bad_evidence:
                 self.bad_evidence[str(exc.path)] = exc
