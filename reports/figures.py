@@ -56,6 +56,9 @@ class Point:
     paper_y: float | None = None
 
 
+CROWDED = 6  # more models than this in one figure: no name beside each point, the legend outside the axes
+
+
 def figure_bytes(fig) -> dict[str, bytes]:
     """{"png": ..., "pdf": ...} of a matplotlib figure, without the dates and versions that would make
     two renders of the same data differ; closes the figure."""
@@ -135,6 +138,11 @@ def to_csv(spec: FigureSpec, pts: list[Point], caption: str) -> str:
 
 def render(spec: FigureSpec, pts: list[Point], caption: str = "") -> dict[str, bytes]:
     """{"png": ..., "pdf": ...}; byte-identical across runs for a given matplotlib build."""
+    return figure_bytes(draw(spec, pts, caption))
+
+
+def draw(spec: FigureSpec, pts: list[Point], caption: str = ""):
+    """The matplotlib figure of ``render``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -143,7 +151,8 @@ def render(spec: FigureSpec, pts: list[Point], caption: str = "") -> dict[str, b
     models = list(dict.fromkeys(p.key["model"] for p in pts))
     colours = {m: plt.get_cmap("tab10")(i % 10) for i, m in enumerate(models)}
     markers = "osD^vP*Xh<>"
-    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    crowded = len(models) > CROWDED  # names beside the points would overlap: the legend names them
+    fig, ax = plt.subplots(figsize=(9.6 if crowded else 6.4, 4.8))
     if spec.connect:
         for group in dict.fromkeys(p.key[spec.connect] for p in pts):
             mates = [p for p in pts if p.key[spec.connect] == group]
@@ -155,7 +164,7 @@ def render(spec: FigureSpec, pts: list[Point], caption: str = "") -> dict[str, b
         ax.scatter([p.x for p in mine], [p.y for p in mine], color=colours[model], marker=markers[i % len(markers)],
                    s=40, label=model, zorder=3)
         for p in mine:
-            if not spec.connect:
+            if not spec.connect and not crowded:
                 ax.annotate(model, (p.x, p.y), textcoords="offset points", xytext=(6, 4), fontsize=8)
             if p.paper_x is not None and p.paper_y is not None:
                 ax.scatter([p.paper_x], [p.paper_y], facecolors="none", edgecolors=[colours[model]],
@@ -168,7 +177,10 @@ def render(spec: FigureSpec, pts: list[Point], caption: str = "") -> dict[str, b
     tasks = sorted({t for p in pts for t in p.tasks})
     ax.set_title(f"{spec.title}\n(mean over tasks: {', '.join(tasks)})", fontsize=9)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    if crowded:  # beside the axes, where it hides no point
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    else:
+        ax.legend(fontsize=8, loc="best")
     fig.text(0.01, 0.005, textwrap.fill(caption, 130), fontsize=6, color="0.3", va="bottom")
     fig.tight_layout(rect=(0, 0.04 * (1 + len(caption) // 130), 1, 1))
-    return figure_bytes(fig)
+    return fig

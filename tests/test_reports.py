@@ -478,6 +478,30 @@ def test_figures_png_pdf_and_data(generated):
     assert (float(robust["paper_x"]), float(robust["paper_y"])) == (-2.293, 0.058)
 
 
+@pytest.mark.parametrize("n_models", [3, 9])
+def test_a_crowded_figure_names_its_models_in_a_legend_beside_the_axes(n_models):
+    """Up to CROWDED models, each point carries its model's name; beyond, names beside the points would
+    overlap, so only the legend (outside the axes, hiding no point) names them."""
+    import matplotlib.pyplot as plt
+
+    from reports.figures import CROWDED, Point, draw
+    from reports.specs import FIGURES
+
+    spec = next(f for f in FIGURES if f.name == "robustembed-figure3")
+    pts = [Point({"model": f"m{i}"}, ("stsb",), -2.0 - i / 10, 0.2 + i / 100) for i in range(n_models)]
+    fig = draw(spec, pts)
+    ax = fig.axes[0]
+    named = {t.get_text() for t in ax.texts}
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == [f"m{i}" for i in range(n_models)]
+    if n_models > CROWDED:
+        assert not named & {f"m{i}" for i in range(n_models)}
+        assert legend.get_window_extent().x0 > ax.get_window_extent().x1  # beside the axes
+    else:
+        assert named == {f"m{i}" for i in range(n_models)}
+    plt.close(fig)
+
+
 def test_cli_report_is_deterministic_and_check_detects_drift(results, tmp_path):
     env = {"BENCH_RESULTS_DIR": str(results)}
     out = tmp_path / "reports"
