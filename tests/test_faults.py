@@ -739,19 +739,6 @@ def test_bad_evidence_is_reported_and_recomputed(tiny_stsb_cell, bench_env, tmp_
     assert code == 0 and "stsb" in out and "bootstrap" in out, err
 
 
-def test_an_evidence_file_changed_after_a_read_is_read_again(tiny_stsb_cell, bench_env):
-    """read_evidence keeps what it decoded for the report's other readers, but a sidecar altered after the
-    first read (same process, same store) is checked again and refused, never served from memory."""
-    from bench.store import EvidenceWarning, ResultStore
-
-    store = ResultStore(bench_env.results)
-    first = store.read_evidence(tiny_stsb_cell)
-    assert first is not None and store.read_evidence(tiny_stsb_cell) is first
-    _alter_evidence(_sidecar(tiny_stsb_cell))
-    with pytest.warns(EvidenceWarning, match="was altered"):
-        assert store.read_evidence(tiny_stsb_cell) is None
-
-
 def test_cells_without_a_recorded_evidence_hash(tiny_stsb_cell, bench_env, capsys):
     """Cells written before cells recorded their evidence sha256: exit 0; their evidence is used once it parses
     (an unparsable file is named, exit 2 from compare); `python -m bench.store backfill-evidence-hashes DIR`

@@ -44,3 +44,30 @@ def test_leaderboard_is_derived_from_cells(tmp_path):
     store.write(KEY, [_row(81.5)], {})
     rows = list(csv.DictReader(store.write_leaderboard().open()))
     assert float(rows[0]["value"]) == 81.5 and rows[0]["model"] == "m"
+
+
+def test_an_evidence_file_changed_after_a_read_is_read_again(tmp_path):
+    """read_evidence keeps what it decoded for a report's other readers, but a sidecar rewritten after the
+    first read (same process, same store) is checked again, and an altered one is refused, never served
+    from memory."""
+    import gzip
+
+    import numpy as np
+
+    from bench.stats import Evidence, Sample
+    from bench.store import EvidenceWarning
+    from bench.uncertainty import apply_uncertainty
+
+    store = ResultStore(tmp_path)
+    sample = Sample(["a", "b", "c"], {"pred": np.array([0.1, 0.5, 0.9]), "gold": np.array([1.0, 2.0, 3.0])})
+    row = _row(100.0)
+    row.evidence = Evidence("spearman", sample, ("pred", "gold"))
+    path = store.write(KEY, [row], {}, evidence=apply_uncertainty([row]))
+    first = store.read_evidence(path)
+    assert first is not None and store.read_evidence(path) is first
+    side = store.evidence_path(path)
+    payload = json.loads(gzip.decompress(side.read_bytes()))
+    next(iter(payload["samples"].values()))["columns"]["pred"][0] = 0.7
+    side.write_bytes(gzip.compress(json.dumps(payload).encode()))
+    with pytest.warns(EvidenceWarning, match="was altered"):
+        assert store.read_evidence(path) is None
