@@ -517,8 +517,11 @@ for _method in ("simcse", "robustembed"):
         register(replace(_run, name=f"{_run.name}-step{_step}", snapshot_of=_run.name,
                          description=f"{_method} from minilm-mlm: the weights at step {_step} of the "
                                      f"{max(SCALE_STEPS)}-step run '{_run.name}' (study profile otherwise)"))
-# A second training seed: the same recipe with the trainer's seed 1 (data order, dropout, inits).
-for _method in ("simcse", "robustembed"):
-    trained(f"{_method}-minilm-mlm-study-seed1", _method, "minilm-mlm", "study", recipe={"seed": 1},
-            citation=_STUDY_CITES[_method],
-            description=f"{_method}, study profile (250 steps of 64, CPU) from minilm-mlm, training seed 1")
+# Further training seeds of every ledger method: the same recipe with the trainer's seed N, which draws
+# the data order, the dropout masks and every freshly initialised module (heads, adversaries, masks).
+STUDY_SEEDS = (1, 2)
+for _method in ("simcse", "robustembed", "vadvcse", "dcl", "adcse", "l2pcsr", "uscal"):
+    for _seed in STUDY_SEEDS:
+        trained(f"{_method}-minilm-mlm-study-seed{_seed}", _method, "minilm-mlm", "study", recipe={"seed": _seed},
+                citation=_STUDY_CITES[_method],
+                description=f"{_method}, study profile (250 steps of 64, CPU) from minilm-mlm, training seed {_seed}")

@@ -95,6 +95,9 @@ TRAINER_CHOICES = {
     "batches": "a fresh permutation per epoch from (seed, epoch); the last incomplete batch is dropped",
     "negatives": "in-batch, per process under DDP (no all-gather)",
     "eval_limit": "smoke scores the first 500 STS-B dev pairs to keep evaluation cheap on CPU",
+    "seed": "the trainer's seed draws the data order (the per-epoch permutations), the dropout masks and every "
+            "module the method initialises afresh (heads, adversaries, masks: torch.manual_seed before the model "
+            "is built); the base's weights and the data are the same for every seed",
 }
 
 # Profile -> TrainConfig overrides. Method.training[profile] and the registry recipe come on top.
