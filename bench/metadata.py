@@ -31,7 +31,8 @@ def read(results_dir: Path) -> dict:
 
 # What a trained model's card lends to the results: its training budget and the dev curve (reports draw it).
 TRAINING_FIELDS = ("method", "profile", "steps", "epochs_seen", "wall_s", "amp", "device", "stsb_dev_before", "best",
-                   "dev_history", "final_loss", "git_commit", "open_choices")
+                   "dev_history", "final_loss", "git_commit", "open_choices", "method_config", "method_version",
+                   "overrides", "base_weights_sha256")
 
 
 def training_entry(spec, models_dir: Path | None) -> dict:
@@ -44,7 +45,9 @@ def training_entry(spec, models_dir: Path | None) -> dict:
     except (OSError, ValueError):
         return {}
     entry = {k: card[k] for k in TRAINING_FIELDS if k in card}
-    entry["batch_size"] = (card.get("train_config") or {}).get("batch_size")
+    train_config = card.get("train_config") or {}
+    entry["batch_size"] = train_config.get("batch_size")
+    entry["seed"] = train_config.get("seed")
     return entry
 
 
@@ -63,7 +66,8 @@ def export(results_dir: Path, *, suites=(), models=(), known: dict | None = None
         data.setdefault("suites", {})[suite.name] = suite.describe()
     for spec in models:
         entry = spec.describe(known)
-        training = training_entry(spec, models_dir)
+        # a model run again where its checkpoint's card is not at hand keeps the training facts exported before
+        training = training_entry(spec, models_dir) or (data.get("models", {}).get(spec.name) or {}).get("training")
         if training:
             entry["training"] = training
         data.setdefault("models", {})[spec.name] = entry

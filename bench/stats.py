@@ -467,27 +467,46 @@ def mcnemar(a, b) -> dict:
 
 
 def paired_bootstrap(a: Evidence, b: Evidence, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED,
-                     level: float = LEVEL) -> Difference:
+                     level: float = LEVEL, common: bool = False) -> Difference:
     """B - A for two evidences of the same statistic over the same examples (matched by id; examples
     in only one are left out and counted). For proportions the p-value is McNemar's mid-p on the
     examples both count (non-missing in both), the interval the paired bootstrap's.
 
     Combined evidence (an average over tasks, a mean over runs) pairs part with part (by label, else
     in order); the difference of the averages is bootstrapped from each part's own paired resamples,
-    and McNemar's counts are pooled over the parts."""
-    diff, _ = _paired(a, b, resamples, seed, level)
+    and McNemar's counts are pooled over the parts.
+
+    ``common``: for proportions, keep only the examples both count (both victims classified them
+    correctly, so both were attacked), so that the two rates, their difference's interval and McNemar's
+    test all rest on the same examples."""
+    diff, _ = _paired(a, b, resamples, seed, level, common)
     return diff
 
 
-def _paired(a: Evidence, b: Evidence, resamples: int, seed: int, level: float) -> tuple[Difference, np.ndarray | None]:
+def paired_distribution(a: Evidence, b: Evidence, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                        level: float = LEVEL, common: bool = False) -> tuple[Difference, np.ndarray | None]:
+    """``paired_bootstrap`` and the bootstrap distribution of B - A behind it (None when there is none)."""
+    return _paired(a, b, resamples, seed, level, common)
+
+
+def _counted_by_both(sa: Sample, sb: Sample, column: str) -> tuple[Sample, Sample]:
+    both = np.flatnonzero(~np.isnan(sa.columns[column]) & ~np.isnan(sb.columns[column]))
+    return sa.subset(both), sb.subset(both)
+
+
+def _paired(a: Evidence, b: Evidence, resamples: int, seed: int, level: float,
+            common: bool = False) -> tuple[Difference, np.ndarray | None]:
     if a.combine or b.combine:
-        return _paired_parts(a, b, resamples, seed, level)
+        return _paired_parts(a, b, resamples, seed, level, common)
     if (a.statistic, a.columns) != (b.statistic, b.columns):
         raise ValueError(f"cannot pair {a.statistic}{a.columns} with {b.statistic}{b.columns}")
-    if a.sample.ids == b.sample.ids:  # the same examples in the same order: reuse their bootstraps
+    restrict = common and STATISTICS[a.statistic].interval == "wilson"
+    if a.sample.ids == b.sample.ids and not restrict:  # the same examples in the same order: reuse their bootstraps
         sa, sb, dropped, ea, eb = a.sample, b.sample, 0, a, b
     else:
         sa, sb, dropped = match(a.sample, b.sample)
+        if restrict:
+            sa, sb = _counted_by_both(sa, sb, a.columns[0])
         ea, eb = Evidence(a.statistic, sa, a.columns, a.scale), Evidence(b.statistic, sb, b.columns, b.scale)
     if not len(sa):
         return Difference(None, None, None, None, "no shared examples", 0, {"unmatched": dropped}), None
@@ -497,7 +516,7 @@ def _paired(a: Evidence, b: Evidence, resamples: int, seed: int, level: float) -
     ci = percentile_interval(dist, level)
     extra = {"unmatched": dropped, "a": pa, "b": pb}
     strat = "-stratified" if a.statistic.endswith("_wmean") else ""
-    method = f"paired-bootstrap{strat}(B={resamples},seed={seed})"
+    method = f"paired-bootstrap{strat}(B={resamples},seed={seed})" + ("; examples counted by both" if restrict else "")
     p = bootstrap_p(dist, estimate) if estimate is not None else None
     if STATISTICS[a.statistic].interval == "wilson":
         va, vb = sa.columns[a.columns[0]], sb.columns[b.columns[0]]
@@ -519,11 +538,11 @@ def _pair_parts(a: Evidence, b: Evidence) -> list[tuple[Evidence, Evidence]] | N
     return list(zip(a.parts, b.parts)) if len(a.parts) == len(b.parts) else None
 
 
-def _paired_parts(a: Evidence, b: Evidence, resamples: int, seed: int, level: float):
+def _paired_parts(a: Evidence, b: Evidence, resamples: int, seed: int, level: float, common: bool = False):
     pairs = _pair_parts(a, b) if a.combine == b.combine else None
     if pairs is None:
         return Difference(None, None, None, None, "the two rows combine different parts", 0), None
-    leaves = [_paired(pa, pb, resamples, seed, level) for pa, pb in pairs]
+    leaves = [_paired(pa, pb, resamples, seed, level, common) for pa, pb in pairs]
     if any(d.estimate is None or dist is None for d, dist in leaves):
         return Difference(None, None, None, None, "a part has no shared examples", 0), None
     dist = np.mean([dist for _, dist in leaves], axis=0)
@@ -531,6 +550,8 @@ def _paired_parts(a: Evidence, b: Evidence, resamples: int, seed: int, level: fl
     estimate = float(np.mean([d.estimate for d in diffs]))
     ci = percentile_interval(dist, level)
     extra = {"parts": len(diffs), "unmatched": sum(d.extra.get("unmatched", 0) for d in diffs)}
+    if all(d.extra.get("a") is not None and d.extra.get("b") is not None for d in diffs):  # the two values the difference is between
+        extra.update(a=float(np.mean([d.extra["a"] for d in diffs])), b=float(np.mean([d.extra["b"] for d in diffs])))
     method = f"paired-bootstrap-{a.combine}-of-{len(diffs)}(B={resamples},seed={seed})"
     p = bootstrap_p(dist, estimate)
     tests = [d.extra["mcnemar"] for d in diffs if "mcnemar" in d.extra]
@@ -546,6 +567,86 @@ def _paired_parts(a: Evidence, b: Evidence, resamples: int, seed: int, level: fl
             p = pooled["p_mid"]
             method += "; McNemar mid-p pooled over parts"
     return Difference(estimate, ci.low, ci.high, p, method, sum(d.n for d in diffs), extra), dist
+
+
+# ---------------------------------------------------------------- training seeds, many tests ------
+
+@dataclass(frozen=True)
+class Pooled:
+    """An effect over training seeds: the mean of the per-seed differences, its hierarchical bootstrap
+    interval, the standard error of that bootstrap and the two-sided p it gives."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    p: float | None
+    se: float | None
+    seeds: int
+    spread: float | None  # sample SD of the per-seed differences (None for one seed)
+    method: str
+
+
+def normal_p(estimate: float | None, se: float | None) -> float | None:
+    """Two-sided p of 'no difference' from an estimate and its standard error (normal approximation):
+    unlike the shifted-bootstrap p it resolves below 1/(B+1), as a multiplicity correction needs."""
+    from scipy.stats import norm
+
+    if estimate is None or se is None or not math.isfinite(se) or not math.isfinite(estimate):
+        return None
+    if se <= 0:
+        return 1.0 if estimate == 0 else 0.0
+    return float(2.0 * norm.sf(abs(estimate) / se))
+
+
+def hierarchical_bootstrap(estimates, dists, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                           level: float = LEVEL) -> Pooled:
+    """The mean of k per-seed differences with a two-level bootstrap: draw k training seeds with
+    replacement, then for each drawn seed one of its own bootstrap resamples of the examples
+    (``dists[s]``), and average. A seed's draw is its difference plus its seed-level deviation scaled by
+    sqrt(k / (k - 1)) plus its example-level deviation: plain resampling of k seeds gives the mean a
+    variance (k - 1)/k too small (Davison and Hinkley 1997, section 2.4), which matters at k = 3. With
+    one seed this is that seed's own example bootstrap."""
+    est = np.asarray(estimates, dtype=np.float64)
+    k = len(est)
+    if k == 0 or len(dists) != k:
+        return Pooled(None, None, None, None, None, k, None, "no seeds")
+    table = np.stack([np.asarray(d, dtype=np.float64) for d in dists])  # (k, B)
+    rng = np.random.default_rng(seed)
+    which_seed = rng.integers(0, k, size=(resamples, k))
+    which_draw = rng.integers(0, table.shape[1], size=(resamples, k))
+    centre = float(est.mean())
+    inflate = math.sqrt(k / (k - 1)) if k > 1 else 0.0
+    draws = centre + inflate * (est[which_seed] - centre) + (table[which_seed, which_draw] - est[which_seed])
+    values = draws.mean(axis=1)
+    ok = values[np.isfinite(values)]
+    ci = percentile_interval(values, level)
+    se = float(np.std(ok, ddof=1)) if len(ok) > 1 else None
+    spread = float(np.std(est, ddof=1)) if k > 1 else None
+    method = f"hierarchical-bootstrap(seeds={k},B={resamples},seed={seed}); p normal from its SE"
+    return Pooled(centre, ci.low, ci.high, normal_p(centre, se), se, k, spread, method)
+
+
+def holm(pvalues) -> list[float | None]:
+    """Holm's step-down adjusted p-values (family-wise error rate; Holm 1979); None stays None and is not
+    counted in the family."""
+    present = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)
+    m = len(present)
+    out: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for rank, (p, i) in enumerate(present):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
+
+
+def minimum_detectable_effect(se: float | None, level: float = LEVEL, power: float = 0.8) -> float | None:
+    """The smallest true difference a two-sided test at 1 - ``level`` detects with probability ``power``,
+    given the estimate's standard error: (z(1 - alpha/2) + z(power)) x SE."""
+    from scipy.stats import norm
+
+    if se is None or not math.isfinite(se) or se <= 0:  # no example differs: nothing to size a test by
+        return None
+    return float((norm.ppf(0.5 + level / 2.0) + norm.ppf(power)) * se)
 
 
 def match(a: Sample, b: Sample) -> tuple[Sample, Sample, int]:

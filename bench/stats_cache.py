@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.stats import (BOOTSTRAP_SEED, LEVEL, METHODS_VERSION, RESAMPLES, Difference, Evidence, Interval,
-                         paired_bootstrap)
+from bench.stats import (BOOTSTRAP_SEED, LEVEL, METHODS_VERSION, RESAMPLES, Difference, Evidence, Interval, Pooled,
+                         hierarchical_bootstrap, paired_bootstrap, paired_distribution)
 
 CACHE_FILE = "comparisons.jsonl"
 CACHE_FORMAT = "bench-stats-cache/1"
@@ -133,6 +133,31 @@ class StatsCache:
         key = _key("paired", resamples, seed, level, evidence_digest(a), evidence_digest(b))
         return self._get(key, "paired", lambda: paired_bootstrap(a, b, resamples, seed, level),
                          _difference_to_dict, _difference_from_dict)
+
+    def pooled(self, pairs: list[tuple[Evidence, Evidence]], common: bool = False, resamples: int = RESAMPLES,
+               seed: int = BOOTSTRAP_SEED, level: float = LEVEL) -> tuple[list[Difference], Pooled]:
+        """One paired difference B - A per training seed (``pairs``: (A, B) evidence per seed) and their
+        pooled effect (``bench.stats.hierarchical_bootstrap``), computed once per content. Raises
+        ValueError as ``paired_bootstrap`` does when a pair cannot be paired (not cached)."""
+        digests = [evidence_digest(x) for pair in pairs for x in pair]
+        key = _key("pooled", resamples, seed, level, f"common={common}", *digests)
+
+        def compute():
+            made = [paired_distribution(a, b, resamples, seed, level, common) for a, b in pairs]
+            diffs = [d for d, _ in made]
+            if any(dist is None or d.estimate is None for d, dist in made):
+                return diffs, Pooled(None, None, None, None, None, len(made), None, "a seed has no shared examples")
+            return diffs, hierarchical_bootstrap([d.estimate for d in diffs], [dist for _, dist in made],
+                                                 resamples, seed, level)
+
+        def to_dict(value):
+            diffs, pooled = value
+            return {"lines": [_difference_to_dict(d) for d in diffs], "pooled": _finite_or_none(pooled.__dict__)}
+
+        def from_dict(d):
+            return [_difference_from_dict(x) for x in d["lines"]], Pooled(**d["pooled"])
+
+        return self._get(key, "pooled", compute, to_dict, from_dict)
 
     def interval(self, ev: Evidence, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED,
                  level: float = LEVEL) -> Interval:

@@ -883,12 +883,26 @@ def make_card(run: Run, parts: Parts, progress: Progress) -> dict:
         "best": progress.best, "stsb_dev_before": progress.dev_before, "dev_history": progress.dev_history,
         "first_loss": progress.losses[0][1] if progress.losses else None,
         "final_loss": progress.losses[-1][1] if progress.losses else None,
+        "base_weights_sha256": _base_weights_sha256(job.backbone),
         "device": run.device, "amp": str(amp).replace("torch.", "") if amp else None, "dtype": dtype_name(amp),
         "git_commit": git_commit(), "package_versions": json.loads(package_versions()),
         "wall_s": progress.wall_s, "sessions": progress.sessions, "fingerprint": run.fingerprint,
         "created_at": now_iso(),
         "kept": "best STS-B dev step" if cfg.select == "best" else f"weights at step {progress.step}",
     }
+
+
+def _base_weights_sha256(backbone: str) -> str | None:
+    """sha256 of the base's safetensors when it is a local directory: two builds of one base that differ in
+    their last bits (another CPU) are told apart, so seeds are compared only within one build."""
+    path = Path(backbone) / "model.safetensors"
+    if not path.is_file():
+        return None
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_model_files(run: Run, parts: Parts, directory: Path, card: dict) -> None:

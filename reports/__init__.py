@@ -105,14 +105,15 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
         out.reports.update(files)
         made.append((spec.title, sorted(files)))
     if not suites:  # the claims ledger (reports/claims.toml) pairs cells of every suite
-        from reports import claims
+        from reports import claims_pages
 
-        ledger = {name: text for name, text in claims.render(results_dir, cache=cache).items()  # the real paper values
-                  if name.rsplit(".", 1)[1] in formats}
-        if ledger:
+        # the pages in the formats asked for; the ledger's data (CSV, JSON) and its forest plot with any of them
+        ledger = {name: text for name, text in claims_pages.render(results_dir, cache=cache).items()
+                  if name.rsplit(".", 1)[1] in (*formats, "json", "png")}
+        if set(ledger) - {"claims.json", claims_pages.FOREST}:
             out.reports.update(ledger)
             made.append(("Claims ledger: each seed paper's headline claims, tested",
-                         [n for n in claims.NAMES if n in ledger]))
+                         [n for n in claims_pages.NAMES if n in ledger]))
     if with_cards:
         from reports.card import card
 
@@ -195,7 +196,7 @@ def owned_names(directory: Path) -> set[str]:
 
 def generated_names() -> set[str]:
     """Every file name `bench report` can produce, for finding stale ones."""
-    from reports.claims import NAMES as CLAIMS
+    from reports.claims_pages import NAMES as CLAIMS
 
     names = {"index.md", site.INDEX, *CLAIMS}
     for spec in TABLES:

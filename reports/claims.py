@@ -2,45 +2,70 @@
 
 A claim names a paper's table, the metric and row it compares, our two models in that role (the
 method and its baseline, both from one base under one profile), the rows of ``reports/paper_values.csv``
-its paper Δ comes from, and the direction the paper asserts. ``ledger(results_dir)`` pairs the two
-models' stored cells with the same paired comparison `bench compare` runs (bench/uncertainty.py) and
-gives each comparison a verdict by ``verdict`` below, the one place that rule is written.
-``to_markdown``/``to_html`` render one row per claim: reports read result files and the claims file
-only, never a model.
+its paper Δ comes from, and the direction the paper asserts (or, for a claim of no difference, the margin
+within which the difference must lie).
+
+The unit of a claim about a training method is the training seed. ``ledger(results_dir)`` pairs the two
+models' stored cells seed by seed (``-seedN`` models, ``[seeds]`` in the claims file), gives each seed its
+paired difference over the examples, pools the seeds (the mean of the per-seed differences, with a
+hierarchical bootstrap: seeds, then examples within a seed), controls the family-wise error rate over one
+primary line per claim with Holm's procedure, and gives each line a verdict by ``verdict`` below, the one
+place that rule is written. ``reports/claims_pages.py`` renders the ledger; reports read result files,
+``plugins.json`` and the claims file only, never a model.
 """
 
 from __future__ import annotations
 
-import html
 import shlex
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from bench import metadata
 from bench.errors import BenchError
-from bench.stats import LEVEL, display_decimals, format_number, format_p
+from bench.stats import LEVEL, Difference, Pooled, holm, minimum_detectable_effect
 from bench.store import ResultStore
 from reports.paper import PAPER_VALUES, PaperRef, PaperValues
 from reports.paper import by_label as paper_by_label
-from reports.site import page
 
 CLAIMS_FILE = Path(__file__).with_name("claims.toml")
-DIRECTIONS = ("higher", "lower")  # what the paper asserts of method − baseline on the metric
+DIRECTIONS = ("higher", "lower", "same")  # what the paper asserts of method − baseline on the metric
+ALPHA = 1 - LEVEL  # the family-wise error rate Holm's procedure holds the primary lines to
+MIN_SEEDS = 3  # training seeds a direction needs
+POWER = 0.8  # the power at which the minimum detectable effect is given
 
-# Verdicts (the rule: ``verdict``).
+# Verdicts, strongest first (the rule: ``verdict``).
 REPLICATED = "replicated"
-INCONCLUSIVE = "inconclusive"
-NOT_DETECTED = "not detected"
 REVERSED = "reversed"
-NOT_TESTABLE = "not testable here"
-NOT_RUN = "not run yet"
+EXCLUDED = "paper's effect excluded"
+MIXED = "mixed seeds"
+FEW_SEEDS = "too few seeds"
+INCONCLUSIVE = "inconclusive"
 NO_EVIDENCE = "no paired evidence"  # both cells stored, but a model's per-example evidence is not
-VERDICTS = (REPLICATED, INCONCLUSIVE, NOT_DETECTED, REVERSED, NOT_TESTABLE, NOT_RUN, NO_EVIDENCE)
+NOT_RUN = "not run yet"
+NOT_TESTABLE = "not testable here"
+VERDICTS = (REPLICATED, REVERSED, EXCLUDED, MIXED, FEW_SEEDS, INCONCLUSIVE, NO_EVIDENCE, NOT_RUN, NOT_TESTABLE)
+MEANINGS = {
+    REPLICATED: f"the paper's direction: at least {MIN_SEEDS} training seeds point its way and the pooled test "
+                "passes after Holm's correction (noted when the CI also excludes the paper's Δ); for a claim of "
+                "no difference, the pooled CI lies inside the stated margin",
+    REVERSED: "the other direction, by the same standard (for a claim of no difference: a difference beyond "
+              "the margin, by that standard)",
+    EXCLUDED: "no direction established, and the pooled CI excludes the paper's Δ: an effect of the paper's "
+              "size is ruled out at this scale",
+    MIXED: "the pooled test passes, but the training seeds point different ways",
+    FEW_SEEDS: f"the pooled test passes and the seeds agree, but there are fewer than {MIN_SEEDS}",
+    INCONCLUSIVE: "the pooled CI includes both 0 and the paper's Δ: this run cannot tell them apart",
+    NO_EVIDENCE: "both cells are stored, but one lacks its per-example evidence",
+    NOT_RUN: "a cell is missing; its command and estimated CPU time are in the compute plan",
+    NOT_TESTABLE: "cannot be tested offline here, with the measured reason",
+}
 
 REQUIRED = ("id", "paper", "table", "claim", "suite", "task", "metric", "aggregation", "method", "baseline",
             "paper_method", "paper_baseline", "direction", "differs")
 OPTIONAL = {"attack": "", "split": "", "paper_task": "", "paper_attack": None, "paper_split": None,
-            "run": {}, "variants": [{}], "not_testable": ""}
+            "run": {}, "variants": [{}], "not_testable": "", "tasks": [], "task_run": {}, "margin": None,
+            "unit": ""}
 
 
 # ---------------------------------------------------------------- the verdict rule ----------------
@@ -51,43 +76,59 @@ class Verdict:
     note: str = ""  # e.g. a replicated effect whose CI excludes the paper's Δ
 
 
-def verdict(direction: str, paper_delta: float, low: float, high: float, p: float | None = None) -> Verdict:
-    """The verdict of our 95% CI [low, high] of method − baseline against the paper's Δ.
+def verdict(direction: str, paper_delta: float, low: float, high: float, p_adjusted: float | None,
+            seed_estimates=(), margin: float | None = None, min_seeds: int = MIN_SEEDS) -> Verdict:
+    """The verdict of a pooled effect: its 95% CI [low, high] of method − baseline, its Holm-adjusted p
+    (None: not in the family, judged by its CI alone) and the per-seed differences behind it.
 
-    The CI is closed: an end exactly at 0 (or at the paper's Δ) counts as including it.
-    - replicated: the CI excludes 0 on the side the paper asserts. When it also excludes the
-      paper's Δ the effect is still replicated in sign, and the note says whether ours is smaller or
-      larger than the paper's (a smaller effect is the common case at our scale);
-    - reversed: the CI excludes 0 on the other side;
-    - inconclusive: the CI includes both 0 and the paper's Δ (this run cannot tell them apart);
-    - not detected: the CI includes 0 but excludes the paper's Δ (an effect the paper's size is ruled out).
-
-    A direction also needs the paired test, where there is one (``p``), to reject at 1 − LEVEL: when only a
-    handful of examples differ between the two models, every resample keeps their imbalance and the
-    percentile bootstrap's CI excludes 0 where McNemar's test cannot (4 of 200 examples, all one way:
-    CI [+0.5, +4.0], mid-p 0.06). Such a line is judged as if its CI included 0, and the note says so.
-    """
+    A direction stands when the CI excludes 0 and the adjusted p is below ALPHA. It is then
+    - replicated or reversed when at least ``min_seeds`` seeds all point its way;
+    - mixed seeds when the seeds point different ways; too few seeds when they agree but are fewer.
+    Without a direction: inconclusive when the CI includes both 0 and the paper's Δ, else the paper's
+    effect is excluded. The CI is closed: an end exactly at 0 or at the paper's Δ includes it.
+    A claim of no difference (direction "same", the paper's Δ 0) is replicated when the CI lies inside
+    ±margin, reversed when a direction stands beyond the margin, else inconclusive."""
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
     if low > high:
         raise ValueError(f"the CI's low end {low} is above its high end {high}")
-    asserted = 1 if direction == "higher" else -1
     excludes_zero = low > 0 or high < 0
-    if excludes_zero and p is not None and p >= 1 - LEVEL:
-        widened = (min(0.0, low), max(0.0, high))  # the CI as if it reached 0
-        label = INCONCLUSIVE if widened[0] <= paper_delta <= widened[1] else NOT_DETECTED
-        return Verdict(label, f"the CI excludes 0 but the paired test does not (p {format_p(p)}): too few "
-                              "examples differ to call a direction")
-    if excludes_zero:
-        ours = 1 if low > 0 else -1
-        if ours != asserted:
-            return Verdict(REVERSED)
-        if low <= paper_delta <= high:
-            return Verdict(REPLICATED)
-        smaller = abs(high if asserted > 0 else low) < abs(paper_delta)
-        return Verdict(REPLICATED, "smaller effect than the paper's (CI excludes its Δ)" if smaller
-                       else "larger effect than the paper's (CI excludes its Δ)")
-    return Verdict(INCONCLUSIVE if low <= paper_delta <= high else NOT_DETECTED)
+    directed = excludes_zero and (p_adjusted is None or p_adjusted < ALPHA)
+    sign = 1 if low > 0 else -1
+    if direction == "same":
+        return _same_verdict(low, high, directed, margin, seed_estimates, min_seeds)
+    if not directed:  # judged as if the CI reached 0
+        note = (f"the CI excludes 0 but not after Holm's correction (adjusted p {p_adjusted:.3g})"
+                if excludes_zero else "")
+        inside = min(low, 0.0) <= paper_delta <= max(high, 0.0)
+        return Verdict(INCONCLUSIVE if inside else EXCLUDED, note)
+    agree = [e for e in seed_estimates if e is not None]
+    if any((e > 0) != (sign > 0) or e == 0 for e in agree):
+        return Verdict(MIXED, "the training seeds point different ways")
+    if len(agree) < min_seeds:
+        return Verdict(FEW_SEEDS, f"{len(agree)} training seed{'s' * (len(agree) != 1)} of the {min_seeds} a "
+                                  "direction needs")
+    asserted = 1 if direction == "higher" else -1
+    if sign != asserted:
+        return Verdict(REVERSED)
+    if low <= paper_delta <= high:
+        return Verdict(REPLICATED)
+    smaller = abs(high if asserted > 0 else low) < abs(paper_delta)
+    return Verdict(REPLICATED, "smaller effect than the paper's (CI excludes its Δ)" if smaller
+                   else "larger effect than the paper's (CI excludes its Δ)")
+
+
+def _same_verdict(low, high, directed, margin, seed_estimates, min_seeds) -> Verdict:
+    seeds = len([e for e in seed_estimates if e is not None])
+    if margin is not None and -margin <= low and high <= margin:
+        if seeds < min_seeds:
+            return Verdict(FEW_SEEDS, f"inside ±{margin:g} on {seeds} seed(s) of the {min_seeds} needed")
+        return Verdict(REPLICATED, f"the CI lies inside the margin ±{margin:g}")
+    if directed and margin is not None and (low > margin or high < -margin):
+        if seeds < min_seeds:
+            return Verdict(FEW_SEEDS, f"a difference beyond ±{margin:g} on {seeds} seed(s)")
+        return Verdict(REVERSED, f"a difference beyond the margin ±{margin:g}, where the paper reports none")
+    return Verdict(INCONCLUSIVE, f"the CI is not inside the margin ±{margin:g}" if margin is not None else "")
 
 
 # ---------------------------------------------------------------- the claims file -----------------
@@ -116,6 +157,10 @@ class Claim:
     run: dict = field(default_factory=dict)
     variants: tuple = ({},)
     not_testable: str = ""
+    tasks: tuple = ()  # several tasks (datasets) averaged with equal weight, as a paper's "Avg" column
+    task_run: dict = field(default_factory=dict)  # per task: further `bench run` options (e.g. a stand-in)
+    margin: float | None = None  # a claim of no difference: the equivalence margin, in the metric's units
+    unit: str = ""  # the forest plot's panel (default: from the metric)
     paper_method_value: float = 0.0
     paper_baseline_value: float = 0.0
 
@@ -126,6 +171,10 @@ class Claim:
     @property
     def paper_delta(self) -> float:
         return self.paper_method_value - self.paper_baseline_value
+
+    @property
+    def task_list(self) -> tuple[str, ...]:
+        return tuple(self.tasks) or (self.task,)
 
     def paper_key(self, row: str) -> str:
         """How the claim cites a row of paper_values.csv."""
@@ -164,10 +213,12 @@ def load(path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None) -> L
         raise _fail(path, "[models]", "must map each model name to its training method (a string)",
                     'write e.g. "simcse-minilm-mlm-study" = "simcse"')
     entries = data.get("claim") or []
-    if not entries:
+    if not entries or not isinstance(entries, list):
         raise _fail(path, "[[claim]]", "no claims", "add [[claim]] tables")
     claims, seen = [], set()
     for i, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            raise _fail(path, f"claim #{i}", "is not a table", "write each claim as a [[claim]] table")
         claim = _claim(path, i, entry, models, paper_values)
         if claim.id in seen:
             raise _fail(path, f"claim {claim.id}", "the id is used twice", "give each claim its own id")
@@ -178,8 +229,7 @@ def load(path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None) -> L
                   tuple(seeds.get("suffixes") or ()), dict(data.get("run_defaults") or {}), path.name)
 
 
-def _claim(path: Path, i: int, entry: dict, models: dict, paper_values: PaperValues) -> Claim:
-    where = f"claim #{i} ({entry.get('id', 'no id')})"
+def _check_fields(path: Path, where: str, entry: dict, models: dict) -> None:
     missing = [k for k in REQUIRED if not isinstance(entry.get(k), str) or not entry.get(k).strip()]
     if missing:
         raise _fail(path, where, f"lacks {', '.join(missing)} (each a non-empty string)",
@@ -194,11 +244,25 @@ def _claim(path: Path, i: int, entry: dict, models: dict, paper_values: PaperVal
         if name not in models:
             raise _fail(path, where, f"model {name!r} is not under [models]",
                         f'add "{name}" = "<its training method>" to [models]')
-    if not isinstance(entry.get("run", {}), dict) or not isinstance(entry.get("variants", [{}]), list):
-        raise _fail(path, where, "run must be a table and variants a list of tables",
+    variants = entry.get("variants", [{}])
+    if (not isinstance(entry.get("run", {}), dict) or not isinstance(variants, list)
+            or not all(isinstance(v, dict) for v in variants) or not isinstance(entry.get("task_run", {}), dict)):
+        raise _fail(path, where, "run and task_run must be tables and variants a list of tables",
                     'write run = { suite = "sts" } and variants = [{ victim = "frozen" }]')
+    if not isinstance(entry.get("tasks", []), list) or not all(isinstance(t, str) for t in entry.get("tasks", [])):
+        raise _fail(path, where, "tasks must be a list of task names", 'write tasks = ["mr", "sst2"]')
+    margin = entry.get("margin")
+    if entry["direction"] == "same" and (not isinstance(margin, (int, float)) or margin <= 0):
+        raise _fail(path, where, "a claim of no difference (direction \"same\") needs a margin above 0",
+                    "add margin = <the largest difference that still counts as none, in the metric's units>")
+
+
+def _claim(path: Path, i: int, entry: dict, models: dict, paper_values: PaperValues) -> Claim:
+    where = f"claim #{i} ({entry.get('id', 'no id')})"
+    _check_fields(path, where, entry, models)
     fields = {**OPTIONAL, **entry}
     fields["variants"] = tuple(fields["variants"]) or ({},)
+    fields["tasks"] = tuple(fields["tasks"])
     claim = Claim(**fields)
     values = {}
     for role in ("paper_method", "paper_baseline"):
@@ -212,13 +276,19 @@ def _claim(path: Path, i: int, entry: dict, models: dict, paper_values: PaperVal
                                      "reports/paper_values.csv, or correct the row label, task or metric")
         values[f"{role}_value"] = value
     claim = Claim(**{**fields, **values})
-    if claim.paper_delta == 0 or (claim.paper_delta > 0) != (claim.direction == "higher"):
-        raise _fail(path, where, f"the paper's Δ ({claim.paper_delta:+.2f}) is not on the asserted side "
-                                 f"({claim.direction})", "check the direction and the cited paper rows")
+    delta = claim.paper_delta
+    if claim.direction == "same":
+        if abs(delta) > claim.margin:
+            raise _fail(path, where, f"the paper's Δ ({delta:+.2f}) lies outside the margin ±{claim.margin:g}",
+                        "check the margin and the cited paper rows")
+    elif delta == 0 or (delta > 0) != (claim.direction == "higher"):
+        raise _fail(path, where, f"the paper's Δ ({delta:+.2f}) is not on the asserted side "
+                                 f"({claim.direction})", "check the direction, or state a claim of no "
+                                 "difference with direction = \"same\" and a margin")
     return claim
 
 
-# ---------------------------------------------------------------- pairing the stored cells ---------
+# ---------------------------------------------------------------- one seed's evidence -------------
 
 @dataclass(frozen=True)
 class Comparison:
@@ -227,27 +297,23 @@ class Comparison:
     method: str
     baseline: str
     variant: dict
-    verdict: Verdict
+    seed: int = 0
     estimate: float | None = None
     low: float | None = None
     high: float | None = None
     p: float | None = None
     pairs: int | None = None
-    values: tuple = ()  # (baseline, method) as stored
+    values: tuple = ()  # (baseline, method) over the examples compared
     missing: tuple = ()  # models without the cell
     command: str = ""  # what makes the missing cells
     cpu_minutes: float | None = None
     steps: tuple = ()  # the Steps behind command
-
-
-@dataclass(frozen=True)
-class Row:
-    claim: Claim
-    lines: tuple[Comparison, ...]
+    test: str = ""  # how the CI and p were made
+    note: str = ""
 
     @property
-    def verdict(self) -> Verdict:
-        return self.lines[0].verdict if self.lines else Verdict(NOT_TESTABLE)
+    def ran(self) -> bool:
+        return self.estimate is not None and self.low is not None
 
 
 def _matches(config: dict, wanted: dict) -> bool:
@@ -256,15 +322,10 @@ def _matches(config: dict, wanted: dict) -> bool:
     return all(str(config[k]) == str(v) for k, v in wanted.items() if k in config)
 
 
-def _settings(ledger: Ledger, claim: Claim, variant: dict) -> dict:
-    return {**ledger.run_defaults, **claim.run, **variant}
-
-
-def _cells(store: ResultStore, model: str, claim: Claim, wanted: dict) -> dict[tuple, Path]:
-    from bench.uncertainty import model_cells
-
-    return {k: p for k, p in model_cells(store, model, claim.suite, claim.task).items()
-            if _matches(store.read(p).get("config", {}), wanted)}
+def _settings(ledger: Ledger, claim: Claim, variant: dict, task: str | None = None) -> dict:
+    task = task or claim.task
+    extra = {"task": task} if claim.tasks else {}
+    return {**ledger.run_defaults, **claim.run, **extra, **(claim.task_run.get(task) or {}), **variant}
 
 
 def _row_key(claim: Claim):
@@ -274,30 +335,206 @@ def _row_key(claim: Claim):
     return include
 
 
-def compare_pair(store: ResultStore, ledger: Ledger, claim: Claim, baseline: str, method: str,
-                 variant: dict, cache=None) -> Comparison:
-    """The paired difference method − baseline on the claim's row, over the cells both models stored
-    under the variant's settings (the newest such pair), with its verdict."""
-    from bench.uncertainty import compare_cells
+def task_evidence(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict):
+    """(Evidence, stored value) of the claim's row in the model's newest matching cell of ``task``;
+    None when no cell matches, (None, value) when the cell has no per-example evidence."""
+    from bench.uncertainty import _key_tuple, model_cells, row_key, stored_evidence
 
-    wanted = _settings(ledger, claim, variant)
-    a, b = _cells(store, baseline, claim, wanted), _cells(store, method, claim, wanted)
-    shared = sorted(set(a) & set(b), key=lambda k: tuple(str(x) for x in k))
-    diffs = [d for k in shared for d in compare_cells(store, a[k], b[k], _row_key(claim), cache=cache)]
-    if not diffs:
-        missing = tuple(m for m, cells in ((baseline, a), (method, b)) if not cells) or (baseline, method)
-        todo = steps(ledger, claim, variant, missing, store)
-        return Comparison(method, baseline, variant, Verdict(NOT_RUN), missing=missing, steps=todo,
-                          command=" && ".join(s.command for s in todo),
-                          cpu_minutes=sum(s.run_minutes + s.train_minutes for s in todo))
-    d = diffs[-1]
-    x = d.diff
-    if x is None or x.low is None or x.high is None:
-        return Comparison(method, baseline, variant, Verdict(NO_EVIDENCE, d.note), estimate=d.estimate,
-                          values=(d.a, d.b))
-    return Comparison(method, baseline, variant, verdict(claim.direction, claim.paper_delta, x.low, x.high, x.p),
-                      estimate=d.estimate, low=x.low, high=x.high, p=x.p, pairs=x.n, values=(d.a, d.b))
+    include = _row_key(claim)
+    cells = [p for p in model_cells(store, model, claim.suite, task).values()
+             if _matches(store.read(p).get("config", {}), wanted)]
+    found = None
+    for path in sorted(cells, key=lambda p: store.read(p).get("written_at") or ""):
+        rows = [r for r in store.read(path)["results"] if include(row_key(r))]
+        if rows:
+            found = (stored_evidence(store, path).get(_key_tuple(row_key(rows[0]))), rows[0].get("value"))
+    return found
 
+
+def seed_evidence(store: ResultStore, ledger: Ledger, claim: Claim, model: str, variant: dict):
+    """The model's evidence for the claim's row: one task's, or, for a claim over several tasks, their
+    equal-weight average (each task resampled within itself). Returns (evidence, value, missing tasks)."""
+    from bench.stats import Evidence
+
+    parts, values, missing = [], [], []
+    for task in claim.task_list:
+        found = task_evidence(store, model, claim, task, _settings(ledger, claim, variant, task))
+        if found is None:
+            missing.append(task)
+            continue
+        ev, value = found
+        parts.append(None if ev is None else replace(ev, label=task, _memo={}))
+        values.append(value)
+    if missing:
+        return None, None, tuple(missing)
+    if not claim.tasks:
+        return parts[0], values[0], ()
+    if any(p is None for p in parts):
+        return None, sum(values) / len(values), ()
+    return Evidence(parts=parts, combine="average"), sum(values) / len(values), ()
+
+
+# ---------------------------------------------------------------- a claim's pooled effect ----------
+
+@dataclass(frozen=True)
+class Effect:
+    """A claim under one variant: each training seed's line and the pooled effect over the seeds that ran."""
+
+    claim: Claim
+    variant: dict
+    lines: tuple[Comparison, ...]
+    pooled: Pooled | None = None
+    verdict: Verdict = Verdict(NOT_RUN)
+    primary: bool = False  # the claim's line in the Holm family
+    p_adjusted: float | None = None
+
+    @property
+    def ran(self) -> tuple[Comparison, ...]:
+        return tuple(ln for ln in self.lines if ln.ran)
+
+    @property
+    def values(self) -> tuple[float | None, float | None]:
+        """(baseline, method) averaged over the seeds that ran, on the examples compared."""
+        ran = [ln for ln in self.ran if len(ln.values) == 2 and None not in ln.values]
+        if not ran:
+            return None, None
+        return (sum(ln.values[0] for ln in ran) / len(ran), sum(ln.values[1] for ln in ran) / len(ran))
+
+    @property
+    def mde(self) -> float | None:
+        return minimum_detectable_effect(self.pooled.se if self.pooled else None, LEVEL, POWER)
+
+    @property
+    def relative(self) -> float | None:
+        """Our pooled Δ as a percentage of the baseline's value."""
+        base = self.values[0]
+        if not self.pooled or self.pooled.estimate is None or not base:
+            return None
+        return 100.0 * self.pooled.estimate / base
+
+
+@dataclass(frozen=True)
+class Row:
+    claim: Claim
+    effects: tuple[Effect, ...]
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.claim.not_testable:
+            return Verdict(NOT_TESTABLE, self.claim.not_testable)
+        return self.effects[0].verdict if self.effects else Verdict(NOT_RUN)
+
+    @property
+    def primary(self) -> Effect | None:
+        return self.effects[0] if self.effects else None
+
+    @property
+    def lines(self) -> tuple[Comparison, ...]:
+        return tuple(ln for e in self.effects for ln in e.lines)
+
+
+def is_rate(claim: Claim) -> bool:
+    """Attack success rates: each seed's difference is taken over the examples both victims attacked."""
+    return claim.metric == "attack_success_rate"
+
+
+def _seed_number(ledger: Ledger, suffix: str) -> int:
+    return ledger.seed_suffixes.index(suffix) + 1 if suffix else 0
+
+
+def _pairs(ledger: Ledger, claim: Claim) -> list[tuple[int, str, str]]:
+    """(seed, baseline, method): the claim's own (seed 0), then each further training seed whose two models
+    are both listed under [models] (e.g. simcse-…-seed1 and robustembed-…-seed1; a baseline that is an
+    untrained base is the same model for every seed)."""
+    out = [(0, claim.baseline, claim.method)]
+    untrained = ledger.models.get(claim.baseline) == ""  # a base: the same model against every seed
+    for suffix in ledger.seed_suffixes:
+        seeded = claim.baseline + suffix
+        pair = (claim.baseline if untrained and seeded not in ledger.models else seeded, claim.method + suffix)
+        if all(m in ledger.models for m in pair):
+            out.append((_seed_number(ledger, suffix), *pair))
+    return out
+
+
+def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cache) -> Effect:
+    """Every seed's line under ``variant`` and the pooled effect of those that ran (verdict pending Holm)."""
+    lines, pairs, ran_at = [], [], []
+    for seed, baseline, method in _pairs(ledger, claim):
+        a, b = (seed_evidence(store, ledger, claim, m, variant) for m in (baseline, method))
+        missing = tuple(m for m, (_, _, gone) in ((baseline, a), (method, b)) if gone)
+        if missing:
+            todo = steps(ledger, claim, variant, missing, store)
+            lines.append(Comparison(method, baseline, variant, seed, missing=missing, steps=todo,
+                                    command=" && ".join(s.command for s in todo),
+                                    cpu_minutes=sum(s.run_minutes + s.train_minutes for s in todo)))
+        elif a[0] is None or b[0] is None:
+            lines.append(Comparison(method, baseline, variant, seed, estimate=_minus(b[1], a[1]),
+                                    values=(a[1], b[1]), note=NO_EVIDENCE))
+        else:
+            lines.append(Comparison(method, baseline, variant, seed))
+            pairs.append((a[0], b[0]))
+            ran_at.append(len(lines) - 1)
+    if not pairs:
+        return Effect(claim, variant, tuple(lines))
+    try:
+        diffs, pooled = cache.pooled(pairs, common=is_rate(claim))
+    except ValueError as exc:
+        for i in ran_at:
+            lines[i] = replace(lines[i], note=f"not comparable: {exc}")
+        return Effect(claim, variant, tuple(lines))
+    for i, d in zip(ran_at, diffs):
+        lines[i] = _with_difference(lines[i], d)
+    return Effect(claim, variant, tuple(lines), pooled)
+
+
+def _minus(b, a):
+    return None if a is None or b is None else b - a
+
+
+def _with_difference(line: Comparison, d: Difference) -> Comparison:
+    values = (d.extra.get("a"), d.extra.get("b"))
+    return replace(line, estimate=d.estimate, low=d.low, high=d.high, p=d.p, pairs=d.n, values=values,
+                   test=d.method)
+
+
+def judge(effect: Effect, p_adjusted: float | None) -> Effect:
+    """The effect with its verdict: by its pooled CI, its Holm-adjusted p and its seeds."""
+    claim, pooled = effect.claim, effect.pooled
+    if pooled is None or pooled.low is None or pooled.high is None:
+        label = NO_EVIDENCE if any(ln.note == NO_EVIDENCE for ln in effect.lines) else NOT_RUN
+        return replace(effect, verdict=Verdict(label), p_adjusted=p_adjusted)
+    seeds = [ln.estimate for ln in effect.ran]
+    v = verdict(claim.direction, claim.paper_delta, pooled.low, pooled.high,
+                p_adjusted if effect.primary else pooled.p, seeds, claim.margin)
+    return replace(effect, verdict=v, p_adjusted=p_adjusted)
+
+
+def ledger(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None,
+           cache=None) -> tuple[Ledger, list[Row]]:
+    """The claims and their effects, judged; bootstraps from ``cache`` (bench.stats_cache.StatsCache,
+    default: the one beside the results), as `bench report` shares one for every table, card and claim.
+
+    The family: the first variant of every testable claim that has a pooled p (its primary line). Holm's
+    procedure holds the chance of any false direction among them to ALPHA; further variants (another victim
+    protocol) are shown beside, judged at their own p, outside the family."""
+    from bench.stats_cache import StatsCache
+
+    book = load(path, paper_values)
+    store = ResultStore(Path(results_dir))
+    cache = cache if cache is not None else StatsCache.load(store.root)
+    effects = []
+    for claim in book.claims:
+        variants = () if claim.not_testable else claim.variants
+        effects.append([replace(effect(store, book, claim, v, cache), primary=(i == 0))
+                        for i, v in enumerate(variants)])
+    primaries = [e for group in effects for e in group if e.primary]
+    adjusted = dict(zip(map(id, primaries), holm([e.pooled.p if e.pooled else None for e in primaries])))
+    rows = [Row(claim, tuple(judge(e, adjusted.get(id(e))) for e in group))
+            for claim, group in zip(book.claims, effects)]
+    return book, rows
+
+
+# ---------------------------------------------------------------- what a missing line costs --------
 
 @dataclass(frozen=True)
 class Step:
@@ -311,16 +548,20 @@ class Step:
 
 
 def steps(ledger: Ledger, claim: Claim, variant: dict, missing: tuple, store: ResultStore) -> tuple[Step, ...]:
-    options = _settings(ledger, claim, variant)
     out = []
     for model in missing:
-        words = ["bench", "run", "--model", model]
-        for key, value in options.items():
-            for v in value if isinstance(value, list) else [value]:
-                words += [f"--{key.replace('_', '-')}", str(v)]
         trained = (store.root / "cells" / model).is_dir()
-        out.append(Step(model, shlex.join(words), run_minutes(ledger.costs, options),
-                        0.0 if trained else train_minutes(ledger.costs, ledger.models.get(model, ""))))
+        for task in claim.task_list:
+            if task_evidence(store, model, claim, task, _settings(ledger, claim, variant, task)) is not None:
+                continue
+            options = _settings(ledger, claim, variant, task)
+            words = ["bench", "run", "--model", model]
+            for key, value in options.items():
+                for v in value if isinstance(value, list) else [value]:
+                    words += [f"--{key.replace('_', '-')}", str(v)]
+            out.append(Step(model, shlex.join(words), run_minutes(ledger.costs, options),
+                            0.0 if trained else train_minutes(ledger.costs, ledger.models.get(model, ""))))
+            trained = True  # the model's training is counted with its first command
     return tuple(out)
 
 
@@ -330,7 +571,7 @@ def plan(ledger: Ledger, claim: Claim, variant: dict, missing: tuple, store: Res
     return " && ".join(s.command for s in todo), sum(s.run_minutes + s.train_minutes for s in todo)
 
 
-def compute_plan(rows: list["Row"]) -> tuple[list[Step], float]:
+def compute_plan(rows: list[Row]) -> tuple[list[Step], float]:
     """Every distinct command the "not run yet" lines name, once, and their total CPU minutes with each
     model's training counted once."""
     unique = list({s.command: s for r in rows for ln in r.lines for s in ln.steps}.values())
@@ -344,7 +585,7 @@ def compute_plan(rows: list["Row"]) -> tuple[list[Step], float]:
 
 def run_minutes(costs: dict, options: dict) -> float:
     """CPU minutes of one `bench run`: a suite's fixed cost, or for an attack suite examples × runs ×
-    recipes × seconds per example and recipe, plus the victims' training."""
+    recipes × seconds per example and recipe (× the task's length factor), plus the victims' training."""
     fixed = (costs.get("suite_minutes") or {}).get(options.get("suite"))
     if fixed is not None:
         return float(fixed)
@@ -352,8 +593,9 @@ def run_minutes(costs: dict, options: dict) -> float:
     runs = int(options.get("runs") or 1)
     examples = int(options.get("limit") or costs.get("attack_default_limit", 1000))
     default, measured = float(costs.get("attack_seconds_per_example_recipe", 2)), costs.get("attack_seconds") or {}
-    seconds = examples * runs * sum(float(measured.get(r, default))
-                                    for r in (recipes if isinstance(recipes, list) else [recipes]))
+    length = float((costs.get("task_length_factor") or {}).get(options.get("task"), 1))
+    seconds = examples * runs * length * sum(float(measured.get(r, default))
+                                             for r in (recipes if isinstance(recipes, list) else [recipes]))
     victim = float((costs.get("victim_minutes") or {}).get(options.get("victim"), 0)) * runs
     return seconds / 60 + victim
 
@@ -367,212 +609,61 @@ def train_minutes(costs: dict, method: str) -> float:
     return float(per_step) * int(costs.get("train_steps", 250)) / 60 + float(costs.get("train_overhead_minutes", 0))
 
 
-def _pairs(ledger: Ledger, claim: Claim) -> list[tuple[str, str]]:
-    """(baseline, method): the claim's own, then each further training seed whose two models are both
-    listed under [models] (e.g. simcse-…-seed1 and robustembed-…-seed1)."""
-    out = [(claim.baseline, claim.method)]
-    for suffix in ledger.seed_suffixes:
-        pair = (claim.baseline + suffix, claim.method + suffix)
-        if all(m in ledger.models for m in pair):
-            out.append(pair)
-    return out
+# ---------------------------------------------------------------- settings from the record ---------
+
+KEPT_EARLY = 0.2  # a kept step below this share of the steps run is flagged
 
 
-def ledger(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None,
-           cache=None) -> tuple[Ledger, list[Row]]:
-    """The claims and their comparisons; bootstraps from ``cache`` (bench.stats_cache.StatsCache, default:
-    the one beside the results), as `bench report` shares one for every table, card and claim."""
-    from bench.stats_cache import StatsCache
-
-    book = load(path, paper_values)
-    store = ResultStore(Path(results_dir))
-    cache = cache if cache is not None else StatsCache.load(store.root)
-    rows = []
-    for claim in book.claims:
-        if claim.not_testable:
-            rows.append(Row(claim, ()))
-            continue
-        lines = tuple(compare_pair(store, book, claim, base, method, variant, cache)
-                      for base, method in _pairs(book, claim) for variant in claim.variants)
-        rows.append(Row(claim, lines))
-    return book, rows
-
-
-# ---------------------------------------------------------------- rendering -----------------------
-
-def _variant_text(variant: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in variant.items())
-
-
-def _seed_label(line: Comparison, claim: Claim) -> str:
-    suffix = line.method[len(claim.method):]
-    return f"training seed {suffix[len('-seed'):]}" if suffix.startswith("-seed") else "training seed 0"
+def model_setting(facts: dict) -> tuple[str, tuple[str, ...]]:
+    """What a trained model's card records (``plugins.json``: base, steps run, the step kept with its STS-B
+    dev score against the base's, the method's recorded settings), and the flags a reader should see: a
+    kept step below 20% of the steps run, or a dev score below the base's."""
+    training = facts.get("training") or {}
+    if not training:
+        return "no training card recorded", ()
+    steps_run = training.get("steps")
+    best = training.get("best") or {}
+    kept, dev, before = best.get("step"), best.get("stsb_dev_spearman"), training.get("stsb_dev_before")
+    parts = [f"{facts.get('method') or training.get('method')} from {facts.get('base') or '?'}",
+             f"{steps_run} steps of {training.get('batch_size')}"]
+    if kept is not None:
+        parts.append(f"kept step {kept}" + (f" (STS-B dev {dev:.2f}; base {before:.2f})"
+                                            if dev is not None and before is not None else ""))
+    config = training.get("method_config")
+    if isinstance(config, dict):
+        parts.append(", ".join(f"{k}={_short(v)}" for k, v in sorted(config.items())))
+    flags = []
+    if kept is not None and steps_run and kept < KEPT_EARLY * steps_run:
+        flags.append(f"kept step {kept} is below {KEPT_EARLY:.0%} of the {steps_run} steps run")
+    if dev is not None and before is not None and dev < before:
+        flags.append(f"its STS-B dev ({dev:.2f}) is below its base's ({before:.2f})")
+    return "; ".join(parts), tuple(flags)
 
 
-def line_text(line: Comparison, claim: Claim, plan: dict[str, int] | None = None) -> str:
-    """One line of a claim; a "not run yet" line names its commands by their number in ``plan`` (the compute
-    plan under the table, so the table stays readable), else in full."""
-    where = "; ".join(x for x in (_seed_label(line, claim), _variant_text(line.variant)) if x)
-    if line.verdict.label == NOT_RUN:
-        cost = f"about {_duration(line.cpu_minutes)} CPU" if line.cpu_minutes else ""
-        if plan is not None and all(s.command in plan for s in line.steps):
-            numbers = sorted({plan[s.command] for s in line.steps})
-            todo = ("plan step " if len(numbers) == 1 else "plan steps ") + ", ".join(map(str, numbers))
-            return f"{where}: {NOT_RUN} (no cell for {', '.join(line.missing)}): {todo}" + (f", {cost}" if cost else "")
-        return (f"{where}: {NOT_RUN}: no cell for {', '.join(line.missing)}; `{line.command}`"
-                + (f" ({cost})" if cost else ""))
-    if line.low is None:
-        return f"{where}: Δ {format_number(line.estimate, 2, signed=True)} ({line.verdict.note or NO_EVIDENCE})"
-    k = display_decimals(line.low, line.high)
-    base, method = (format_number(v, k) for v in line.values)
-    text = (f"{where}: {base} → {method}, Δ {format_number(line.estimate, k, signed=True)} "
-            f"[{format_number(line.low, k, signed=True)}, "
-            f"{format_number(line.high, k, signed=True)}], p {format_p(line.p)}: {line.verdict.label}")
-    return text + (f", {line.verdict.note}" if line.verdict.note else "")
+def _short(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _duration(minutes: float | None) -> str:
-    if minutes is None:
-        return "unknown"
-    return f"{minutes / 60:.1f} h" if minutes >= 90 else f"{minutes:.0f} min"
+def setting_text(catalog_models: dict, claim: Claim, suffixes: tuple[str, ...] = ()) -> tuple[str, tuple[str, ...]]:
+    """The generated setting of a claim: the method model's and the baseline's card facts (seed 0, with the
+    flags of every seed's models)."""
+    texts, flags = [], []
+    for role, name in (("method", claim.method), ("baseline", claim.baseline)):
+        facts = catalog_models.get(name) or {}
+        if not facts.get("method"):
+            continue  # a base that is not trained
+        text, own = model_setting(facts)
+        texts.append(f"{role} {name}: {text}")
+        for suffix in ("", *suffixes):
+            _, seed_flags = model_setting(catalog_models.get(name + suffix) or {})
+            flags += [f"{name + suffix}: {f}" for f in seed_flags]
+    bases = {(catalog_models.get(m + x) or {}).get("training", {}).get("base_weights_sha256")
+             for m in (claim.method, claim.baseline) for x in ("", *suffixes)} - {None}
+    if len(bases) > 1:
+        flags.append(f"its models were trained from {len(bases)} builds of the base (sha256 "
+                     + ", ".join(sorted(b[:12] for b in bases)) + "), which differ in their last bits")
+    return " | ".join(texts), tuple(dict.fromkeys(flags))
 
 
-def seeds_text(row: Row) -> str:
-    """Whether the training seeds agree, per variant, where a claim has more than one."""
-    out = []
-    for variant in row.claim.variants:
-        ran = [ln for ln in row.lines if ln.variant == variant and ln.verdict.label not in (NOT_RUN, NO_EVIDENCE)]
-        if len(ran) < 2:
-            continue
-        labels = {ln.verdict.label for ln in ran}
-        where = f" ({_variant_text(variant)})" if _variant_text(variant) else ""
-        out.append(f"seeds agree{where}: {ran[0].verdict.label}" if len(labels) == 1
-                   else f"seeds disagree{where}: " + ", ".join(f"{_seed_label(ln, row.claim)} {ln.verdict.label}"
-                                                              for ln in ran))
-    return "; ".join(out)
-
-
-def headline(row: Row) -> str:
-    if row.claim.not_testable:
-        return f"{NOT_TESTABLE}: {row.claim.not_testable}"
-    extra = seeds_text(row)
-    return row.verdict.label + (f" ({extra})" if extra else "")
-
-
-def _paper_text(claim: Claim) -> str:
-    return (f"{format_number(claim.paper_delta, 2, signed=True)} ({claim.paper_method} "
-            f"{format_number(claim.paper_method_value, 2)} vs {claim.paper_baseline} "
-            f"{format_number(claim.paper_baseline_value, 2)}; {claim.table})")
-
-
-def _claim_text(claim: Claim) -> str:
-    what = " ".join(x for x in (claim.metric, claim.attack, f"{claim.suite}/{claim.task}", claim.aggregation) if x)
-    return (f"**{claim.id}** ({claim.paper} {claim.table}): {claim.claim}. Row: {what}; "
-            f"{claim.method} vs {claim.baseline}")
-
-
-COLUMN_WIDTHS = (22, 11, 36, 9, 22)  # the HTML table's columns, % of its width: our lines need the room
-HEADERS = ("Claim", "Paper's Δ (method − baseline)", "Ours: baseline → method, Δ [95% CI], p (paired)", "Verdict",
-           "What differs from the paper")
-
-
-def summary(rows: list[Row]) -> str:
-    counts = {v: 0 for v in VERDICTS}
-    for r in rows:
-        counts[NOT_TESTABLE if r.claim.not_testable else r.verdict.label] += 1
-    return ", ".join(f"{v}: {n}" for v, n in counts.items() if n)
-
-
-RULE = ("Verdicts (reports/claims.py `verdict`, on the 95% CI of method − baseline, closed at its ends): "
-        "replicated = the paper's sign and the CI excludes 0 (noted when the CI also excludes the paper's Δ, "
-        "i.e. a smaller or larger effect); inconclusive = the CI includes both 0 and the paper's Δ; not detected = "
-        "the CI includes 0 and excludes the paper's Δ; reversed = the other sign, CI excludes 0; not testable here "
-        "(with why); not run yet (with its estimated CPU time and the numbered commands of the compute plan "
-        "below); no paired evidence (both cells stored, but one lacks its per-example evidence). A claim's "
-        "verdict is its first "
-        "line's (training seed 0, first setting); further training seeds are listed and said to agree or not. "
-        "CIs and p: the paired comparison of `bench compare` (paired bootstrap, 1,000 resamples, over the examples "
-        "both cells scored; McNemar mid-p for per-example binary outcomes). A direction (replicated, reversed) "
-        "also needs p < 0.05: where the CI excludes 0 but the paired test does not (a few discordant examples, all "
-        "one way, keep every bootstrap resample off 0), the line is judged as if the CI included 0, and says so.")
-
-
-def to_markdown(book: Ledger, rows: list[Row]) -> str:
-    out = ["# Claims ledger", "",
-           f"Generated by `bench report` from the result files and reports/{book.source}; do not edit. "
-           "Each seed paper's headline claims, tested as method − baseline under one protocol.", "",
-           f"Verdicts: {summary(rows)}.", "", "| " + " | ".join(HEADERS) + " |", "|" + " --- |" * len(HEADERS)]
-    plan = plan_numbers(rows)
-    for r in rows:
-        ours = "<br>".join(_md(line_text(ln, r.claim, plan)) for ln in r.lines) or "–"
-        out.append("| " + " | ".join((_md(_claim_text(r.claim)), _md(_paper_text(r.claim)), ours,
-                                      _md(headline(r)), _md(r.claim.differs))) + " |")
-    out += ["", RULE, ""] + _plan_markdown(rows)
-    return "\n".join(out)
-
-
-def plan_numbers(rows: list[Row]) -> dict[str, int]:
-    """Each command of the compute plan and its number there (1-based), as the plan lists them."""
-    todo, _ = compute_plan(rows)
-    return {s.command: i for i, s in enumerate(todo, 1)}
-
-
-def _plan_text(rows: list[Row]) -> tuple[str, list[tuple[str, str]]]:
-    """The compute plan under the table: a sentence, and (command, its CPU estimate) per distinct command."""
-    todo, total = compute_plan(rows)
-    if not todo:
-        return "", []
-    head = (f"To fill every \"not run yet\" line: {len(todo)} distinct `bench run` commands, about "
-            f"{_duration(total)} of CPU time in all (training counted once per model; estimates from "
-            "reports/claims.toml [costs]):")
-    items, trained = [], set()
-    for s in todo:  # a model's training goes with its first command (bench run trains a missing model first)
-        train = s.train_minutes if s.model not in trained else 0.0
-        trained.add(s.model)
-        items.append((s.command, _duration(s.run_minutes) + (f" + training {_duration(train)}" if train else "")))
-    return head, items
-
-
-def _plan_markdown(rows: list[Row]) -> list[str]:
-    head, items = _plan_text(rows)
-    if not head:
-        return []
-    return [head, ""] + [f"{i}. `{command}` (about {cost})" for i, (command, cost) in enumerate(items, 1)] + [""]
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def to_html(book: Ledger, rows: list[Row]) -> str:
-    def esc(text: str) -> str:
-        return html.escape(text).replace("**", "")
-
-    out = ["<h1>Claims ledger</h1>",
-           f"<p>Generated by <code>bench report</code> from the result files and reports/{html.escape(book.source)}; "
-           "do not edit.</p>", f"<p>Verdicts: {html.escape(summary(rows))}.</p>", "<table class=\"claims\">",
-           "<colgroup>" + "".join(f"<col style=\"width:{w}%\">" for w in COLUMN_WIDTHS) + "</colgroup>",
-           "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS) + "</tr></thead><tbody>"]
-    plan = plan_numbers(rows)
-    for r in rows:
-        # one block per line (training seed, victim protocol), so a claim's settings read apart
-        ours = "".join(f"<div class=\"line\">{esc(line_text(ln, r.claim, plan))}</div>" for ln in r.lines) or "–"
-        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in (esc(_claim_text(r.claim)), esc(_paper_text(r.claim)),
-                                                               ours, f"<b>{esc(headline(r))}</b>",
-                                                               esc(r.claim.differs))) + "</tr>")
-    out += ["</tbody></table>", f"<p class=\"note\">{html.escape(RULE)}</p>"]
-    head, items = _plan_text(rows)
-    if head:
-        out += [f"<p>{html.escape(head)}</p>", "<ol>"] + [f"<li><code>{html.escape(command)}</code> (about {cost})</li>"
-                                                            for command, cost in items] + ["</ol>"]
-    return page("Claims ledger", out)  # the site's look, with the link back to the index
-
-
-def render(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None,
-           cache=None) -> dict[str, str]:
-    """claims.md and claims.html for ``bench report``."""
-    book, rows = ledger(results_dir, path, paper_values, cache)
-    return {"claims.md": to_markdown(book, rows), "claims.html": to_html(book, rows)}
-
-
-NAMES = ("claims.md", "claims.html")
+def catalog_models(results_dir: Path) -> dict:
+    return dict(metadata.read(results_dir).get("models") or {})

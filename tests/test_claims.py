@@ -9,69 +9,86 @@ from bench.errors import BenchError
 from bench.stats import Evidence, Sample
 from bench.store import CellKey, Result, ResultStore
 from bench.uncertainty import apply_uncertainty
-from reports import claims
-from reports.claims import (INCONCLUSIVE, NOT_DETECTED, NOT_RUN, NOT_TESTABLE, REPLICATED, REVERSED, verdict)
+from reports import claims, claims_pages
+from reports.claims import (EXCLUDED, FEW_SEEDS, INCONCLUSIVE, MIXED, NOT_RUN, NOT_TESTABLE, REPLICATED, REVERSED,
+                            verdict)
 
 # --------------------------------------------------------------------------- the verdict rule -------
 
+THREE = (1.0, 1.0, 1.0)  # three seeds pointing up
 
-@pytest.mark.parametrize("direction, paper, low, high, label, note", [
-    # the paper's sign, CI excludes 0
-    ("higher", 1.5, 0.5, 2.0, REPLICATED, ""),
-    ("higher", 1.5, 0.2, 0.6, REPLICATED, "smaller"),  # CI excludes the paper's Δ: smaller effect
-    ("higher", 1.5, 2.0, 3.0, REPLICATED, "larger"),
-    ("lower", -30.0, -35.0, -25.0, REPLICATED, ""),
-    ("lower", -30.0, -3.0, -1.0, REPLICATED, "smaller"),
-    # the other sign, CI excludes 0
-    ("higher", 1.5, -2.0, -0.1, REVERSED, ""),
-    ("lower", -30.0, 0.1, 3.0, REVERSED, ""),
+
+@pytest.mark.parametrize("direction, paper, low, high, seeds, label, note", [
+    # the paper's sign, CI excludes 0, three seeds agree
+    ("higher", 1.5, 0.5, 2.0, THREE, REPLICATED, ""),
+    ("higher", 1.5, 0.2, 0.6, THREE, REPLICATED, "smaller"),  # CI excludes the paper's Δ: smaller effect
+    ("higher", 1.5, 2.0, 3.0, THREE, REPLICATED, "larger"),
+    ("lower", -30.0, -35.0, -25.0, (-1, -2, -3), REPLICATED, ""),
+    ("lower", -30.0, -3.0, -1.0, (-1, -2, -3), REPLICATED, "smaller"),
+    # the other sign
+    ("higher", 1.5, -2.0, -0.1, (-1, -1, -1), REVERSED, ""),
+    ("lower", -30.0, 0.1, 3.0, THREE, REVERSED, ""),
+    # a direction, but not on three agreeing seeds
+    ("higher", 1.5, 0.5, 2.0, (1.0,), FEW_SEEDS, "1 training seed"),
+    ("higher", 1.5, 0.5, 2.0, (1.0, 1.0), FEW_SEEDS, "2 training seeds"),
+    ("higher", 1.5, 0.5, 2.0, (1.0, 2.0, -0.1), MIXED, "different ways"),
     # CI includes 0
-    ("higher", 1.5, -0.5, 2.0, INCONCLUSIVE, ""),
-    ("lower", -30.0, -31.0, 1.0, INCONCLUSIVE, ""),
-    ("higher", 1.5, -0.5, 0.5, NOT_DETECTED, ""),
-    ("lower", -30.0, -2.9, 3.2, NOT_DETECTED, ""),
+    ("higher", 1.5, -0.5, 2.0, THREE, INCONCLUSIVE, ""),
+    ("lower", -30.0, -31.0, 1.0, THREE, INCONCLUSIVE, ""),
+    ("higher", 1.5, -0.5, 0.5, THREE, EXCLUDED, ""),
+    ("lower", -30.0, -2.9, 3.2, (1, -1, 0.5), EXCLUDED, ""),  # seeds that disagree change nothing without a direction
 ])
-def test_verdicts(direction, paper, low, high, label, note):
-    v = verdict(direction, paper, low, high)
+def test_verdicts(direction, paper, low, high, seeds, label, note):
+    v = verdict(direction, paper, low, high, 0.001, seeds)
     assert v.label == label
     assert (note in v.note) if note else not v.note
 
 
 @pytest.mark.parametrize("direction, paper, low, high, label", [
-    ("higher", 1.5, 0.0, 1.0, NOT_DETECTED),  # an end exactly at 0 includes 0
-    ("higher", 1.5, -1.0, 0.0, NOT_DETECTED),
-    ("lower", -1.5, 0.0, 1.0, NOT_DETECTED),
+    ("higher", 1.5, 0.0, 1.0, EXCLUDED),  # an end exactly at 0 includes 0
+    ("higher", 1.5, -1.0, 0.0, EXCLUDED),
+    ("lower", -1.5, 0.0, 1.0, EXCLUDED),
     ("higher", 1.5, 0.0, 1.5, INCONCLUSIVE),  # ... and an end exactly at the paper's Δ includes it
     ("higher", 1.5, -1.0, 1.5, INCONCLUSIVE),
     ("higher", 1.5, 1.5, 2.0, REPLICATED),  # the paper's Δ at the low end: no "smaller/larger" note
     ("higher", 1.5, 1e-9, 1.4999, REPLICATED),
-    ("higher", 1.5, 0.0, 0.0, NOT_DETECTED),  # a zero-width CI at 0
+    ("higher", 1.5, 0.0, 0.0, EXCLUDED),  # a zero-width CI at 0
     ("lower", -1.5, -1e-9, -1e-9, REPLICATED),
 ])
 def test_verdict_boundaries(direction, paper, low, high, label):
-    assert verdict(direction, paper, low, high).label == label
-    assert verdict("higher", 1.5, 1.5, 2.0).note == ""
-    assert "smaller" in verdict("higher", 1.5, 1e-9, 1.4999).note
+    seeds = THREE if direction == "higher" else (-1, -1, -1)
+    assert verdict(direction, paper, low, high, 0.001, seeds).label == label
 
 
-@pytest.mark.parametrize("paper, low, high, p, label", [
-    (-13.59, 0.5, 4.0, 0.062, NOT_DETECTED),  # CI off 0, test not significant: no direction called
+@pytest.mark.parametrize("paper, low, high, p_adjusted, label", [
+    (-13.59, 0.5, 4.0, 0.062, EXCLUDED),      # CI off 0, but not after Holm: no direction called
     (3.0, 0.5, 4.0, 0.062, INCONCLUSIVE),     # ... and the paper's Δ inside the CI
     (-0.3, -4.0, -0.5, 0.062, INCONCLUSIVE),  # ... or between the CI and 0
-    (-13.59, 0.5, 4.0, 0.01, REVERSED),       # the test agrees: the direction stands
-    (-13.59, -1.0, 4.0, 0.01, NOT_DETECTED),  # a CI that includes 0 is judged by the CI alone
+    (-13.59, 0.5, 4.0, 0.01, REVERSED),       # the adjusted test agrees: the direction stands
+    (-13.59, -1.0, 4.0, 0.01, EXCLUDED),      # a CI that includes 0 is judged by the CI alone
 ])
-def test_verdict_needs_the_paired_test_to_agree(paper, low, high, p, label):
-    v = verdict("lower", paper, low, high, p)
+def test_a_direction_needs_the_adjusted_test(paper, low, high, p_adjusted, label):
+    seeds = (1, 1, 1) if low > 0 else (-1, -1, -1)
+    v = verdict("lower", paper, low, high, p_adjusted, seeds)
     assert v.label == label
-    assert ("paired test does not" in v.note) == (p >= 0.05 and (low > 0 or high < 0))
+    assert ("not after Holm" in v.note) == (p_adjusted >= 0.05 and (low > 0 or high < 0))
+
+
+@pytest.mark.parametrize("low, high, seeds, label", [
+    (-0.8, 0.6, THREE, REPLICATED),     # inside ±1: no difference, as the paper says
+    (-0.8, 0.6, (1.0,), FEW_SEEDS),
+    (-3.0, -1.5, (-1, -2, -2), REVERSED),  # a cost beyond the margin
+    (-1.5, 0.2, THREE, INCONCLUSIVE),   # neither inside the margin nor a direction beyond it
+])
+def test_a_claim_of_no_difference(low, high, seeds, label):
+    assert verdict("same", 0.0, low, high, 0.001, seeds, margin=1.0).label == label
 
 
 def test_verdict_rejects_bad_input():
     with pytest.raises(ValueError):
-        verdict("better", 1.0, 0.0, 1.0)
+        verdict("better", 1.0, 0.0, 1.0, None)
     with pytest.raises(ValueError):
-        verdict("higher", 1.0, 2.0, 1.0)
+        verdict("higher", 1.0, 2.0, 1.0, None)
 
 
 # --------------------------------------------------------------------------- the claims file --------
@@ -148,7 +165,10 @@ def test_committed_claims_file_loads_and_names_registered_models():
     assert len(book.claims) >= 15
     assert set(book.models) <= set(MODELS), set(book.models) - set(MODELS)
     for c in book.claims:
-        assert c.paper_delta != 0 and (c.paper_delta > 0) == (c.direction == "higher"), c.id
+        if c.direction == "same":
+            assert abs(c.paper_delta) <= c.margin, c.id
+        else:
+            assert c.paper_delta != 0 and (c.paper_delta > 0) == (c.direction == "higher"), c.id
     # the scope: every table named gets at least one row
     tables = {(c.paper, c.table) for c in book.claims}
     scope = [("RobustEmbed", f"Table {i}") for i in (1, 2, 3, 4)] + [("V-advCSE", f"Table {i}") for i in (1, 2, 3)]
@@ -168,7 +188,7 @@ def test_committed_claims_file_loads_and_names_registered_models():
     (lambda t: t.replace('direction = "higher"', 'direction = "lower"'), "not on the asserted side"),
     (lambda t: t + CLAIM, "used twice"),
     (lambda t: t.replace('[[claim]]', '[[claim]', 1), "not valid TOML"),
-    (lambda t: t.replace('run = { suite = "sts" }', 'run = "sts"'), "run must be a table"),
+    (lambda t: t.replace('run = { suite = "sts" }', 'run = "sts"'), "must be tables"),
 ])
 def test_bad_claims_file_is_a_clear_error(tmp_path, change, message):
     path = _file(tmp_path, change(HEADER + CLAIM))
@@ -198,6 +218,17 @@ def _sts_cell(store, model, noise, seed=0):
     store.write(key, [row], {"suite": "sts", "task": "stsb", "profile": "study"}, evidence=apply_uncertainty([row]))
 
 
+def _seeded(store, noise_base=3.0, noise_better=0.3, seeds=(0, 1, 2), models=("base", "better")):
+    for seed in seeds:
+        suffix = f"-seed{seed}" if seed else ""
+        _sts_cell(store, models[0] + suffix, noise=noise_base, seed=10 + seed)
+        _sts_cell(store, models[1] + suffix, noise=noise_better, seed=20 + seed)
+
+
+THREE_SEEDS = HEADER.replace('"better-seed1" = "simcse"', '"better-seed1" = "simcse"\n"base-seed2" = ""\n'
+                             '"better-seed2" = "simcse"').replace('suffixes = ["-seed1"]', 'suffixes = ["-seed1", "-seed2"]')
+
+
 def test_render_on_a_tiny_results_dir(tmp_path):
     results = tmp_path / "results"
     store = ResultStore(results)
@@ -207,41 +238,111 @@ def test_render_on_a_tiny_results_dir(tmp_path):
     path = _file(tmp_path, HEADER + CLAIM + UNTESTABLE)
     book, rows = claims.ledger(results, path)
     stsb, cola = rows
-    first = stsb.lines[0]
-    assert first.verdict.label == REPLICATED and first.low > 0 and first.pairs == 60
+    first, second = stsb.effects[0].lines
+    assert first.ran and first.low > 0 and first.pairs == 60
     assert first.estimate == pytest.approx(first.values[1] - first.values[0], abs=1e-6)
-    second = stsb.lines[1]
-    assert second.verdict.label == NOT_RUN and second.missing == ("better-seed1",)
+    assert second.missing == ("better-seed1",)
     assert "bench run --model better-seed1 --profile study --suite sts" in second.command
     assert second.cpu_minutes == pytest.approx(1 + 2.4 * 250 / 60)  # the run, and training: no cell at all
-    assert cola.claim.not_testable and not cola.lines
-    files = claims.render(results, path)
+    # one seed: a direction, but not a replication
+    assert stsb.verdict.label == FEW_SEEDS and stsb.effects[0].pooled.seeds == 1
+    assert cola.claim.not_testable and not cola.effects and cola.verdict.label == NOT_TESTABLE
+    files = claims_pages.render(results, path)
     md, page = files["claims.md"], files["claims.html"]
     assert md.count("\n| **") == 2  # one row per claim
-    assert "replicated" in md and NOT_TESTABLE + ": no CoLA data offline" in md
+    assert FEW_SEEDS in md and NOT_TESTABLE in md and "no CoLA data offline" in md
     assert "+3.03" in md  # the paper's Δ, from paper_values.csv (82.97 − 79.94)
     assert "a tiny fixture" in md
-    # the table names the missing run by its number in the compute plan; the plan gives the command
-    (seed1_line,) = [ln for ln in md.splitlines() if ln.startswith("| **")][:1]
-    assert "not run yet (no cell for better-seed1): plan step 1" in seed1_line and "`bench run" not in seed1_line
+    (row_line,) = [ln for ln in md.splitlines() if ln.startswith("| **stsb")]
+    assert "not run yet (no cell for better-seed1): plan step 1" in row_line and "`bench run" not in row_line
     assert "\n1. `bench run --model better-seed1" in md
-    assert "<table class=\"claims\">" in page and page.count("<div class=\"line\">") >= 2 and "no CoLA data offline" in page
+    assert "<table class=\"claims\">" in page and "claims-forest.png" in page and "no CoLA data offline" in page
+    assert files["claims-forest.png"][:8] == b"\x89PNG\r\n\x1a\n"
     # stored cells under another setting are not compared
     other = tmp_path / "other"
     _sts_cell(ResultStore(other), "base", noise=3.0)
     _sts_cell(ResultStore(other), "better", noise=0.3)
     quick = _file(tmp_path, (HEADER + CLAIM).replace('profile = "study"', 'profile = "paper"'))
     _, (only,) = claims.ledger(other, quick)
-    assert only.lines[0].verdict.label == NOT_RUN
+    assert only.verdict.label == NOT_RUN
 
 
-def test_seeds_agree_or_not():
+def test_three_agreeing_seeds_replicate_and_the_ledger_is_data(tmp_path):
+    import csv
+    import io
+    import json
+
+    results = tmp_path / "results"
+    _seeded(ResultStore(results))
+    path = _file(tmp_path, THREE_SEEDS + CLAIM)
+    _, (row,) = claims.ledger(results, path)
+    e = row.primary
+    assert row.verdict.label == REPLICATED and e.pooled.seeds == 3 and e.pooled.spread is not None
+    assert e.pooled.estimate == pytest.approx(np.mean([ln.estimate for ln in e.lines]))
+    assert e.p_adjusted == pytest.approx(e.pooled.p)  # a family of one: Holm changes nothing
+    assert e.mde is not None and e.mde > 0 and e.relative is not None
+    files = claims_pages.render(results, path)
+    recs = list(csv.DictReader(io.StringIO(files["claims.csv"])))
+    assert set(claims_pages.COLUMNS) == set(recs[0])
+    assert [r["seed"] for r in recs] == ["0", "1", "2", "pooled"]
+    pooled = recs[-1]
+    assert pooled["verdict"] == REPLICATED and float(pooled["p_holm"]) < 0.05 and float(pooled["mde"]) > 0
+    assert float(pooled["ci_low"]) <= float(pooled["delta"]) <= float(pooled["ci_high"])
+    data = json.loads(files["claims.json"])
+    assert data["correction"] == "holm" and data["counts"] == {REPLICATED: 1} and len(data["lines"]) == 4
+
+
+def test_seeds_pointing_different_ways_are_never_a_replication(tmp_path):
+    results = tmp_path / "results"
+    store = ResultStore(results)
+    _seeded(store, seeds=(0, 1))
+    _sts_cell(store, "base-seed2", noise=0.3, seed=12)  # seed 2: the baseline is the better one
+    _sts_cell(store, "better-seed2", noise=2.5, seed=22)
+    _, (row,) = claims.ledger(results, _file(tmp_path, THREE_SEEDS + CLAIM))
+    assert {ln.estimate > 0 for ln in row.primary.lines} == {True, False}
+    assert row.verdict.label in (MIXED, INCONCLUSIVE, EXCLUDED)
+    if row.verdict.label == MIXED:
+        assert "different ways" in row.verdict.note
+
+
+def test_holm_decides_the_family(tmp_path):
+    from bench.stats import holm
+
+    results = tmp_path / "results"
+    _seeded(ResultStore(results), noise_base=1.0, noise_better=0.9)
+    path = _file(tmp_path, THREE_SEEDS + CLAIM + CLAIM.replace('id = "stsb"', 'id = "stsb-again"'))
+    _, rows = claims.ledger(results, path)
+    raw = [r.primary.pooled.p for r in rows]
+    assert [r.primary.p_adjusted for r in rows] == pytest.approx(holm(raw))
+    assert all(r.primary.p_adjusted >= r.primary.pooled.p for r in rows)
+
+
+def test_the_setting_comes_from_the_cards():
     claim = claims.load().claims[0]
-    line = claims.Comparison("m", "b", {}, claims.Verdict(REPLICATED))
-    seed1 = claims.Comparison("m-seed1", "b-seed1", {}, claims.Verdict(INCONCLUSIVE))
-    assert "seeds agree" in claims.seeds_text(claims.Row(claim, (line, line)))
-    text = claims.seeds_text(claims.Row(claim, (line, seed1)))
-    assert "seeds disagree" in text and INCONCLUSIVE in text
+    card = {"method": "robustembed", "base": "minilm-mlm",
+            "training": {"steps": 250, "batch_size": 64, "stsb_dev_before": 68.89,
+                         "best": {"step": 25, "stsb_dev_spearman": 68.28}, "method_config": {"lam": 0.01}}}
+    text, flags = claims.setting_text({claim.method: card}, claim)
+    assert "250 steps of 64" in text and "kept step 25" in text and "lam=0.01" in text
+    assert any("below 20%" in f for f in flags) and any("below its base's" in f for f in flags)
+    changed = {**card, "training": {**card["training"], "best": {"step": 200, "stsb_dev_spearman": 70.0},
+                                    "method_config": {"lam": 1e-06}}}
+    text2, flags2 = claims.setting_text({claim.method: changed}, claim)
+    assert text2 != text and "lam=1e-06" in text2 and not flags2
+
+
+def test_attack_rates_compare_the_examples_both_victims_attacked():
+    """The CI and the test of an attack success rate rest on the same examples: those both victims got right."""
+    from bench.stats import paired_bootstrap
+
+    ids = list(range(8))
+    nan = float("nan")
+    a = Evidence("proportion", Sample(ids, {"s": [1, 1, 0, 0, 1, nan, 1, 0]}), ("s",))
+    b = Evidence("proportion", Sample(ids, {"s": [1, 0, 0, 0, nan, 1, 1, 1]}), ("s",))
+    d = paired_bootstrap(a, b, common=True)
+    assert d.n == 6 and d.extra["counted_by_both"] == 6
+    assert d.extra["a"] == pytest.approx(100 * 3 / 6) and d.extra["b"] == pytest.approx(100 * 3 / 6)
+    assert paired_bootstrap(a, b).n == 8  # without: each rate over its own attacked set
 
 
 def test_every_claims_command_parses_as_bench_run(tmp_path):
@@ -273,15 +374,15 @@ def test_compute_plan_counts_each_command_and_training_once(tmp_path):
     # both claims need the same four runs (base, better and their -seed1); each model trains once
     assert sorted(s.model for s in todo) == ["base", "base-seed1", "better", "better-seed1"]
     assert total == pytest.approx(4 * 1 + 2 * 2.4 * 250 / 60)
-    md = claims.to_markdown(book, rows)
+    md = claims_pages.to_markdown(book, rows, {})
     assert "4 distinct `bench run` commands" in md and [f"{i}. `bench run --model" in md for i in range(1, 6)] == \
         [True] * 4 + [False]
     # each claim's seed-0 line points at the plan steps of its two missing models
-    numbers = claims.plan_numbers(rows)
+    numbers = claims_pages.plan_numbers(rows)
     first = rows[0].lines[0]
     assert len(first.steps) == 2 and {numbers[s.command] for s in first.steps} == {1, 2}
-    assert ": plan steps 1, 2, about" in claims.line_text(first, rows[0].claim, numbers)
-    assert "`bench run --model base " in claims.line_text(first, rows[0].claim)  # without a plan: the command
+    assert ": plan steps 1, 2, about" in claims_pages.seed_line(first, numbers)
+    assert "`bench run --model base " in claims_pages.seed_line(first)  # without a plan: the command
 
 
 def test_attack_cost_uses_a_recipes_measured_seconds_where_known():

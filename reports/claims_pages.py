@@ -1,0 +1,376 @@
+"""The claims ledger as pages and data: claims.md, claims.html (with a forest plot), claims.csv and claims.json.
+
+Everything here renders what ``reports/claims.py`` decided; no number is computed here but a display form.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import math
+from pathlib import Path
+
+from bench.stats import display_decimals, format_number, format_p
+from reports import claims as c
+from reports.paper import PaperValues
+from reports.site import page
+
+NAMES = ("claims.md", "claims.html", "claims.csv", "claims.json", "claims-forest.png")
+FOREST = "claims-forest.png"
+UNITS = {"spearman": "STS (Spearman × 100, points)", "acc": "Transfer accuracy (points)",
+         "attack_success_rate": "Attack success rate (points)", "accuracy": "Accuracy (points)",
+         "accuracy_under_attack": "Accuracy (points)", "mcc": "Accuracy (points)"}
+
+
+def unit(claim: c.Claim) -> str:
+    return claim.unit or UNITS.get(claim.metric, "Other measures")
+
+
+# ---------------------------------------------------------------- words for one line ---------------
+
+def _variant_text(variant: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in variant.items())
+
+
+def _n(x, k=2, signed=False) -> str:
+    return format_number(x, k, signed=signed)
+
+
+def seed_line(line: c.Comparison, plan: dict[str, int] | None = None) -> str:
+    """One training seed's line: its two values, Δ [CI] and p over the examples compared, or what is missing."""
+    where = f"seed {line.seed}"
+    if line.missing:
+        cost = f", about {_duration(line.cpu_minutes)} CPU" if line.cpu_minutes else ""
+        if plan is not None and all(s.command in plan for s in line.steps):
+            numbers = sorted({plan[s.command] for s in line.steps})
+            todo = ("plan step " if len(numbers) == 1 else "plan steps ") + ", ".join(map(str, numbers))
+            return f"{where}: {c.NOT_RUN} (no cell for {', '.join(line.missing)}): {todo}{cost}"
+        return f"{where}: {c.NOT_RUN}: no cell for {', '.join(line.missing)}; `{line.command}`{cost}"
+    if not line.ran:
+        return f"{where}: Δ {_n(line.estimate, 2, True)} ({line.note or c.NO_EVIDENCE})"
+    k = display_decimals(line.low, line.high)
+    base, method = (_n(v, k) for v in line.values)
+    return (f"{where}: {base} → {method}, Δ {_n(line.estimate, k, True)} [{_n(line.low, k, True)}, "
+            f"{_n(line.high, k, True)}], p {format_p(line.p)}, n {line.pairs}")
+
+
+def pooled_text(e: c.Effect) -> str:
+    """The pooled effect of a claim under one variant, as the ledger's main cell shows it."""
+    p = e.pooled
+    if p is None or p.low is None:
+        return "–"
+    k = display_decimals(p.low, p.high)
+    base, method = e.values
+    rel = f" ({e.relative:+.1f}%)" if e.relative is not None else ""
+    spread = f", seed SD {_n(p.spread, k)}" if p.spread is not None else ""
+    adjusted = f", Holm {format_p(e.p_adjusted)}" if e.primary and e.p_adjusted is not None else ""
+    return (f"{_n(base, k)} → {_n(method, k)}, Δ {_n(p.estimate, k, True)}{rel} [{_n(p.low, k, True)}, "
+            f"{_n(p.high, k, True)}]; {p.seeds} seed{'s' * (p.seeds != 1)}{spread}; p {format_p(p.p)}{adjusted}; "
+            f"MDE {_n(e.mde, k)}")
+
+
+def verdict_text(e: c.Effect) -> str:
+    return e.verdict.label + (f" ({e.verdict.note})" if e.verdict.note else "")
+
+
+def paper_text(claim: c.Claim) -> str:
+    rel = (f" ({100 * claim.paper_delta / claim.paper_baseline_value:+.1f}%)"
+           if claim.paper_baseline_value else "")
+    margin = f", margin ±{claim.margin:g}" if claim.margin is not None else ""
+    return (f"{_n(claim.paper_delta, 2, True)}{rel}{margin} ({claim.paper_method} "
+            f"{_n(claim.paper_method_value)} vs {claim.paper_baseline} {_n(claim.paper_baseline_value)}; "
+            f"{claim.table})")
+
+
+def claim_text(claim: c.Claim) -> str:
+    tasks = "+".join(claim.task_list)
+    what = " ".join(x for x in (claim.metric, claim.attack, f"{claim.suite}/{tasks}", claim.aggregation) if x)
+    return f"**{claim.id}** ({claim.paper} {claim.table}): {claim.claim}. Row: {what}; {claim.method} vs {claim.baseline}"
+
+
+def differs_text(row: c.Row, models: dict, suffixes) -> str:
+    setting, flags = c.setting_text(models, row.claim, suffixes)
+    out = [f"Setting (model cards): {setting}."] if setting else []
+    out += [f"⚠ {f}." for f in flags]
+    out.append(row.claim.differs)
+    return " ".join(out)
+
+
+def _duration(minutes: float | None) -> str:
+    if minutes is None:
+        return "unknown"
+    return f"{minutes / 60:.1f} h" if minutes >= 90 else f"{minutes:.0f} min"
+
+
+# ---------------------------------------------------------------- counts, rule, plan --------------
+
+def counts(rows: list[c.Row]) -> dict[str, int]:
+    out = {v: 0 for v in c.VERDICTS}
+    for r in rows:
+        out[r.verdict.label] += 1
+    return {k: v for k, v in out.items() if v}
+
+
+def summary(rows: list[c.Row]) -> str:
+    return ", ".join(f"{v}: {n}" for v, n in counts(rows).items())
+
+
+def family_text(rows: list[c.Row]) -> str:
+    m = sum(1 for r in rows if r.primary is not None and r.primary.primary and r.primary.pooled
+            and r.primary.pooled.p is not None)
+    return (f"The family: one primary line per testable claim (its first setting, pooled over its training "
+            f"seeds) that has a p-value, {m} in all. Holm's step-down procedure holds the chance of calling any "
+            f"false direction among them to {c.ALPHA:.0%}; a verdict of direction uses the adjusted p. Further "
+            "settings of a claim (another victim protocol) are shown beside it at their own p, outside the "
+            "family, and decide nothing.")
+
+
+RULE = (
+    "How a line is made. Each training seed: the paired difference method − baseline over the examples both "
+    "cells scored (paired bootstrap, 1,000 resamples; for attack success rates only the examples both victims "
+    "classified correctly, so both attacked, with McNemar's mid-p on the same examples). Pooled: the mean of the "
+    "per-seed differences with a hierarchical bootstrap (training seeds resampled, their deviations scaled by "
+    "√(k/(k−1)), then each drawn seed's own resample of its examples); its p is two-sided from the bootstrap's "
+    "standard error (normal), fine enough for a correction. With 3 seeds the seed-level spread is estimated from "
+    "3 values: read a pooled p near its threshold with that in mind. MDE: the smallest true difference a "
+    "two-sided 5% test detects with 80% power at the pooled standard error. Relative Δ: the pooled Δ as a share "
+    "of the baseline's value (the paper's likewise), so effects on scales that do not correspond can be "
+    "compared. The setting of each trained model is generated from its card (base, steps run, the step kept "
+    "and its STS-B dev score against the base's, the recorded method settings); ⚠ flags a kept step below 20% "
+    "of the steps run or a dev score below the base's.")
+
+
+def legend() -> list[tuple[str, str]]:
+    return [(v, c.MEANINGS[v]) for v in c.VERDICTS]
+
+
+def plan_numbers(rows: list[c.Row]) -> dict[str, int]:
+    todo, _ = c.compute_plan(rows)
+    return {s.command: i for i, s in enumerate(todo, 1)}
+
+
+def plan_items(rows: list[c.Row]) -> tuple[str, list[tuple[str, str]]]:
+    """The compute plan under the table: a sentence, and (command, its CPU estimate) per distinct command."""
+    todo, total = c.compute_plan(rows)
+    if not todo:
+        return "", []
+    head = (f"To fill every \"not run yet\" line: {len(todo)} distinct `bench run` commands, about "
+            f"{_duration(total)} of CPU time in all (training counted once per model; estimates from "
+            "reports/claims.toml [costs]):")
+    items, trained = [], set()
+    for s in todo:
+        train = s.train_minutes if s.model not in trained else 0.0
+        trained.add(s.model)
+        items.append((s.command, _duration(s.run_minutes) + (f" + training {_duration(train)}" if train else "")))
+    return head, items
+
+
+# ---------------------------------------------------------------- markdown and HTML ---------------
+
+HEADERS = ("Claim", "Paper's Δ (relative)",
+           "Ours, pooled over training seeds: baseline → method, Δ (relative) [95% CI]; seeds, seed SD; p, Holm; MDE",
+           "Each training seed", "Verdict", "Setting and what differs from the paper")
+COLUMN_WIDTHS = (17, 10, 22, 22, 9, 20)
+
+
+def _cells(r: c.Row, models: dict, suffixes, plan) -> tuple[str, str, list[str], list[str], str, str]:
+    ours, seeds = [], []
+    for e in r.effects:
+        label = f"{_variant_text(e.variant)}: " if _variant_text(e.variant) else ""
+        ours.append(label + pooled_text(e) + ("" if e.primary else " (outside the family)"))
+        seeds += [label + seed_line(ln, plan) for ln in e.lines]
+    verdicts = "; ".join(f"{_variant_text(e.variant) + ': ' if len(r.effects) > 1 else ''}{verdict_text(e)}"
+                         for e in r.effects) or verdict_text_row(r)
+    return claim_text(r.claim), paper_text(r.claim), ours or ["–"], seeds or ["–"], verdicts, \
+        differs_text(r, models, suffixes)
+
+
+def verdict_text_row(r: c.Row) -> str:
+    return r.verdict.label + (f": {r.verdict.note}" if r.verdict.note else "")
+
+
+def to_markdown(book: c.Ledger, rows: list[c.Row], models: dict) -> str:
+    out = ["# Claims ledger", "",
+           f"Generated by `bench report` from the result files, their `plugins.json` and reports/{book.source}; do "
+           "not edit. Each seed paper's headline claims, tested as method − baseline under one protocol, with the "
+           "training seed as the unit.", "", f"Verdicts: {summary(rows)}.", "", family_text(rows), "",
+           f"![forest plot]({FOREST})", "", "| " + " | ".join(HEADERS) + " |", "|" + " --- |" * len(HEADERS)]
+    plan = plan_numbers(rows)
+    for r in rows:
+        claim, paper, ours, seeds, verdicts, differs = _cells(r, models, book.seed_suffixes, plan)
+        out.append("| " + " | ".join(_md(x) for x in (claim, paper, "<br>".join(ours), "<br>".join(seeds),
+                                                          verdicts, differs)) + " |")
+    out += ["", "Verdicts, strongest first:", ""] + [f"- **{v}**: {m}" for v, m in legend()]
+    out += ["", RULE, ""]
+    head, items = plan_items(rows)
+    if head:
+        out += [head, ""] + [f"{i}. `{command}` (about {cost})" for i, (command, cost) in enumerate(items, 1)] + [""]
+    return "\n".join(out)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_html(book: c.Ledger, rows: list[c.Row], models: dict, forest: bool = True) -> str:
+    def esc(text: str) -> str:
+        return html.escape(text).replace("**", "")
+
+    out = ["<h1>Claims ledger</h1>",
+           f"<p>Generated by <code>bench report</code> from the result files and reports/{html.escape(book.source)}; "
+           "do not edit. Data: <a href=\"claims.csv\">claims.csv</a>, <a href=\"claims.json\">claims.json</a>.</p>",
+           f"<p><b>Verdicts:</b> {html.escape(summary(rows))}.</p>", f"<p class=\"note\">{html.escape(family_text(rows))}</p>"]
+    if forest:
+        out.append(f"<figure><img src=\"{FOREST}\" alt=\"forest plot of the claims\" style=\"width:100%;max-width:1100px\">"
+                   "<figcaption>Each claim's primary line: our pooled Δ with its 95% CI (dot and bar), the paper's Δ "
+                   "(red diamond), one panel per unit.</figcaption></figure>")
+    out += ["<table class=\"claims\">",
+            "<colgroup>" + "".join(f"<col style=\"width:{w}%\">" for w in COLUMN_WIDTHS) + "</colgroup>",
+            "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS) + "</tr></thead><tbody>"]
+    plan = plan_numbers(rows)
+    for r in rows:
+        claim, paper, ours, seeds, verdicts, differs = _cells(r, models, book.seed_suffixes, plan)
+        blocks = ["".join(f"<div class=\"line\">{esc(x)}</div>" for x in xs) for xs in (ours, seeds)]
+        out.append("<tr>" + "".join(f"<td>{x}</td>" for x in (esc(claim), esc(paper), *blocks,
+                                                               f"<b>{esc(verdicts)}</b>", esc(differs))) + "</tr>")
+    out += ["</tbody></table>", "<h2>Verdicts, strongest first</h2>", "<ul class=\"note\">"]
+    out += [f"<li><b>{html.escape(v)}</b>: {html.escape(m)}</li>" for v, m in legend()] + ["</ul>"]
+    out.append(f"<p class=\"note\">{html.escape(RULE)}</p>")
+    head, items = plan_items(rows)
+    if head:
+        out += [f"<p>{html.escape(head)}</p>", "<ol>"] + [f"<li><code>{html.escape(cmd)}</code> (about {cost})</li>"
+                                                            for cmd, cost in items] + ["</ol>"]
+    return page("Claims ledger", out)
+
+
+# ---------------------------------------------------------------- machine-readable ----------------
+
+COLUMNS = ("claim_id", "paper", "table", "metric", "attack", "suite", "tasks", "baseline_model", "method_model",
+           "seed", "setting", "primary", "paper_baseline_value", "paper_method_value", "paper_delta",
+           "paper_relative_delta", "baseline_value", "method_value", "delta", "ci_low", "ci_high", "p", "p_holm",
+           "mde", "relative_delta", "seeds", "seed_sd", "n", "verdict", "verdict_note", "what_differs")
+
+
+def records(book: c.Ledger, rows: list[c.Row], models: dict) -> list[dict]:
+    """One record per line: each training seed's, then the pooled one (seed "pooled"), per setting."""
+    out = []
+    for r in rows:
+        claim = r.claim
+        base = {"claim_id": claim.id, "paper": claim.paper, "table": claim.table, "metric": claim.metric,
+                "attack": claim.attack, "suite": claim.suite, "tasks": "+".join(claim.task_list),
+                "paper_baseline_value": claim.paper_baseline_value, "paper_method_value": claim.paper_method_value,
+                "paper_delta": claim.paper_delta,
+                "paper_relative_delta": (100 * claim.paper_delta / claim.paper_baseline_value
+                                         if claim.paper_baseline_value else None),
+                "what_differs": differs_text(r, models, book.seed_suffixes)}
+        if not r.effects:
+            out.append({**base, "baseline_model": claim.baseline, "method_model": claim.method, "seed": "pooled",
+                        "verdict": r.verdict.label, "verdict_note": r.verdict.note, "primary": True})
+        for e in r.effects:
+            setting = _variant_text(e.variant)
+            for ln in e.lines:
+                a, b = (ln.values + (None, None))[:2]
+                out.append({**base, "baseline_model": ln.baseline, "method_model": ln.method, "seed": ln.seed,
+                            "setting": setting, "primary": False, "baseline_value": a, "method_value": b,
+                            "delta": ln.estimate, "ci_low": ln.low, "ci_high": ln.high, "p": ln.p, "n": ln.pairs,
+                            "verdict": c.NOT_RUN if ln.missing else "", "verdict_note": ln.note})
+            p = e.pooled
+            a, b = e.values
+            out.append({**base, "baseline_model": claim.baseline, "method_model": claim.method, "seed": "pooled",
+                        "setting": setting, "primary": e.primary, "baseline_value": a, "method_value": b,
+                        "delta": p.estimate if p else None, "ci_low": p.low if p else None,
+                        "ci_high": p.high if p else None, "p": p.p if p else None, "p_holm": e.p_adjusted,
+                        "mde": e.mde, "relative_delta": e.relative, "seeds": p.seeds if p else 0,
+                        "seed_sd": p.spread if p else None, "verdict": e.verdict.label,
+                        "verdict_note": e.verdict.note})
+    return [{k: _clean(rec.get(k)) for k in COLUMNS} for rec in out]
+
+
+def _clean(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def to_csv(recs: list[dict]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for rec in recs:
+        writer.writerow({k: ("" if v is None else (repr(v) if isinstance(v, float) else v)) for k, v in rec.items()})
+    return buf.getvalue()
+
+
+def to_json(book: c.Ledger, rows: list[c.Row], recs: list[dict]) -> str:
+    return json.dumps({"format": "bench-claims/1", "alpha": c.ALPHA, "correction": "holm",
+                       "min_seeds": c.MIN_SEEDS, "power": c.POWER, "verdicts": dict(legend()),
+                       "counts": counts(rows), "family": family_text(rows), "lines": recs},
+                      indent=1, ensure_ascii=False) + "\n"
+
+
+# ---------------------------------------------------------------- the forest plot -----------------
+
+def forest_points(rows: list[c.Row]) -> dict[str, list[tuple]]:
+    """unit -> (label, our Δ, low, high, the paper's Δ, verdict) of every primary line that ran."""
+    out: dict[str, list[tuple]] = {}
+    for r in rows:
+        e = r.primary
+        if e is None or e.pooled is None or e.pooled.low is None:
+            continue
+        label = r.claim.id + (f" ({e.pooled.seeds} seeds)" if e.pooled.seeds != 1 else " (1 seed)")
+        out.setdefault(unit(r.claim), []).append((label, e.pooled.estimate, e.pooled.low, e.pooled.high,
+                                                  r.claim.paper_delta, e.verdict.label))
+    return out
+
+
+def forest_png(rows: list[c.Row]) -> bytes | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from reports.figures import figure_bytes
+
+    panels = forest_points(rows)
+    if not panels:
+        return None
+    heights = [max(1.2, 0.32 * len(v) + 0.8) for v in panels.values()]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, sum(heights) + 0.6),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    for ax, (name, pts) in zip(axes[:, 0], panels.items()):
+        ys = list(range(len(pts)))[::-1]
+        for y, (label, est, low, high, paper, verdict) in zip(ys, pts):
+            colour = {c.REPLICATED: "#1a7f37", c.REVERSED: "#b35900"}.get(verdict, "#1d4e89")
+            ax.plot([low, high], [y, y], color=colour, lw=2)
+            ax.plot(est, y, "o", color=colour, ms=5)
+            ax.plot(paper, y, "D", color="#c62828", ms=6, mfc="none", mew=1.6)
+        ax.axvline(0, color="#888", lw=0.8, ls="--")
+        ax.set_yticks(ys)
+        ax.set_yticklabels([p[0] for p in pts], fontsize=8)
+        ax.set_title(name, fontsize=10, loc="left")
+        ax.tick_params(axis="x", labelsize=8)
+    axes[-1, 0].set_xlabel("method − baseline (dot and bar: ours, pooled, 95% CI; red diamond: the paper's Δ)",
+                           fontsize=9)
+    fig.tight_layout()
+    blobs = figure_bytes(fig)
+    plt.close(fig)
+    return blobs["png"]
+
+
+# ---------------------------------------------------------------- for bench report ----------------
+
+def render(results_dir: Path, path: Path = c.CLAIMS_FILE, paper_values: PaperValues | None = None,
+           cache=None) -> dict[str, str | bytes]:
+    """claims.md, claims.html, claims.csv, claims.json and the forest plot for ``bench report``."""
+    book, rows = c.ledger(results_dir, path, paper_values, cache)
+    models = c.catalog_models(results_dir)
+    recs = records(book, rows, models)
+    files: dict[str, str | bytes] = {"claims.md": to_markdown(book, rows, models), "claims.csv": to_csv(recs),
+                                     "claims.json": to_json(book, rows, recs)}
+    png = forest_png(rows)
+    if png is not None:
+        files[FOREST] = png
+    files["claims.html"] = to_html(book, rows, models, forest=png is not None)
+    return files
