@@ -94,6 +94,17 @@ def mrpc_dev(root: Path) -> list[Example]:
     return _glue_mrpc(root / "glue_mrpc/dev.tsv")
 
 
+def _cola(path: Path) -> list[Example]:
+    """CoLA's raw release: source, label (0/1), original annotation, sentence; tab-separated, no header."""
+    rows = [ln.split("\t") for ln in _read_lines(path) if ln.strip()]
+    return [Example((r[3].strip(),), int(r[1])) for r in rows]
+
+
+def cola_dev(root: Path) -> list[Example]:
+    """GLUE's CoLA dev (1,043): the in-domain dev followed by the out-of-domain dev."""
+    return _cola(root / "cola/in_domain_dev.tsv") + _cola(root / "cola/out_of_domain_dev.tsv")
+
+
 # --- victim training data (given the attack set, to keep it out) --------------------------
 
 def _ends(text: str, k: int = 24) -> set[str]:
@@ -125,6 +136,10 @@ def imdb_train(root: Path, attack: list[Example]) -> list[Example]:
         words = rec["text"].replace("<br />", " ").split()
         out.append(Example((" ".join(words[:IMDB_MAX_WORDS]),), int(rec["label"])))
     return out
+
+
+def cola_train(root: Path, attack: list[Example]) -> list[Example]:
+    return _cola(root / "cola/in_domain_train.tsv")
 
 
 def mrpc_train(root: Path, attack: list[Example]) -> list[Example]:
@@ -200,6 +215,8 @@ class TrainingSet:
     present: Callable[[Path], bool] = lambda root: True
     needs: str = ""  # what is missing, in words, for the skip message
     fetch: str = ""  # the `bench data fetch` argument that gets it ("" = no public download we know)
+    # A stand-in cut from the attack set itself: the part attacked (the rest trains the victim, via ``load``).
+    attacked: Callable[[list[Example]], list[Example]] = lambda examples: examples
 
     def how_to_get(self) -> str:
         if self.fetch:
@@ -211,9 +228,25 @@ MR_TRAIN = TrainingSet("mr:train", mr_train)
 SST2_TRAIN = TrainingSet("sst2:train", sst2_train)
 IMDB_TRAIN = TrainingSet("imdb:train", imdb_train)
 MRPC_TRAIN = TrainingSet("mrpc:train", mrpc_train)
+COLA_TRAIN = TrainingSet("cola:train", cola_train)
 YELP_TRAIN_SET = TrainingSet("yelp:train", yelp_train, yelp_train_present,
                              f"Yelp polarity train ({YELP_TRAIN}, yelp_review_polarity_csv)")
 SNLI_TRAIN_SET = TrainingSet("snli:train", snli_train, snli_train_present, f"SNLI train ({SNLI_TRAIN})", "snli-1.0")
 MNLI_TRAIN_SET = TrainingSet("mnli:train", mnli_train, mnli_train_present, f"MNLI train ({MNLI_TRAIN})", "mnli")
 # Substitutes (only behind --substitute-victim): the offline victim of earlier versions.
 SNLI_DEV_SUBSTITUTE = TrainingSet("snli:dev", snli_dev_train)
+
+
+def even_positions(examples: list[Example]) -> list[Example]:
+    return examples[0::2]
+
+
+def yelp_odd_positions(root: Path, attack: list[Example]) -> list[Example]:
+    """Yelp's offline stand-in victim data: the odd positions of TextFooler's 1,000 Yelp examples (500); the
+    even positions are attacked (``even_positions``), so no attacked example is trained on."""
+    return textfooler_classification("yelp")(root)[1::2]
+
+
+# Yelp polarity train is not offline: split TextFooler's Yelp set, half to train the victim, half to attack.
+YELP_SPLIT_SUBSTITUTE = TrainingSet("yelp:textfooler-set-odd-positions", yelp_odd_positions,
+                                    attacked=even_positions)

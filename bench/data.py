@@ -120,6 +120,10 @@ _DATASETS = [
                 (Source("https://dl.fbaipublicfiles.com/senteval/senteval_data/msr_paraphrase_train.txt",
                         into="glue_mrpc/msr_paraphrase_train.txt",
                         note="train/dev .tsv come from GLUE's download_glue_data.py"),)),
+    DatasetSpec("cola", "cola", "CoLA v1.0, the version GLUE uses: train 8,551 / in-domain dev 527 / out-of-domain dev 516",
+                _github_files("nyu-mll/CoLA-baselines/256387150bdde9e0838a25280da2b77a7741edaa/"
+                              "acceptability_corpus/public/raw", "cola",
+                              ["in_domain_train.tsv", "in_domain_dev.tsv", "out_of_domain_dev.tsv"])),
     DatasetSpec("wiki-sample", "wiki/wiki1m_for_simcse.head11914.txt",
                 "First 11,914 lines of SimCSE's wiki1m (the offline training text)"),
     DatasetSpec("wiki1m", "wiki/wiki1m_for_simcse.txt", "SimCSE's 1M Wikipedia sentences (about 120 MB)",

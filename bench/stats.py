@@ -201,6 +201,17 @@ def _stratified(fn):
     return within
 
 
+def mcc_binary(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """Matthews correlation of binary predictions over the last axis (GLUE's CoLA metric, as sklearn's
+    matthews_corrcoef): 0 where a margin is empty."""
+    pred, gold = np.asarray(pred) == 1, np.asarray(gold) == 1
+    tp, tn = (pred & gold).sum(-1), (~pred & ~gold).sum(-1)
+    fp, fn = (pred & ~gold).sum(-1), (~pred & gold).sum(-1)
+    den = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn) * 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (tp * tn - fp * fn) / np.where(den > 0, den, 1.0), 0.0)
+
+
 STATISTICS: dict[str, Statistic] = {s.name: s for s in (
     Statistic("spearman", 2, spearman, bounds=(-1.0, 1.0)),
     Statistic("pearson", 2, pearson, bounds=(-1.0, 1.0)),
@@ -212,6 +223,7 @@ STATISTICS: dict[str, Statistic] = {s.name: s for s in (
     # 0/1 outcomes, NaN = not counted
     Statistic("proportion", 1, _gathered(nan_mean), interval="wilson", bounds=(0.0, 1.0)),
     Statistic("f1", 2, _gathered(f1_binary), bounds=(0.0, 1.0)),
+    Statistic("mcc", 2, _gathered(mcc_binary), bounds=(-1.0, 1.0)),
 )}
 
 

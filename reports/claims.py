@@ -65,7 +65,7 @@ REQUIRED = ("id", "paper", "table", "claim", "suite", "task", "metric", "aggrega
             "paper_method", "paper_baseline", "direction", "differs")
 OPTIONAL = {"attack": "", "split": "", "paper_task": "", "paper_attack": None, "paper_split": None,
             "run": {}, "variants": [{}], "not_testable": "", "tasks": [], "task_run": {}, "margin": None,
-            "unit": ""}
+            "unit": "", "figure_only": False, "paper_metric": ""}
 
 
 # ---------------------------------------------------------------- the verdict rule ----------------
@@ -76,7 +76,7 @@ class Verdict:
     note: str = ""  # e.g. a replicated effect whose CI excludes the paper's Δ
 
 
-def verdict(direction: str, paper_delta: float, low: float, high: float, p_adjusted: float | None,
+def verdict(direction: str, paper_delta: float | None, low: float, high: float, p_adjusted: float | None,
             seed_estimates=(), margin: float | None = None, min_seeds: int = MIN_SEEDS) -> Verdict:
     """The verdict of a pooled effect: its 95% CI [low, high] of method − baseline, its Holm-adjusted p
     (None: not in the family, judged by its CI alone) and the per-seed differences behind it.
@@ -100,6 +100,8 @@ def verdict(direction: str, paper_delta: float, low: float, high: float, p_adjus
     if not directed:  # judged as if the CI reached 0
         note = (f"the CI excludes 0 but not after Holm's correction (adjusted p {p_adjusted:.3g})"
                 if excludes_zero else "")
+        if paper_delta is None:  # a claim read off a figure: no printed Δ to exclude
+            return Verdict(INCONCLUSIVE, note or "the paper prints no value to exclude (a figure)")
         inside = min(low, 0.0) <= paper_delta <= max(high, 0.0)
         return Verdict(INCONCLUSIVE if inside else EXCLUDED, note)
     agree = [e for e in seed_estimates if e is not None]
@@ -111,7 +113,7 @@ def verdict(direction: str, paper_delta: float, low: float, high: float, p_adjus
     asserted = 1 if direction == "higher" else -1
     if sign != asserted:
         return Verdict(REVERSED)
-    if low <= paper_delta <= high:
+    if paper_delta is None or low <= paper_delta <= high:
         return Verdict(REPLICATED)
     smaller = abs(high if asserted > 0 else low) < abs(paper_delta)
     return Verdict(REPLICATED, "smaller effect than the paper's (CI excludes its Δ)" if smaller
@@ -161,15 +163,19 @@ class Claim:
     task_run: dict = field(default_factory=dict)  # per task: further `bench run` options (e.g. a stand-in)
     margin: float | None = None  # a claim of no difference: the equivalence margin, in the metric's units
     unit: str = ""  # the forest plot's panel (default: from the metric)
-    paper_method_value: float = 0.0
-    paper_baseline_value: float = 0.0
+    figure_only: bool = False  # the paper shows the claim in a figure and prints no values: direction only
+    paper_metric: str = ""  # the metric's name in paper_values.csv where it differs from ours
+    paper_method_value: float | None = 0.0
+    paper_baseline_value: float | None = 0.0
 
     @property
     def ref(self) -> PaperRef:
         return PaperRef(self.paper, self.table)
 
     @property
-    def paper_delta(self) -> float:
+    def paper_delta(self) -> float | None:
+        if self.paper_method_value is None or self.paper_baseline_value is None:
+            return None
         return self.paper_method_value - self.paper_baseline_value
 
     @property
@@ -179,7 +185,7 @@ class Claim:
     def paper_key(self, row: str) -> str:
         """How the claim cites a row of paper_values.csv."""
         return " / ".join(x for x in (self.paper, self.table, row, self.suite, self.paper_task or self.task,
-                                      self.metric, self.paper_attack if self.paper_attack is not None
+                                      self.paper_metric or self.metric, self.paper_attack if self.paper_attack is not None
                                       else self.attack) if x)
 
 
@@ -265,10 +271,15 @@ def _claim(path: Path, i: int, entry: dict, models: dict, paper_values: PaperVal
     fields["tasks"] = tuple(fields["tasks"])
     claim = Claim(**fields)
     values = {}
+    if claim.figure_only:
+        if claim.direction == "same":
+            raise _fail(path, where, "a claim read off a figure has no printed Δ to hold a margin against",
+                        "give it a direction, or transcribe the values into reports/paper_values.csv")
+        return Claim(**{**fields, "paper_method_value": None, "paper_baseline_value": None})
     for role in ("paper_method", "paper_baseline"):
         row = getattr(claim, role)
         value = paper_by_label(paper_values, claim.ref, row, claim.suite, claim.paper_task or claim.task,
-                               claim.metric, claim.attack if claim.paper_attack is None else claim.paper_attack,
+                               claim.paper_metric or claim.metric, claim.attack if claim.paper_attack is None else claim.paper_attack,
                                claim.paper_split)
         if value is None:
             raise _fail(path, where, f"{role} cites {claim.paper_key(row)!r}, which reports/paper_values.csv "

@@ -76,6 +76,8 @@ def verdict_text(e: c.Effect) -> str:
 
 
 def paper_text(claim: c.Claim) -> str:
+    if claim.paper_delta is None:
+        return f"{claim.direction} ({claim.paper_method} vs {claim.paper_baseline}; {claim.table}: a figure, no values printed)"
     rel = (f" ({100 * claim.paper_delta / claim.paper_baseline_value:+.1f}%)"
            if claim.paper_baseline_value else "")
     margin = f", margin ±{claim.margin:g}" if claim.margin is not None else ""
@@ -263,7 +265,7 @@ def records(book: c.Ledger, rows: list[c.Row], models: dict) -> list[dict]:
                 "paper_baseline_value": claim.paper_baseline_value, "paper_method_value": claim.paper_method_value,
                 "paper_delta": claim.paper_delta,
                 "paper_relative_delta": (100 * claim.paper_delta / claim.paper_baseline_value
-                                         if claim.paper_baseline_value else None),
+                                         if claim.paper_delta is not None and claim.paper_baseline_value else None),
                 "what_differs": differs_text(r, models, book.seed_suffixes)}
         if not r.effects:
             out.append({**base, "baseline_model": claim.baseline, "method_model": claim.method, "seed": "pooled",
@@ -345,7 +347,8 @@ def forest_png(rows: list[c.Row]) -> bytes | None:
             colour = {c.REPLICATED: "#1a7f37", c.REVERSED: "#b35900"}.get(verdict, "#1d4e89")
             ax.plot([low, high], [y, y], color=colour, lw=2)
             ax.plot(est, y, "o", color=colour, ms=5)
-            ax.plot(paper, y, "D", color="#c62828", ms=6, mfc="none", mew=1.6)
+            if paper is not None:
+                ax.plot(paper, y, "D", color="#c62828", ms=6, mfc="none", mew=1.6)
         ax.axvline(0, color="#888", lw=0.8, ls="--")
         ax.set_yticks(ys)
         ax.set_yticklabels([p[0] for p in pts], fontsize=8)

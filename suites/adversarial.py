@@ -15,9 +15,10 @@ run resumes at the next example and recomputes none.
 Training data (``attacks/datasets.py`` ``TrainingSet``): each task's own training split; SNLI is
 attacked by an SNLI-train victim and MNLI-mismatched by an MNLI-train victim. Where a training
 set is absent (offline: SNLI train, MNLI train, Yelp train), the task is skipped with a message
-naming `bench data fetch ...`, and its rows have empty values. Only ``--substitute-victim snli-dev``
-trains the NLI victims on SNLI dev instead (the offline victim of earlier versions), recorded in
-the configuration (``substitute_victim``, ``victim_data``) and in every victim card.
+naming `bench data fetch ...`, and its rows have empty values. Only ``--substitute-victim`` trains a
+stand-in victim instead: ``snli-dev`` trains the NLI victims on SNLI dev minus the attack pairs,
+``yelp-split`` trains Yelp's on the odd positions of TextFooler's Yelp set and attacks the even ones;
+recorded in the configuration (``substitute_victim``, ``victim_data``) and in every victim card.
 
 Replications (``--runs K``, ``replications``): run k attacks its own victim, fine-tuned (or its head
 trained) with seed ``seed + 1000·k``, on its own sample: run 0 the first N examples (N = ``--limit``,
@@ -73,7 +74,7 @@ VICTIM_SETTINGS = {
 }
 VICTIM_PROTOCOLS = tuple(VICTIM_SETTINGS)
 # Substitute victims, only when asked for (--substitute-victim): name -> training set.
-SUBSTITUTES = {"snli-dev": ds.SNLI_DEV_SUBSTITUTE}
+SUBSTITUTES = {"snli-dev": ds.SNLI_DEV_SUBSTITUTE, "yelp-split": ds.YELP_SPLIT_SUBSTITUTE}
 RUN_SEED_STRIDE = 1000  # run k's victim seed is seed + 1000·k: no two (seed, run) share a victim while seed < 1000
 
 # TextAttack maps each result class to one of three kinds (MaximizedAttackResult counts as a success).
@@ -88,6 +89,7 @@ class AdvTask(Task):
     attack_set: Callable | None = None  # data root -> [Example]
     train: ds.TrainingSet | None = None  # the victim's training data
     substitutes: tuple[str, ...] = ()  # SUBSTITUTES this task accepts when its training set is absent
+    clean_metrics: tuple[str, ...] = ("clean_accuracy",)  # CLEAN_METRICS scored on the unattacked set
 
 
 REF = "RobustEmbed Table 3"
@@ -106,7 +108,7 @@ TASKS = (
             attack_set=ds.textfooler_classification("imdb"), train=ds.IMDB_TRAIN),
     AdvTask(**ADV, name="yelp", label="YELP", dataset="textfooler",
             description=f"Yelp: TextFooler's 1000 examples; needs {ds.YELP_TRAIN} to train a victim",
-            attack_set=ds.textfooler_classification("yelp"), train=ds.YELP_TRAIN_SET),
+            attack_set=ds.textfooler_classification("yelp"), train=ds.YELP_TRAIN_SET, substitutes=("yelp-split",)),
     AdvTask(**ADV, name="mrpc", label="MRPC", dataset="glue-mrpc",
             description="MRPC: GLUE dev (408); victim on GLUE train", columns=("sentence1", "sentence2"),
             labels=("not_equivalent", "equivalent"), attack_set=ds.mrpc_dev, train=ds.MRPC_TRAIN),
@@ -118,6 +120,10 @@ TASKS = (
             description="MNLI mismatched: TextFooler's 1000 examples; victim on MNLI train",
             columns=NLI, labels=ds.NLI_LABELS, attack_set=ds.textfooler_nli("mnli_mismatched"),
             train=ds.MNLI_TRAIN_SET, substitutes=("snli-dev",)),
+    AdvTask(**{**ADV, "paper_ref": "DCL Table 3"}, name="cola", label="CoLA", dataset="cola",
+            description="CoLA v1.0: GLUE's dev (in-domain 527 + out-of-domain 516); victim on its train (8,551)",
+            labels=("unacceptable", "acceptable"), attack_set=ds.cola_dev, train=ds.COLA_TRAIN,
+            clean_metrics=("clean_accuracy", "clean_mcc")),
 )
 TASKS_BY_NAME = {t.name: t for t in TASKS}
 
@@ -209,8 +215,10 @@ class AdversarialSuite(Suite):
                       help="victim protocol: finetune = encoder + linear head trained end to end; frozen = "
                            "encoder frozen, linear head on its sentence embedding"),
                Option(name="substitute_victim", choices=tuple(SUBSTITUTES),
-                      help="where an NLI task's training set is absent, train its victim on this instead of "
-                           "skipping the task (snli-dev: SNLI dev minus the attack pairs); recorded in every row"))
+                      help="where a task's training set is absent, train its victim on this stand-in instead of "
+                           "skipping the task (snli-dev, for SNLI and MNLI-mm: SNLI dev minus the attack pairs; "
+                           "yelp-split, for Yelp: half of TextFooler's Yelp set trains the victim, the other half is "
+                           "attacked); recorded in every row"))
 
     @staticmethod
     def protocol(ctx: RunContext) -> str:
@@ -282,15 +290,17 @@ class AdversarialSuite(Suite):
         # every declared role resolvable before any victim is trained (an undeclared plug-in: checked on use)
         preflight.require(recipe_roles(recipes, ctx.options.get("constraints"), undeclared=()))
         preflight.textattack()  # NLTK data, TA_CACHE_DIR, then the import (HF_HOME restored)
-        examples = task.attack_set(root)
+        examples = training.attacked(task.attack_set(root))  # a stand-in cut from the attack set keeps its half
         plan = replications(len(examples), ctx.limit, self.runs(ctx), ctx.seed)
         train = _labelled(training.load(root, examples), training.source)
         victims = [self.victim(task, train, examples, encoder, ctx, rep.victim_seed) for rep in plan]
-        clean = [clean_accuracy(victim, examples, task.name) for victim in victims]
+        clean = [clean_scores(victim, examples, task) for victim in victims]
         summaries = [_victim_summary(v) for v in victims]
-        out = _run_rows(task, "clean_accuracy", [{"clean_accuracy": value} for value, _ in clean], plan,
-                        json.dumps({"victims": summaries}, sort_keys=True), {}, attack="", n=len(examples),
-                        evidence=[{"clean_accuracy": evidence} for _, evidence in clean])
+        out = []
+        for metric in task.clean_metrics:
+            out += _run_rows(task, metric, [{metric: run[metric][0]} for run in clean], plan,
+                             json.dumps({"victims": summaries}, sort_keys=True), {}, attack="", n=len(examples),
+                             evidence=[{metric: run[metric][1]} for run in clean])
         for recipe in recipes:
             # A fresh Resources per recipe, so its provenance names exactly the roles that recipe used.
             out += self.attack_rows(task, recipe, examples, plan, victims, encoder, Resources(ctx.paths), ctx)
@@ -433,17 +443,22 @@ def attack_one(attack, example, index: int, columns, seed: int) -> dict:
     return record_of(result, index, example, time.perf_counter() - start)
 
 
-def clean_accuracy(victim, examples, task_name: str):
-    """(accuracy x100 on every attack-set example, its per-example Evidence: a Wilson interval per run
-    and a paired test between two models' victims on the same examples)."""
+def clean_scores(victim, examples, task: "AdvTask") -> dict:
+    """metric -> (value x100 on every attack-set example, its per-example Evidence), for the task's clean
+    metrics: accuracy (a Wilson interval per run, McNemar between two models' victims) and, where the task
+    asks for it, the Matthews correlation (a bootstrap; GLUE's CoLA metric)."""
     import numpy as np
 
     from bench.stats import Evidence, Sample
 
-    data = _labelled(examples, f"{task_name}:attack")
-    correct = (np.asarray(victim.predict(data.inputs)) == np.asarray(data.labels)).astype(float)
-    return 100.0 * float(correct.mean()), Evidence("proportion", Sample(list(range(len(correct))), {"correct": correct}),
-                                                   ("correct",))
+    data = _labelled(examples, f"{task.name}:attack")
+    pred, gold = np.asarray(victim.predict(data.inputs)), np.asarray(data.labels)
+    correct = (pred == gold).astype(float)
+    ids = list(range(len(correct)))
+    scores = {"clean_accuracy": Evidence("proportion", Sample(ids, {"correct": correct}), ("correct",)),
+              "clean_mcc": Evidence("mcc", Sample(ids, {"pred": pred, "gold": gold}), ("pred", "gold"))}
+    return {metric: (scores[metric].point(), scores[metric]) for metric in task.clean_metrics}
+
 
 
 def _run_rows(task, metric: str, per_run: list[dict], plan: list[Replication], provenance: str, config: dict,

@@ -128,3 +128,21 @@ def test_wrapper_cache_is_bounded(classifier):
     wrapper = CachedModelWrapper(model, tokenizer, cache_size=2)
     wrapper(["a dog", "a cat", "a man"])
     assert len(wrapper._cache) == 2
+
+
+def test_the_yelp_stand_in_never_trains_on_an_attacked_example(tmp_path):
+    """yelp-split: TextFooler's Yelp set, odd positions train the victim and even positions are attacked."""
+    from attacks import datasets as ds
+    from suites.adversarial import SUBSTITUTES, TASKS_BY_NAME
+
+    folder = tmp_path / "textfooler_attack_sets"
+    folder.mkdir()
+    (folder / "yelp").write_text("".join(f"{i % 2} review number {i}\n" for i in range(10)), encoding="utf-8")
+    task = TASKS_BY_NAME["yelp"]
+    assert "yelp-split" in task.substitutes
+    stand_in = SUBSTITUTES["yelp-split"]
+    attacked = stand_in.attacked(task.attack_set(tmp_path))
+    train = stand_in.load(tmp_path, attacked)
+    assert [e.inputs[0] for e in attacked] == [f"review number {i}" for i in range(0, 10, 2)]
+    assert {e.inputs for e in attacked}.isdisjoint({e.inputs for e in train}) and len(train) == 5
+    assert stand_in.source != ds.YELP_TRAIN_SET.source

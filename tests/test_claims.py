@@ -165,7 +165,9 @@ def test_committed_claims_file_loads_and_names_registered_models():
     assert len(book.claims) >= 15
     assert set(book.models) <= set(MODELS), set(book.models) - set(MODELS)
     for c in book.claims:
-        if c.direction == "same":
+        if c.figure_only:
+            assert c.paper_delta is None, c.id
+        elif c.direction == "same":
             assert abs(c.paper_delta) <= c.margin, c.id
         else:
             assert c.paper_delta != 0 and (c.paper_delta > 0) == (c.direction == "higher"), c.id
@@ -360,10 +362,14 @@ def test_every_claims_command_parses_as_bench_run(tmp_path):
             continue
         for variant in claim.variants:
             command, minutes = claims.plan(book, claim, variant, (claim.method,), store)
-            words = command.split()
-            assert words[:2] == ["bench", "run"], command
-            args = parser.parse_args(words[2:])
-            assert args.suite == claim.suite and args.model == claim.method, command
+            commands = command.split(" && ")
+            assert len(commands) == len(claim.task_list), command  # one run per task (dataset)
+            for one, task in zip(commands, claim.task_list):
+                words = one.split()
+                assert words[:2] == ["bench", "run"], one
+                args = parser.parse_args(words[2:])
+                assert args.suite == claim.suite and args.model == claim.method, one
+                assert not claim.tasks or f"--task {task}" in one, one
             assert minutes > 0, claim.id
 
 
