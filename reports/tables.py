@@ -98,6 +98,7 @@ class TableSpec:
     runs: str | None = None  # aggregation prefix of per-run rows (run0, run1, ...): cells average those
     resources_key: str | None = None  # key of the role -> resource map inside a row's resources JSON
     paper_rows: bool = False  # list the paper's own rows (its backbones) as reference lines
+    config: dict = field(default_factory=dict)  # only cells run under these settings (e.g. one victim protocol)
 
     @property
     def suites(self) -> tuple[str, ...]:
@@ -192,7 +193,8 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
     ``evidence`` the cells' stored per-example evidence (intervals of averages, significance)."""
     if spec.summaries:
         return _build_summary(spec, paper, built or {}, catalog, evidence)
-    ours = [r for r in rows if (r["suite"], r["metric"]) == (spec.suite, spec.metric)]
+    ours = [r for r in rows if (r["suite"], r["metric"]) == (spec.suite, spec.metric)
+            and all(r["_config"].get(k, v) == v for k, v in spec.config.items())]  # unrecorded: any
     mine = [r for r in ours if spec.aggregation is None or r["aggregation"] == spec.aggregation]
     runs = [r for r in ours if spec.runs and (r["aggregation"] or "").startswith(spec.runs)]
     mine_of, runs_of = _by_model(mine), _by_model(runs)

@@ -251,7 +251,7 @@ def test_paper_reference_rows_and_one_header_per_group(generated):
     ref = t3[("TextFooler", "paper · RobustEmbed-BERT_base", "MR")]
     assert (ref["reference"], ref["paper"], ref["mean"], ref["bold"]) == ("1", "32.69", "", "0")
     assert "paper · SimCSE-BERT_base" in generated["robustembed-table1.md"]
-    assert "paper · SimCSE-BERT_base" not in generated["robustembed-table7.md"]  # summaries list our models only
+    assert "paper · SimCSE-BERT_base" not in generated["robustembed-averages.md"]  # summaries list our models only
 
 
 def test_report_card(results, tmp_path):
@@ -391,14 +391,18 @@ def test_a_column_shows_every_model_under_one_setting(tmp_path):
             _cell(store, model, "adversarial", "mr", 0, [("attack_success_rate", 90.0 if victim == "finetune" else 60.0,
                                                           "mean-of-runs", "attack", "textfooler")], victim=victim)
     export_metadata(tmp_path)  # the recipes' labels
-    md = generate(tmp_path, formats=["md"]).reports["robustembed-table3.md"]
+    reports = generate(tmp_path, formats=["md"]).reports
+    md = reports["robustembed-table3.md"]  # frozen-encoder victims (their own table)
     rows = {ln.split("|")[2].strip(): ln for ln in md.splitlines() if ln.startswith("| TextFooler |")}
     assert "60.00" in rows["simcse-bert"] and "90.00" not in rows["simcse-bert"]
-    assert "victim: frozen;" in md and "1 cell(s) also have results under other settings" in md
+    assert "victim: frozen;" in md and "frozen-encoder victims" in md
+    tuned = reports["robustembed-table3-finetuned.md"]  # simcse-bert's fine-tuned victims, never beside frozen ones
+    rows = {ln.split("|")[2].strip(): ln for ln in tuned.splitlines() if ln.startswith("| TextFooler |")}
+    assert "90.00" in rows["simcse-bert"] and "robustembed-bert" not in rows and "victim: finetune;" in tuned
     _cell(store, "robustembed-bert", "adversarial", "mr", 0, [("attack_success_rate", 80.0, "mean-of-runs", "attack",
                                                                "textfooler")], victim="finetune")
-    md = generate(tmp_path, formats=["md"]).reports["robustembed-table3.md"]
-    assert "victim: finetune;" in md  # both have both: the paper's protocol is preferred
+    tuned = generate(tmp_path, formats=["md"]).reports["robustembed-table3-finetuned.md"]
+    assert "80.00" in tuned and "60.00" not in tuned
 
 
 def _tied_settings_fixture(root: Path) -> Path:
