@@ -289,3 +289,50 @@ def test_average_of_tasks_takes_its_p_from_its_own_bootstrap_not_pooled_mcnemar(
     runs = stats.paired_bootstrap(stats.Evidence(parts=[small[0], small[0]], combine="runs"),
                                   stats.Evidence(parts=[small[1], small[1]], combine="runs"))
     assert runs.p == runs.extra["mcnemar"]["p_mid"] and "McNemar mid-p pooled" in runs.method
+
+
+# --------------------------------------------------------------------------- seeds, many tests ------
+
+def test_holm_matches_the_step_down_rule():
+    from bench.stats import holm
+
+    # sorted p 0.01, 0.02, 0.04 of m = 3: 3 x 0.01, max(0.03, 2 x 0.02), max(0.04, 1 x 0.04)
+    assert holm([0.04, 0.01, None, 0.02]) == pytest.approx([0.04, 0.03, None, 0.04], nan_ok=True)
+    assert holm([0.5, 0.9]) == [1.0, 1.0]  # capped at 1
+    assert holm([]) == []
+
+
+def test_hierarchical_bootstrap_counts_the_seeds_spread():
+    from bench.stats import hierarchical_bootstrap
+
+    rng = np.random.default_rng(0)
+    # no example-level noise: the pooled SE is the seeds' SD over sqrt(k), unbiased thanks to the inflation
+    estimates = [1.0, 2.0, 3.0, 4.0]
+    dists = [np.full(1000, e) for e in estimates]
+    pooled = hierarchical_bootstrap(estimates, dists, resamples=20000)
+    assert pooled.estimate == pytest.approx(2.5)
+    assert pooled.se == pytest.approx(np.std(estimates, ddof=1) / 2, rel=0.05)
+    assert pooled.spread == pytest.approx(np.std(estimates, ddof=1))
+    # one seed: its own example bootstrap
+    one = rng.normal(0.5, 0.1, 1000)
+    single = hierarchical_bootstrap([0.5], [one])
+    assert single.seeds == 1 and single.spread is None
+    assert single.low == pytest.approx(np.quantile(one, 0.025), abs=0.03)
+    assert single.p < 0.001
+
+
+def test_minimum_detectable_effect_is_2_8_standard_errors():
+    from bench.stats import minimum_detectable_effect
+
+    assert minimum_detectable_effect(1.0) == pytest.approx(1.96 + 0.8416, abs=1e-3)
+    assert minimum_detectable_effect(0.0) is None and minimum_detectable_effect(None) is None
+
+
+def test_matthews_correlation_matches_its_definition():
+    from bench.stats import mcc_binary
+
+    pred, gold = np.array([1, 1, 0, 0, 1, 0]), np.array([1, 0, 0, 0, 1, 1])
+    tp, tn, fp, fn = 2, 2, 1, 1
+    expected = (tp * tn - fp * fn) / np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+    assert float(mcc_binary(pred, gold)) == pytest.approx(expected)
+    assert float(mcc_binary(np.ones(4), np.array([1, 0, 1, 0]))) == 0.0  # an empty margin
