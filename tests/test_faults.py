@@ -975,6 +975,53 @@ def test_piped_tables_keep_whole_values(finished, bench_env, capsys):
     assert_unchanged(finished, bench_env.results)
 
 
+# --- a store that trusts nothing it reads ------------------------------------------------------------------
+
+def _st_model(root: Path, tiny_bert_dir: Path, mode: str = "pooling_mode_mean_tokens", max_len: int = 64) -> Path:
+    """A sentence-transformers directory around the tiny BERT: modules.json, 1_Pooling, max_seq_length."""
+    import shutil
+
+    model = root / "st-tiny"
+    if not model.exists():
+        shutil.copytree(tiny_bert_dir, model)
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (model / "1_Pooling").mkdir(exist_ok=True)
+    (model / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": 32, "pooling_mode_cls_token": mode == "pooling_mode_cls_token",
+         "pooling_mode_mean_tokens": mode == "pooling_mode_mean_tokens"}))
+    (model / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_len}))
+    return model
+
+
+def test_pooler_is_in_the_cell_key(finished, bench_env, tiny_bert_dir, capsys):
+    """A local model run with --pooler avg, then --pooler cls: exit 0; the second run computes its own cell
+    (it used to reuse the mean-pooled number and print it under "(cls)")."""
+    run = ("run", "--device", "cpu", "--suite", "sts", "--task", "stsb", "--model", str(tiny_bert_dir))
+    name = tiny_bert_dir.name
+    assert bench(*run, "--pooler", "avg", capsys=capsys)[0] == 0
+    code, out, err = bench(*run, "--pooler", "cls", capsys=capsys)
+    assert code == 0 and "Reused" not in out, out
+    values = stsb_value(bench_env.results, name)
+    assert len(values) == 2 and len(set(values.values())) == 2
+
+
+@pytest.mark.parametrize("edit", ["pooling", "max_seq_length"])
+def test_pooling_config_and_max_length_are_in_the_cell_key(finished, bench_env, tiny_bert_dir, tmp_path, capsys,
+                                                           edit):
+    """A directory's 1_Pooling config or max_seq_length edited between two runs: exit 0; the second run
+    computes a new cell (it used to reuse the old number)."""
+    model = _st_model(tmp_path, tiny_bert_dir)
+    run = ("run", "--device", "cpu", "--suite", "sts", "--task", "stsb", "--model", str(model))
+    assert bench(*run, capsys=capsys)[0] == 0
+    _st_model(tmp_path, tiny_bert_dir, **({"mode": "pooling_mode_cls_token"} if edit == "pooling" else {"max_len": 4}))
+    code, out, err = bench(*run, capsys=capsys)
+    assert code == 0 and "Reused" not in out, out
+    values = stsb_value(bench_env.results, model.name)
+    assert len(values) == 2 and len(set(values.values())) == 2
+
+
 def test_reliability_page_table_is_current():
     """docs/reliability.md's table is this file's table (`python tests/test_faults.py --table`)."""
     page = (REPO / "docs" / "reliability.md").read_text(encoding="utf-8")
