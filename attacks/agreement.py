@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 from attacks.log import read_log
+from bench.store import model_dir
 from bench.errors import BenchError
 from bench.stats import outcome_agreement
 
@@ -34,7 +35,7 @@ def setting_label(header: dict) -> str:
 def model_logs(logs_root: Path, model: str) -> dict[str, tuple[dict, Path]]:
     """The model's logs under ``logs_root/<model>/``, by their setting (as canonical JSON)."""
     out = {}
-    for path in sorted((Path(logs_root) / model).rglob("*.jsonl")):
+    for path in sorted((Path(logs_root) / model_dir(model)).rglob("*.jsonl")):
         header, _ = read_log(path)
         key = json.dumps(setting(header), sort_keys=True)
         if key in out:

@@ -14,6 +14,7 @@ from pathlib import Path
 from bench.errors import BenchError
 
 RESULT_TYPES = ("successful", "failed", "skipped")
+_HELD: dict[str, object] = {}  # the attack-log locks this process holds, by lock file
 
 
 class AttackLog:
@@ -23,7 +24,29 @@ class AttackLog:
         self.path = Path(path)
         self.header = header
         self.records: dict[int, dict] = {}
+        self._lock()
         self._open()
+
+    def _lock(self) -> None:
+        """Hold an exclusive lock on ``<log>.lock`` while this log is open: a second writer of the same log (two
+        runs of one cell) stops with a message instead of interleaving its records with ours."""
+        try:
+            import fcntl
+        except ImportError:  # Windows: no flock; single-writer use only
+            return
+        lock_path = str(self.path.with_name(self.path.name + ".lock"))
+        self._lock_path = lock_path
+        if lock_path in _HELD:  # this process holds it already (a resumed log in the same run)
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path, "a")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _HELD[lock_path] = handle  # until ``close`` (the end of a ``with``) or the process ends
+        except BlockingIOError:
+            handle.close()
+            raise BenchError(f"Attack log {self.path} is being written by another bench process. Fix: wait for "
+                             f"that run to finish (then re-run: finished examples are reused).") from None
 
     def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -45,7 +68,7 @@ class AttackLog:
                              f"({first}). Delete it, or re-run with --overwrite always.")
         for line in lines[1:]:
             rec = json.loads(line)
-            self.records[rec["index"]] = rec
+            self.records.setdefault(rec["index"], rec)  # one record per example: the first written counts
 
     def _append(self, obj: dict) -> None:
         data = (json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
@@ -55,6 +78,19 @@ class AttackLog:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+    def close(self) -> None:
+        """Release the writer's lock (another process may then resume the log)."""
+        handle = _HELD.pop(getattr(self, "_lock_path", ""), None)
+        if handle is not None:
+            handle.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
 
     def done(self, index: int) -> bool:
         return index in self.records
@@ -83,4 +119,9 @@ def read_log(path: Path) -> tuple[dict, list[dict]]:
     lines = raw[: raw.rfind(b"\n") + 1].decode("utf-8").splitlines()
     if not lines or "header" not in json.loads(lines[0]):
         raise BenchError(f"{path} is not an attack log (its first line is not a header).")
-    return json.loads(lines[0])["header"], [json.loads(line) for line in lines[1:] if line.strip()]
+    records: dict[int, dict] = {}
+    for line in lines[1:]:
+        if line.strip():
+            record = json.loads(line)
+            records.setdefault(record["index"], record)  # one per example, as AttackLog resumes it
+    return json.loads(lines[0])["header"], list(records.values())

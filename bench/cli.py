@@ -1,13 +1,16 @@
 """The ``bench`` command line. Subcommands live in ``bench/commands/<name>.py`` and are
 imported only when used; nothing here imports torch.
 
-Exit codes: 0 success, 2 bad usage or input (the message names the fix), 1 failure during work.
+Exit codes: 0 success, 2 bad usage or input (the message names the fix), 1 failure during work (one line naming
+what failed and the likely fix; ``--debug`` or ``BENCH_DEBUG=1`` also prints the stack).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
 import traceback
 import warnings
@@ -55,8 +58,51 @@ def _warning_printer(previous):
     return show
 
 
+def _tolerant_output() -> None:
+    """An ASCII-only (or other narrow) stdout/stderr prints '?'-style escapes for what it cannot show, never
+    fails on a '·' in a table title."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):  # not a text stream we may reconfigure: leave it
+            pass
+
+
+# errno -> (what went wrong, the likely fix), for the one-line message of an OS error during work
+OS_FIXES = {
+    errno.ENOSPC: ("the disk is full", "free space there, or point BENCH_HOME / BENCH_RESULTS_DIR at another disk"),
+    errno.EDQUOT: ("the disk quota is exceeded", "free space there, or point BENCH_HOME / BENCH_RESULTS_DIR elsewhere"),
+    errno.EROFS: ("the file system is read-only", "point BENCH_HOME / BENCH_RESULTS_DIR at a writable directory"),
+    errno.EACCES: ("permission denied", "make it writable for you, or point BENCH_HOME / BENCH_RESULTS_DIR elsewhere"),
+    errno.EPERM: ("operation not permitted", "make it writable for you, or point BENCH_HOME / BENCH_RESULTS_DIR "
+                                             "elsewhere"),
+    errno.ENAMETOOLONG: ("a file name is too long", "use a shorter name (model names become directory names)"),
+    errno.ENOTDIR: ("a path runs through a file", "move that file away, or choose another path"),
+    errno.EISDIR: ("a directory stands where a file should be", "move that directory away, or choose another path"),
+}
+
+
+def failure_message(exc: BaseException) -> str:
+    """One line for a failure during work: what failed and the likely fix (``--debug`` shows the stack)."""
+    debug = "Run with --debug (or BENCH_DEBUG=1) to see where."
+    if isinstance(exc, OSError) and exc.errno in OS_FIXES:
+        what, fix = OS_FIXES[exc.errno]
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"{what}{where}. Fix: {fix}. Finished cells are saved. {debug}"
+    if isinstance(exc, UnicodeError):
+        return (f"a text could not be encoded or decoded ({exc}). Fix: for output, set PYTHONIOENCODING=utf-8 (or a "
+                f"UTF-8 locale, LANG=C.UTF-8); for input, give UTF-8 files. {debug}")
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}. {debug}"
+    return (f"unexpected {type(exc).__name__}: {str(exc)[:300] or 'no message'}. This is a fault in bench: "
+            f"{debug} and report it with that output.")
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in argv or os.environ.get("BENCH_DEBUG", "") not in ("", "0")
+    argv = [a for a in argv if a != "--debug"]
+    _tolerant_output()
     parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
@@ -74,16 +120,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `bench ls | head`: the reader left; not an error of ours
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
     except KeyboardInterrupt:
         print("bench: interrupted. Finished cells are saved; re-run the same command to continue.",
               file=sys.stderr)
         return 130
-    except Exception:  # a failure during work: show it whole
-        traceback.print_exc()
+    except Exception as exc:  # a failure during work: one line naming it and the fix; the stack on --debug
+        if debug:
+            traceback.print_exc()
+        print(f"bench: failed: {failure_message(exc)}", file=sys.stderr)
         return 1
 
 

@@ -14,6 +14,39 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # The committed leaderboard of a checkout: written only when asked (--results-dir results, bench publish).
 PUBLISHED_RESULTS = REPO_ROOT / "results"
 PUBLISHED_REPORTS = REPO_ROOT / "reports" / "generated"
+LONGEST_NAME = 160  # bytes of one file name a user's name may take (file systems allow 255; room for suffixes)
+
+
+def file_name(name: str, what: str = "name") -> str:
+    """The one mapping of a user-given name (a model, a card, a divergence pair) to one file-name component:
+    a slash or backslash becomes "--" (``org/enc`` -> ``org--enc``, so Hub ids round-trip), a name longer
+    than LONGEST_NAME bytes keeps its start and gains a hash of the whole; an empty name, "." or "..", or a
+    control character is a BenchError (exit 2) naming the fix."""
+    import hashlib
+
+    from bench.errors import BenchError
+
+    mapped = name.replace("/", "--").replace("\\", "--")
+    if mapped in ("", ".", "..") or any(ord(c) < 32 for c in mapped):
+        raise BenchError(f"The {what} {name!r} cannot name a file (empty, '.', '..' or a control character). "
+                         f"Fix: give a {what} of letters, digits, '-', '_', '.' or '/'.")
+    if len(mapped.encode("utf-8")) > LONGEST_NAME:
+        digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:12]
+        mapped = mapped.encode("utf-8")[:LONGEST_NAME - 13].decode("utf-8", "ignore") + "-" + digest
+    return mapped
+
+
+def inside(root: Path, *parts: str, what: str = "file") -> Path:
+    """``root / parts`` after checking that it resolves inside ``root`` (symbolic links followed); a
+    BenchError (exit 2) naming the path and the fix when it would escape."""
+    from bench.errors import BenchError
+
+    root = Path(root)
+    path = root.joinpath(*parts)
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise BenchError(f"The {what} {path} would lie outside {root}. Fix: give a plain name (no '..', no "
+                         f"absolute path, no link leading out).")
+    return path
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,9 @@ class ModelSpec:
     checkpoint: str = ""  # a trained model's checkpoint directory, when not $BENCH_HOME/models/<name>
     source: str = ""  # where the spec came from (a models file, hf:..., a directory): provenance
     snapshot_of: str = ""  # a trained run whose weights at one step this is (TrainConfig.keep_steps)
+    # Its pooler and max length enter cell keys (``key_config``): a model whose settings live in files a user
+    # may edit (a directory's pooling config, a models-file entry) or pass as flags (--pooler).
+    keyed: bool = field(default=False, compare=False)
 
     @property
     def is_trained(self) -> bool:
@@ -96,8 +99,21 @@ class ModelSpec:
                 "order": order, "description": self.description}
 
 
-SPEC_FIELDS = tuple(f.name for f in fields(ModelSpec))
+SPEC_FIELDS = tuple(f.name for f in fields(ModelSpec) if f.name != "keyed")
 MODELS = Registry("model")  # the built-in models, in display order
+
+
+def key_config(spec: ModelSpec) -> dict:
+    """What of the model's own settings enters a cell's configuration (and so its key): the pooler and the
+    maximum length, which change every number. A built-in model with its registered values adds nothing,
+    so the cells it was always run with keep their keys; a ``keyed`` model (a local directory, whose pooling
+    config or max_seq_length may change; a Hub model; a models-file entry) or a built-in name with other
+    values records both."""
+    registered = MODELS.get(spec.name)
+    if not spec.keyed and (not isinstance(registered, ModelSpec)
+                           or (registered.pooler, registered.max_len) == (spec.pooler, spec.max_len)):
+        return {}
+    return {"pooler": spec.pooler, "max_len": int(spec.max_len)}
 
 
 def register(spec: ModelSpec) -> ModelSpec:
@@ -165,7 +181,7 @@ def known_models(paths=None, models_file: str | Path | None = None) -> dict[str,
         files.append((Path(models_file).expanduser(), True))
     for path, required in files:
         for name, entry in read_models_file(path, reserved=MODELS, required=required).items():
-            known[name] = entry_spec(name, entry, entry_address(path, name), known)
+            known[name] = replace(entry_spec(name, entry, entry_address(path, name), known), keyed=True)
     return known
 
 
@@ -280,7 +296,7 @@ def directory_spec(path: Path, pooler: str | None, known: dict, paths=None) -> M
         why = st["why"] if st else "no sentence-transformers pooling config (modules.json / 1_Pooling/config.json)"
         raise BenchError(f"--model {path}: {why}. Pass --pooler (cls, cls_before_pooler, avg, avg_first_last, "
                          f"avg_top2).")
-    return ModelSpec(name=name, backbone=backbone, pooler=chosen, max_len=max_len, source=str(path),
+    return ModelSpec(name=name, backbone=backbone, pooler=chosen, max_len=max_len, source=str(path), keyed=True,
                      description=f"local directory {path}")
 
 
@@ -317,7 +333,7 @@ def checkpoint_spec(path: Path, known: dict, paths=None) -> ModelSpec:
     max_len = card.get("max_len") or (st or {}).get("max_len") or 512
     return ModelSpec(name=name, backbone=str(path), pooler=pooler, max_len=int(max_len), method=method,
                      base=card.get("base"), profile=card.get("profile"), recipe=dict(card.get("overrides") or {}),
-                     checkpoint=str(path), source=str(path), description=f"bench checkpoint {path}")
+                     checkpoint=str(path), source=str(path), description=f"bench checkpoint {path}", keyed=True)
 
 
 # sentence-transformers pooling mode -> our pooler (its CLS mode takes the token state, no dense+tanh pooler)
@@ -397,7 +413,7 @@ def hub_spec(ref: str, pooler: str | None) -> ModelSpec:
     if chosen is None:
         raise BenchError(f"hf:{ref}: no sentence-transformers pooling config. Pass --pooler (cls, cls_before_pooler, "
                          f"avg, avg_first_last, avg_top2).")
-    return ModelSpec(name=repo, backbone=repo, pooler=chosen, max_len=max_len, revision=commit,
+    return ModelSpec(name=repo, backbone=repo, pooler=chosen, max_len=max_len, revision=commit, keyed=True,
                      source=f"hf:{repo}@{commit}", description=f"Hugging Face Hub {repo}")
 
 

@@ -15,6 +15,7 @@ fails before any work on a read-only or full results directory; files get the um
 from __future__ import annotations
 
 import csv
+import fnmatch
 import gzip
 import hashlib
 import io
@@ -28,16 +29,17 @@ import tempfile
 import time
 import warnings
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, astuple, dataclass, field, fields
 from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
 from bench import __version__
+from bench.cell_schema import CellError, validate_cell
 from bench.data import atomic_write_bytes, atomic_write_text
 from bench.errors import BenchError, BenchWarning
-from bench.paths import REPO_ROOT
+from bench.paths import REPO_ROOT, file_name
 
 QUARANTINE_DIR = "quarantine"  # unreadable cell files are moved here (same relative path + a time stamp)
 LOCK_FILE = ".leaderboard.lock"
@@ -120,8 +122,8 @@ class CellKey:
 
 
 def model_dir(model: str) -> str:
-    """A model name as one directory name: a Hub id's slash becomes "--" (``org/name`` -> ``org--name``)."""
-    return model.replace("/", "--").replace("\\", "--")
+    """A model name as one directory name (``bench.paths.file_name``: ``org/name`` -> ``org--name``)."""
+    return file_name(model, "model name")
 
 
 def config_hash(config: dict) -> str:
@@ -211,22 +213,27 @@ class CorruptCell(BenchError):
 
 
 def _parse_cell(path: Path) -> dict:
+    """A cell's payload, checked against the one cell schema (``bench.cell_schema``); CorruptCell otherwise."""
+    path = Path(path)
     try:
-        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+        text = path.read_bytes().decode("utf-8")
+        payload = json.loads(text)
+    except IsADirectoryError:
+        raise CorruptCell(path, "a directory, not a cell file") from None
+    except FileNotFoundError:
+        raise CorruptCell(path, "a dangling link or a file that vanished") from None
+    except OSError as exc:
+        raise CorruptCell(path, f"cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
         raise CorruptCell(path, f"not UTF-8: {exc.reason}") from None
     except json.JSONDecodeError as exc:
         raise CorruptCell(path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    if not isinstance(payload, dict) or not isinstance(payload.get("results"), list):
-        raise CorruptCell(path, "not a result cell: no 'results' list")
-    for i, row in enumerate(payload["results"]):
-        if not isinstance(row, dict):
-            raise CorruptCell(path, f"row {i} is not an object")
-        for name in NUMBER_FIELDS:  # what clean_number wrote: a finite number or null, never text or NaN
-            value = row.get(name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                      or not math.isfinite(value)):
-                raise CorruptCell(path, f"row {i} has {name} {value!r}, not a finite number")
+    except RecursionError:
+        raise CorruptCell(path, "nested too deeply to be a cell") from None
+    try:
+        validate_cell(payload)
+    except CellError as exc:
+        raise CorruptCell(path, f"not a valid cell: {exc}") from None
     return payload
 
 
@@ -239,6 +246,22 @@ class BadEvidence(CorruptCell):
         return (f"Result cell {self.path}: {self.reason}, so its intervals and paired tests are left out. Fix: "
                 f"re-run the `bench run` that made it (it moves the cell and its evidence to {QUARANTINE_DIR}/ "
                 f"and recomputes them).")
+
+
+class DuplicateCell(CorruptCell):
+    """A second cell file claiming the key of another (a copy, a hand edit): one of them is kept."""
+
+    state = "duplicated another"
+
+
+# Which of several files claiming one key is kept: the one whose evidence matches the sha256 it records, then
+# the newest (written_at, then the file's modification time).
+KEEP_RULE = "the one whose evidence matches its recorded sha256, then the newest"
+
+
+def cell_key_of(payload: dict) -> tuple:
+    """The key a (valid) cell payload claims, as a tuple in CellKey's field order."""
+    return astuple(CellKey(**payload["cell"]))
 
 
 class EvidenceWarning(BenchWarning):
@@ -275,17 +298,44 @@ class ResultStore:
 
     def existing(self, key: CellKey, any_config: bool = False) -> Path | None:
         """The stored, readable cell for ``key`` (any configuration: the first in name order). An unreadable
-        file found here is quarantined, so the caller recomputes the cell."""
-        hits = sorted(self.root.glob(key.glob_any_config())) if any_config else [self.path(key)]
-        for path in hits:
-            if not path.exists():
-                continue
+        file found here is quarantined, so the caller recomputes the cell; so is a second file claiming the
+        same key (``choose``: the one kept is the one a reader reads)."""
+        claims: dict[tuple, list[tuple[Path, dict]]] = {}
+        wanted = Path(key.glob_any_config()).name if any_config else self.path(key).name
+        for path in sorted(self.path(key).parent.glob("*.json")):
             try:
-                self.check_evidence(path, _parse_cell(path), decode=False)
-                return path
+                payload = _parse_cell(path)
+            except CorruptCell as exc:
+                if fnmatch.fnmatch(path.name, wanted):  # an unreadable file where this cell would be
+                    self.quarantine(exc)
+                continue
+            claimed = cell_key_of(payload)
+            if claimed == astuple(key) or any_config and claimed[:5] == astuple(key)[:5]:
+                claims.setdefault(claimed, []).append((path, payload))
+        for claimed in sorted(claims, key=lambda c: min(p.name for p, _ in claims[c])):
+            kept, others = self.choose(claims[claimed])
+            for path, _ in others:
+                self.quarantine(DuplicateCell(path, f"claims the key of {kept}, which is kept ({KEEP_RULE})"))
+            try:
+                self.check_evidence(kept, dict(claims[claimed])[kept], decode=False)
+                return kept
             except CorruptCell as exc:  # BadEvidence included: a cell is reused only with its evidence intact
                 self.quarantine(exc)
         return None
+
+    def choose(self, claims: list[tuple[Path, dict]]) -> tuple[Path, list[tuple[Path, dict]]]:
+        """Of several files claiming one key, the one to keep (``KEEP_RULE``) and the others."""
+        def rank(claim):
+            path, payload = claim
+            try:
+                self.check_evidence(path, payload, decode=False)
+                intact = 1
+            except CorruptCell:
+                intact = 0
+            return intact, payload.get("written_at") or "", _file_identity(path)[2:] or (0,), str(path)
+
+        ordered = sorted(claims, key=rank, reverse=True)
+        return ordered[0][0], ordered[1:]
 
     def quarantine(self, bad: CorruptCell) -> Path:
         """Move an unreadable cell file aside (never delete it: it may help explain a fault)."""
@@ -298,7 +348,8 @@ class ResultStore:
             os.replace(side, target.with_name(f"{side.name}.{stamp}"))
         os.replace(bad.path, target)
         warnings.warn(f"Result cell {bad.path} {bad.state} ({bad.reason}): moved it to {target}; "
-                      f"the cell is recomputed.", BenchWarning, stacklevel=2)
+                      f"{'the kept one is used' if isinstance(bad, DuplicateCell) else 'the cell is recomputed'}.",
+                      BenchWarning, stacklevel=2)
         return target
 
     def write(self, key: CellKey, rows: list[Result], config: dict, extra: dict | None = None,
@@ -309,6 +360,11 @@ class ResultStore:
         payload = {"cell": asdict(key), "config": config, "written_at": now_iso(),
                    "results": [row_dict(r) for r in rows], **(extra or {})}
         path = self.path(key)
+        try:  # the schema every reader checks: a cell that would be refused on reading is never written
+            validate_cell({**payload, EVIDENCE_HASH: None})
+        except CellError as exc:
+            raise BenchError(f"Refusing to write result cell {path}: {exc}. This is a fault in the suite "
+                             f"'{key.suite}' (its rows must pass bench/cell_schema.py); nothing was written.") from None
         # The sidecar first: a cell on disk never points at evidence from an older computation.
         payload[EVIDENCE_HASH] = self.write_evidence(path, evidence)
         atomic_write_text(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
@@ -389,18 +445,39 @@ class ResultStore:
     def cells(self) -> list[Path]:
         return sorted((self.root / "cells").glob("**/*.json"))
 
-    def readable_cells(self):
-        """(path, payload) of every readable cell. Unreadable cells are skipped, each named in a warning and
-        listed in ``self.skipped``; nothing is moved (readers such as reports stay read-only)."""
-        for path in self.cells():
+    def readable_cells(self, cells: list[Path] | None = None):
+        """(path, payload) of every readable cell (of ``cells``, default all). Unreadable cells are skipped, each
+        named in a warning and listed in ``self.skipped``; of two files claiming one key only the one
+        ``choose`` keeps is read (the other is named in a warning too). Nothing is moved (readers such as
+        reports stay read-only)."""
+        claims: dict[tuple, list[tuple[Path, dict]]] = {}
+        for path in self.cells() if cells is None else cells:
             try:
                 payload = _parse_cell(path)
             except CorruptCell as exc:
-                self.skipped.append(exc)
-                warnings.warn(f"Skipped unreadable result cell {path} ({exc.reason}); its rows are missing. "
-                              f"Re-run its `bench run` to recompute it.", BenchWarning, stacklevel=2)
+                self._skip(exc)
                 continue
-            yield path, payload
+            claims.setdefault(cell_key_of(payload), []).append((path, payload))
+        for claimed in claims.values():
+            kept, others = self.choose(claimed) if len(claimed) > 1 else (claimed[0][0], [])
+            for path, _ in others:
+                self._skip(DuplicateCell(path, f"claims the key of {kept}, which is read instead ({KEEP_RULE})"))
+            yield kept, next(payload for path, payload in claimed if path == kept)
+
+    def cells_of(self, model: str, suite: str | None = None, task: str | None = None):
+        """(path, payload) of one model's readable cells (of one suite and task), one per key, as
+        ``readable_cells`` reads them."""
+        root = self.root / "cells" / model_dir(model)
+        found = sorted(root.glob(f"{suite or '*'}/{task or '*'}/*.json"))
+        return [(p, c) for p, c in self.readable_cells(found) if c["cell"]["model"] == model]
+
+    def _skip(self, exc: "CorruptCell") -> None:
+        self.skipped.append(exc)
+        what = "duplicate" if isinstance(exc, DuplicateCell) else "unreadable"
+        warnings.warn(f"Skipped {what} result cell {exc.path} ({exc.reason}); its rows are "
+                      f"{'not read' if what == 'duplicate' else 'missing'}. Re-run its `bench run` to "
+                      f"{'move it to ' + QUARANTINE_DIR + '/' if what == 'duplicate' else 'recompute it'}.",
+                      BenchWarning, stacklevel=3)
 
     def rows(self) -> list[dict]:
         """Every row of every readable cell (see ``readable_cells``)."""
@@ -411,9 +488,7 @@ class ResultStore:
         try:
             return _parse_cell(path)
         except CorruptCell as exc:
-            self.skipped.append(exc)
-            warnings.warn(f"Skipped unreadable result cell {path} ({exc.reason}); its rows are missing. "
-                          f"Re-run its `bench run` to recompute it.", BenchWarning, stacklevel=2)
+            self._skip(exc)
             return None
 
     def evidence_problems(self) -> list[BadEvidence]:

@@ -179,17 +179,14 @@ def _jsonable(x):
 
 
 def model_cells(store: ResultStore, model: str, suite: str | None = None, task: str | None = None) -> dict[tuple, Path]:
-    """(suite, task, seed, config hash) -> cell path, for one model's stored cells (newest written wins)."""
-    root = store.root / "cells" / model
+    """(suite, task, seed, config hash) -> cell path, for one model's stored cells; of two files claiming one
+    key, the one ``ResultStore.choose`` keeps (unreadable and duplicate files are named in warnings)."""
     out: dict[tuple, tuple[str, Path]] = {}
-    for path in sorted(root.glob(f"{suite or '*'}/{task or '*'}/*.json")):
-        cell = store.load(path)  # an unreadable cell is skipped with a warning naming it
-        if cell is None:
-            continue
-        c = cell.get("cell", {})
-        key = (c.get("suite"), c.get("task"), c.get("seed"), c.get("config_hash"))
+    for path, cell in store.cells_of(model, suite, task):
+        c = cell["cell"]
+        key = (c["suite"], c["task"], c["seed"], c["config_hash"])
         stamp = cell.get("written_at") or ""
-        if key not in out or stamp > out[key][0]:
+        if key not in out or stamp > out[key][0]:  # other weights of one name: the newest
             out[key] = (stamp, path)
     return {k: p for k, (_, p) in out.items()}
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.errors import BenchError
+from bench.paths import file_name
 from bench.stats import display_decimals, format_number, format_p
 from bench.stats_cache import StatsCache
 from bench.store import ResultStore
@@ -96,7 +97,7 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None) -> dict
     cache = cache if cache is not None else StatsCache.load(results_dir)
     cells = model_cells(store, model)
     if not cells:
-        known = sorted(p.name for p in (Path(results_dir) / "cells").glob("*") if p.is_dir())
+        known = sorted({c["cell"]["model"] for _, c in store.readable_cells()})
         raise BenchError(f"No stored results for model '{model}' under {Path(results_dir) / 'cells'}. Models with "
                          f"results: {', '.join(known) or 'none'}. Run `bench run --model {model} ...` first.")
     catalog = Catalog.load(results_dir)
@@ -140,7 +141,7 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None) -> dict
     sections += _series(results_dir, model)
     sections.append(_resources(all_rows))
     sections.append(_provenance(all_rows, others))
-    name = f"card-{model}"
+    name = f"card-{file_name(model, 'model name')}"
     return {f"{name}.md": to_markdown(model, sections), f"{name}.html": to_html(model, sections)}
 
 

@@ -50,6 +50,7 @@ from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, 
                              recipe_parameters, recipe_roles)
 from bench.errors import BenchError, lookup
 from bench.plugins import Option
+from bench.store import model_dir
 from suites.base import RunContext, Suite, Task, row
 
 RATE_METRICS = ("attack_success_rate", "original_accuracy", "accuracy_under_attack", "accuracy_reduction",
@@ -342,7 +343,7 @@ class AdversarialSuite(Suite):
                         **({"constraints": constraints_record(constraints)} if constraints != "paper" else {})}
             if parameters:
                 identity["recipe_parameters"] = parameters
-            path = (ctx.paths.results / "attack_logs" / encoder.name / task.name / recipe /
+            path = (ctx.paths.results / "attack_logs" / model_dir(encoder.name) / task.name / recipe /
                     f"seed{ctx.seed}-run{rep.run}-victim{victim_sha[:12]}-{config_hash(identity)[:8]}.jsonl")
             done = attack_logged(ctx, path, identity, rep.indices, f"{task.name} {recipe} run {rep.run}",
                                  lambda i: attack_one(attack, examples[i], i, task.columns, example_seed(run_seed, i)),
@@ -381,19 +382,19 @@ def attack_logged(ctx: RunContext, path, identity: dict, indices, description: s
     ``after`` runs after each example (e.g. dropping cached embeddings)."""
     from attacks.log import AttackLog
 
-    log = AttackLog(path, identity)
-    if ctx.overwrite == "always":
-        log.reset()
-    indices = list(indices)
-    todo = [i for i in indices if not log.done(i)]
-    if len(todo) < len(indices):
-        ctx.log(f"  {description}: resuming, {len(indices) - len(todo)} of {len(indices)} examples already in "
-                f"{path.name}")
-    for i in ctx.track(todo, len(todo), description):
-        log.add(attack_index(i))
-        if after:
-            after()
-    return log.ordered(indices)
+    with AttackLog(path, identity) as log:
+        if ctx.overwrite == "always":
+            log.reset()
+        indices = list(indices)
+        todo = [i for i in indices if not log.done(i)]
+        if len(todo) < len(indices):
+            ctx.log(f"  {description}: resuming, {len(indices) - len(todo)} of {len(indices)} examples already in "
+                    f"{path.name}")
+        for i in ctx.track(todo, len(todo), description):
+            log.add(attack_index(i))
+            if after:
+                after()
+        return log.ordered(indices)
 
 
 def roles_used(resources) -> dict[str, str]:

@@ -17,7 +17,7 @@ from bench.metadata import export as export_metadata
 from bench.papers import paper_values
 from bench.plugins import Option
 from bench.paths import Paths
-from bench.registry import ModelSpec
+from bench.registry import ModelSpec, key_config
 from bench.store import CellKey, Result, ResultStore, config_hash, git_commit, now_iso, package_versions
 from bench.uncertainty import AverageOf, apply_uncertainty, summary_uncertainty  # noqa: F401 (AverageOf: for suites)
 
@@ -59,6 +59,7 @@ class RunContext:
     progress: object | None = None  # a rich Progress, or None when quiet
     log: Callable[[str], None] = print
     allow_unverified_data: bool = False  # use data files whose sha256 differs from bench/data_files.tsv
+    model_config: dict = field(default_factory=dict)  # the model's key settings (bench.registry.key_config)
 
     def __post_init__(self):
         if self.overwrite not in OVERWRITE_MODES:
@@ -124,7 +125,7 @@ class Suite:
                "profile": ctx.profile, "scorer_version": f"{self.name}-{self.version}.{task.version}"}
         cfg.update({opt.name: ctx.options.get(opt.name) for opt in self.options if opt.changes_numbers})
         cfg.update(data_config(self.datasets(task), ctx))
-        return {**cfg, **precision_config(ctx)}
+        return {**cfg, **ctx.model_config, **precision_config(ctx)}
 
     def datasets(self, task: Task) -> tuple[str, ...]:
         """The datasets whose content decides the task's numbers; their fingerprints enter the cell
@@ -186,8 +187,14 @@ def _stamp(row: Result, spec: ModelSpec, encoder, ctx: RunContext, task: Task | 
     )
 
 
+def for_model(ctx: RunContext, spec: ModelSpec) -> RunContext:
+    """``ctx`` with the model's pooler and maximum length in it where they enter the key (``key_config``)."""
+    return replace(ctx, model_config=key_config(spec))
+
+
 def cell_key(suite: Suite, spec: ModelSpec, weights_sha256: str, task: Task, ctx: RunContext) -> CellKey:
     """The store key of one (model, weights, suite, task, seed, config) cell; ``ctx`` carries the seed."""
+    ctx = for_model(ctx, spec)
     return CellKey(spec.name, weights_sha256, suite.name, task.name, ctx.seed, config_hash(suite.config(task, ctx)))
 
 
@@ -200,12 +207,14 @@ def summary_config(suite: Suite, tasks: list[Task], ctx: RunContext) -> dict:
             "profile": ctx.profile, **{o.name: resolved.get(o.name, ctx.options.get(o.name)) for o in suite.options
                                         if o.changes_numbers},
             # the summary averages cells computed on this data: another data set is another summary cell
-            **data_config([d for t in tasks for d in suite.datasets(t)], ctx), **precision_config(ctx)}
+            **data_config([d for t in tasks for d in suite.datasets(t)], ctx), **ctx.model_config,
+            **precision_config(ctx)}
 
 
 def run_cell(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task: Task, store=None) -> TaskOutcome:
     """One task cell at ``ctx.seed``: reused from the store under ``ctx.overwrite``, else computed and written."""
     store = store or ctx.store
+    ctx = for_model(ctx, spec)
     cfg = suite.config(task, ctx)
     key = cell_key(suite, spec, encoder.weights_sha256, task, ctx)
     found = None if ctx.overwrite == "always" else store.existing(key, any_config=ctx.overwrite == "never")
@@ -224,6 +233,7 @@ def run_summary(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, tasks: 
                 seed_outcomes: list[TaskOutcome], store=None) -> TaskOutcome | None:
     """The suite's summary cell (e.g. the STS average) over one seed's task outcomes, if it has one."""
     store = store or ctx.store
+    ctx = for_model(ctx, spec)
     seed_outcomes = [o for o in seed_outcomes if o.rows]
     summary = suite.summarize([r for o in seed_outcomes for r in o.rows], ctx)
     if not summary:

@@ -975,6 +975,241 @@ def test_piped_tables_keep_whole_values(finished, bench_env, capsys):
     assert_unchanged(finished, bench_env.results)
 
 
+# --- a store that trusts nothing it reads ------------------------------------------------------------------
+
+def _st_model(root: Path, tiny_bert_dir: Path, mode: str = "pooling_mode_mean_tokens", max_len: int = 64) -> Path:
+    """A sentence-transformers directory around the tiny BERT: modules.json, 1_Pooling, max_seq_length."""
+    import shutil
+
+    model = root / "st-tiny"
+    if not model.exists():
+        shutil.copytree(tiny_bert_dir, model)
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (model / "1_Pooling").mkdir(exist_ok=True)
+    (model / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": 32, "pooling_mode_cls_token": mode == "pooling_mode_cls_token",
+         "pooling_mode_mean_tokens": mode == "pooling_mode_mean_tokens"}))
+    (model / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_len}))
+    return model
+
+
+def test_pooler_is_in_the_cell_key(finished, bench_env, tiny_bert_dir, capsys):
+    """A local model run with --pooler avg, then --pooler cls: exit 0; the second run computes its own cell
+    (it used to reuse the mean-pooled number and print it under "(cls)")."""
+    run = ("run", "--device", "cpu", "--suite", "sts", "--task", "stsb", "--model", str(tiny_bert_dir))
+    name = tiny_bert_dir.name
+    assert bench(*run, "--pooler", "avg", capsys=capsys)[0] == 0
+    code, out, err = bench(*run, "--pooler", "cls", capsys=capsys)
+    assert code == 0 and "Reused" not in out, out
+    values = stsb_value(bench_env.results, name)
+    assert len(values) == 2 and len(set(values.values())) == 2
+
+
+@pytest.mark.parametrize("edit", ["pooling", "max_seq_length"])
+def test_pooling_config_and_max_length_are_in_the_cell_key(finished, bench_env, tiny_bert_dir, tmp_path, capsys,
+                                                           edit):
+    """A directory's 1_Pooling config or max_seq_length edited between two runs: exit 0; the second run
+    computes a new cell (it used to reuse the old number)."""
+    model = _st_model(tmp_path, tiny_bert_dir)
+    run = ("run", "--device", "cpu", "--suite", "sts", "--task", "stsb", "--model", str(model))
+    assert bench(*run, capsys=capsys)[0] == 0
+    _st_model(tmp_path, tiny_bert_dir, **({"mode": "pooling_mode_cls_token"} if edit == "pooling" else {"max_len": 4}))
+    code, out, err = bench(*run, capsys=capsys)
+    assert code == 0 and "Reused" not in out, out
+    values = stsb_value(bench_env.results, model.name)
+    assert len(values) == 2 and len(set(values.values())) == 2
+
+
+def _stsb_cell(finished, bench_env) -> Path:
+    return bench_env.results / next(rel for rel in finished if "/stsb/" in rel)
+
+
+def _mutate(path: Path, change) -> str:
+    payload = json.loads(path.read_text())
+    change(payload)
+    text = json.dumps(payload, indent=1)
+    path.write_text(text)
+    return text
+
+
+INVALID_CELLS = {
+    "empty results": (lambda c: c["results"].clear(), "'results' list is empty"),
+    "no metric": (lambda c: c["results"][0].pop("metric"), "metric is missing"),
+    "value 1e308": (lambda c: c["results"][0].update(value=1e308), "beyond any real score"),
+    "inverted CI": (lambda c: c["results"][0].update(ci_low=90.0, ci_high=10.0), "inverted"),
+    "value outside its CI": (lambda c: c["results"][0].update(value=c["results"][0]["ci_high"] + 5),
+                             "outside its interval"),
+    "n = -5": (lambda c: c["results"][0].update(n=-5), "negative"),
+    "n = 'twenty'": (lambda c: c["results"][0].update(n="twenty"), "valid integer"),
+    "int-typed key": (lambda c: c.update(cell=5), "cell is 5"),
+}
+
+
+@pytest.mark.parametrize("fault", list(INVALID_CELLS))
+def test_invalid_cell_is_quarantined_and_never_published(finished, bench_env, tmp_path, capsys, fault):
+    """A cell that parses but breaks the cell schema (empty results, a row without metric, 1e308, an inverted CI,
+    a value outside its CI, n = -5 or "twenty", an int-typed key): exit 0; `bench report` and `bench compare`
+    name it and publish none of its numbers, `bench run` quarantines and recomputes it (they used to reuse,
+    publish or crash on it)."""
+    change, said = INVALID_CELLS[fault]
+    path = _stsb_cell(finished, bench_env)
+    original = stsb_value(bench_env.results)
+    bad = _mutate(path, change)
+    code, out, err = bench("report", "--out", str(tmp_path / "reports"), capsys=capsys)
+    assert code == 0 and str(path) in err and said in err and "Traceback" not in err
+    assert ",stsb," not in (bench_env.results / "leaderboard.csv").read_text()
+    code, out, err = bench(*RUN, "--task", "stsb", capsys=capsys)
+    assert code == 0 and f"Result cell {path} was unreadable" in err and "Reused" not in out
+    (quarantined,) = (bench_env.results / "quarantine").rglob("*.json.[0-9]*")
+    assert quarantined.read_text() == bad
+    assert stsb_value(bench_env.results) == original  # recomputed to the same number
+
+
+@pytest.mark.parametrize("kind", ["directory", "dangling link", "deeply nested", "not UTF-8"])
+def test_cell_path_that_is_not_a_cell_file(finished, bench_env, tmp_path, capsys, kind):
+    """A cell path that is a directory or a dangling link, a deeply nested JSON, non-UTF-8 bytes: exit 0; named
+    and skipped by `bench report` (each used to end in a traceback)."""
+    path = bench_env.results / "cells" / "tiny" / "sts" / "stsb" / "seed9-000000000000-00000000.json"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "dangling link":
+        path.symlink_to(tmp_path / "nowhere.json")
+    else:
+        path.write_bytes(b"[" * 100_000 if kind == "deeply nested" else b'{"cell": "\xff\xfe"}')
+    code, out, err = bench("report", "--out", str(tmp_path / "reports"), capsys=capsys)
+    assert code == 0 and str(path) in err and "Traceback" not in err, err
+    assert "1 unreadable result cell(s) skipped" in out
+
+
+def test_two_cells_for_one_key_keep_one_and_say_so(finished, bench_env, tmp_path, capsys):
+    """A copy of a cell under another file name with another value (50): exit 0; the leaderboard, compare and
+    run read one of them by the written rule (evidence intact, then the newest) and name the other; `bench run`
+    quarantines it (the leaderboard used to show both rows, the card 50.00 and run 92.98)."""
+    path = _stsb_cell(finished, bench_env)
+    copy = path.with_name("copy-" + path.name)
+    copy.write_text(path.read_text())
+    original = stsb_value(bench_env.results)
+    _mutate(copy, lambda c: c["results"][0].update(value=50.0, ci_low=40.0, ci_high=60.0))
+    import os as _os
+
+    _os.utime(copy, (1, 1))  # the copy is older and its evidence matches: the original is kept
+    code, out, err = bench("report", "--out", str(tmp_path / "reports"), capsys=capsys)
+    assert code == 0 and f"Skipped duplicate result cell {copy}" in err and str(path) in err
+    board = (bench_env.results / "leaderboard.csv").read_text()
+    assert board.count(",stsb,") == len(json.loads(path.read_text())["results"])
+    assert ",50.0," not in board
+    code, out, err = bench(*RUN, "--task", "stsb", capsys=capsys)
+    assert code == 0 and "Reused" in out and f"Result cell {copy} duplicated another" in err
+    assert not copy.exists() and stsb_value(bench_env.results) == original
+
+
+def test_card_name_cannot_escape_the_reports_dir(finished, bench_env, tmp_path, capsys):
+    """`bench report --card minilm/../../cells/minilm`: exit 2, no such model; nothing written outside the
+    reports dir (it used to write into the results' cells/ tree)."""
+    before = sorted(p for p in tmp_path.rglob("*"))
+    code, out, err = bench("report", "--out", str(tmp_path / "reports"), "--card", "tiny/../../cells/tiny",
+                           capsys=capsys)
+    assert code == 2 and "No stored results" in err and "Traceback" not in err
+    assert sorted(p for p in tmp_path.rglob("*")) == before
+
+
+def test_divergence_names_stay_inside_the_results_dir(finished, bench_env, tmp_path, capsys):
+    """`bench divergence /abs/A B` with nothing comparable: exit 2 saying why; nothing is written, and never
+    outside the results dir (it used to write /abs/A__B.json and create directories there)."""
+    outside = tmp_path / "abs"
+    code, out, err = bench("divergence", str(outside / "A"), "tiny", "--base", "tiny", capsys=capsys)
+    assert code == 2 and "Traceback" not in err and "Fix:" in err
+    assert not outside.exists() and not (bench_env.results / "divergence").exists()
+
+
+def test_divergence_of_a_model_without_a_base(finished, bench_env, capsys):
+    """`bench divergence` of a model without a registered base: exit 2 naming --base (it used to crash)."""
+    code, out, err = bench("divergence", "tiny", "minilm", capsys=capsys)
+    assert code == 2 and "--base" in err and "Traceback" not in err
+
+
+def test_model_name_with_a_slash_round_trips(finished, bench_env, tiny_bert_dir, tmp_path, capsys):
+    """A local directory whose name maps to org/enc: exit 0; its cells go under org--enc and `bench report`,
+    `--card org/enc` and `bench compare` find them by the name org/enc (report used to exit 2)."""
+    import shutil
+
+    model = tmp_path / "models--org--enc"
+    shutil.copytree(tiny_bert_dir, model)
+    assert bench("run", "--device", "cpu", "--suite", "sts", "--task", "stsb", "--model", str(model),
+                 "--pooler", "avg", capsys=capsys)[0] == 0
+    assert (bench_env.results / "cells" / "org--enc").is_dir()
+    code, out, err = bench("report", "--out", str(tmp_path / "reports"), "--card", "org/enc", capsys=capsys)
+    assert code == 0, err
+    assert (tmp_path / "reports" / "card-org--enc.md").is_file()
+    code, out, err = bench("compare", "tiny", "org/enc", capsys=capsys)
+    assert code == 0 and "Traceback" not in err, err
+
+
+def test_unknown_metric_lists_the_available_ones(finished, bench_env, tiny_bert_dir, capsys):
+    """`bench compare A B --metric nosuch`: exit 2 listing the metrics the cells hold (it printed an empty
+    table)."""
+    assert bench("run", "--device", "cpu", "--suite", "sts", "--task", "stsb", "--model", str(tiny_bert_dir),
+                 "--pooler", "cls", capsys=capsys)[0] == 0
+    code, out, err = bench("compare", "tiny", tiny_bert_dir.name, "--metric", "nosuch", capsys=capsys)
+    assert code == 2 and "nosuch" in err and "spearman" in err and "pearson" in err
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_unexpected_error_is_one_line_unless_debug(finished, bench_env, monkeypatch, capsys, debug):
+    """An unexpected error during work (here a full disk at the leaderboard): exit 1, one line naming what failed
+    and the fix, no traceback; with --debug the stack too (it used to be a bare traceback)."""
+    import errno as _errno
+
+    from bench.store import ResultStore
+
+    def full(*a, **k):
+        raise OSError(_errno.ENOSPC, "No space left on device", str(bench_env.results / "leaderboard.csv"))
+
+    monkeypatch.setattr(ResultStore, "write_leaderboard", full)
+    code, out, err = bench(*RUN, "--task", "stsb", *(["--debug"] if debug else []), capsys=capsys)
+    assert code == 1 and "the disk is full" in err and "leaderboard.csv" in err and "Fix: free space" in err
+    assert ("Traceback" in err) == debug
+
+
+def test_ascii_only_stdout(finished, bench_env, tiny_bert_dir, tmp_path):
+    """`bench run` with PYTHONIOENCODING=ascii (an ASCII-only stdout): exit 0; the table prints, the '·' of its
+    title escaped (it used to crash with UnicodeEncodeError)."""
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "bench.cli", "run", "--device", "cpu", "--suite", "sts", "--task",
+                           "stsb", "--model", str(tiny_bert_dir), "--pooler", "avg"],
+                          env=env, capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"stsb" in done.stdout and b"Traceback" not in done.stderr
+
+
+def test_publish_to_a_file(finished, bench_env, tmp_path, capsys):
+    """`bench publish --to` a file: exit 2 naming it and the fix, nothing copied (it used to crash)."""
+    target = tmp_path / "target-file"
+    target.write_text("mine\n")
+    code, out, err = bench("publish", "--model", "tiny", "--to", str(target), capsys=capsys)
+    assert code == 2 and "is a file, not a directory" in err and "Traceback" not in err
+    assert target.read_text() == "mine\n"
+
+
+def test_report_out_removes_only_what_it_wrote(finished, bench_env, tmp_path, capsys):
+    """`bench report --out DIR` into a user's directory holding card-notes.md, leaderboard-mine.html and index.md:
+    exit 0; the index it would overwrite is moved aside first and named, and the user's other files survive
+    this and the next report (they used to be deleted as stale, and the index overwritten)."""
+    out = tmp_path / "reports"
+    out.mkdir()
+    mine = {"card-notes.md": "my notes\n", "leaderboard-mine.html": "<p>mine</p>\n", "index.md": "my index\n"}
+    for name, text in mine.items():
+        (out / name).write_text(text)
+    code, _, err = bench("report", "--out", str(out), capsys=capsys)
+    assert code == 0, err
+    assert (out / "index.md.user-1").read_text() == mine["index.md"] and "index.md.user-1" in err
+    assert bench("report", "--out", str(out), capsys=capsys)[0] == 0
+    assert (out / "card-notes.md").read_text() == mine["card-notes.md"]
+    assert (out / "leaderboard-mine.html").read_text() == mine["leaderboard-mine.html"]
+
+
 def test_reliability_page_table_is_current():
     """docs/reliability.md's table is this file's table (`python tests/test_faults.py --table`)."""
     page = (REPO / "docs" / "reliability.md").read_text(encoding="utf-8")

@@ -46,8 +46,8 @@ def add_arguments(parser):
 
 
 def _models_with_cells(store) -> list[str]:
-    root = store.root / "cells"
-    return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    """The model names the stored cells hold (a Hub id's slash included, as ``bench run`` named it)."""
+    return sorted({cell["cell"]["model"] for _, cell in store.readable_cells()})
 
 
 def _short_method(method: str) -> str:
@@ -60,6 +60,7 @@ def main(args) -> int:
 
     store = ResultStore(Paths.from_env().with_results(args.results_dir).results)
     check_models(store, args.model_a, args.model_b)
+    check_metrics(store, args)
     diffs, counts = paired_rows(store, args)
     if args.json:
         print(json.dumps({"a": args.model_a, "b": args.model_b, "difference": "B - A", **counts,
@@ -100,6 +101,20 @@ def check_models(store, model_a: str, model_b: str) -> None:
                              + f" Models with results: {', '.join(known)}. Run `bench run --model {name} ...` first.")
     if model_a == model_b:
         raise BenchError("compare needs two different models (A and B).")
+
+
+def check_metrics(store, args) -> None:
+    """Every --metric is one the two models' cells hold; else a BenchError listing those they hold."""
+    from bench.errors import BenchError
+
+    if not args.metrics:
+        return
+    held = sorted({row["metric"] for model in (args.model_a, args.model_b)
+                   for _, cell in store.cells_of(model, args.suite, args.task) for row in cell["results"]})
+    unknown = [m for m in args.metrics if m not in held]
+    if unknown:
+        raise BenchError(f"--metric {', '.join(unknown)}: no such metric in the cells of {args.model_a} and "
+                         f"{args.model_b}. Fix: choose from {', '.join(held) or 'none (no cells)'}.")
 
 
 def paired_rows(store, args) -> tuple[list, dict]:

@@ -29,7 +29,11 @@ def add_arguments(parser):
 
 
 def output_path(results: Path, model_a: str, model_b: str) -> Path:
-    return Path(results) / "divergence" / f"{model_a}__{model_b}.json"
+    """<results>/divergence/<A>__<B>.json, the names mapped by ``bench.paths.file_name`` (never outside)."""
+    from bench.paths import file_name, inside
+
+    return inside(Path(results) / "divergence", f"{file_name(model_a, 'model name')}__{file_name(model_b, 'model name')}.json",
+                  what="divergence file")
 
 
 def _weights_dir(name: str, paths) -> Path:
@@ -58,12 +62,19 @@ def weights_section(args, paths) -> dict:
     from bench.weights import weight_distances
 
     base = args.base or resolve_model(args.model_a, paths).base
+    if not base:
+        raise BenchError(f"Model '{args.model_a}' has no registered base to measure from. Fix: name it with "
+                         f"--base MODEL (the model both were trained from).")
     try:
         dirs = {role: _weights_dir(name, paths) for role, name in (("a", args.model_a), ("b", args.model_b),
                                                                    ("base", base))}
     except BenchError as exc:  # a checkpoint not trained or built yet: the outcome tables are still written
         return {"base": base, "missing": str(exc)}
-    return {"base": base, **weight_distances(dirs["a"], dirs["b"], dirs["base"]),
+    distances = weight_distances(dirs["a"], dirs["b"], dirs["base"])
+    if not distances["overall"]["tensors"]:  # other architectures: a 0.0 here would read as "identical"
+        return {"base": base, "missing": f"no tensor of the same name and shape in A, B and the base "
+                                         f"({len(distances['left_out'])} left out): the models differ in architecture"}
+    return {"base": base, **distances,
             "sha256": {role: _file_sha256(d / "model.safetensors") for role, d in dirs.items()}}
 
 
@@ -105,9 +116,14 @@ def main(args) -> int:
     if args.model_a == args.model_b:
         raise BenchError("divergence needs two different models (A and B).")
     paths = Paths.from_env().with_results(args.results_dir)
+    path = output_path(paths.results, args.model_a, args.model_b)  # a name that escapes fails before any work
     report = {"format": FORMAT, "a": args.model_a, "b": args.model_b, "weights": weights_section(args, paths),
               "outcomes": agreement(paths.results / "attack_logs", args.model_a, args.model_b)}
-    path = output_path(paths.results, args.model_a, args.model_b)
+    if "missing" in report["weights"] and not report["outcomes"]:
+        raise BenchError(f"Nothing to compare between {args.model_a} and {args.model_b}: weights not measured "
+                         f"({report['weights']['missing']}), and no attack setting both models' logs hold under "
+                         f"{paths.results / 'attack_logs'}. Fix: train or build both checkpoints from one base, or "
+                         f"run the adversarial suite for both with the same options. Nothing was written.")
     atomic_write_text(path, json.dumps(report, indent=1, sort_keys=True, default=float) + "\n")
     if args.json:
         print(json.dumps(report, indent=1, sort_keys=True, default=float))

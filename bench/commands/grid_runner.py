@@ -112,8 +112,10 @@ class Plan:
         from suites import get_suite
         from suites.base import summary_config
 
+        from suites.base import for_model
+
         suite = get_suite(cell.suite)
-        ctx = self.settings.context(self.paths, cell.seed)
+        ctx = for_model(self.settings.context(self.paths, cell.seed), self.spec(cell.model))
         if cell.summary:
             return summary_config(suite, [suite.task(t) for t in self.tasks[cell.suite]], ctx)
         return suite.config(suite.task(cell.task), ctx)

@@ -49,6 +49,10 @@ def main(args) -> int:
         chosen += cells
     for cell in chosen:  # corrupt input (a cell, or its evidence against the sha256 it records) is refused first
         ResultStore(source).check_evidence(cell, ResultStore.read(cell), decode=False)
+    if not args.dry_run:  # a --to that is a file, read-only or full: refused before anything is copied
+        from bench.store import check_writable
+
+        check_writable(dest, "publish target", "--to")
     if args.dry_run:
         print("\n".join(str(c.relative_to(source)) for c in chosen))
         print(f"{len(chosen)} cell(s) would be copied to {dest}.")

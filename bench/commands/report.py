@@ -7,6 +7,7 @@ differ from a regeneration (text files byte for byte; PNG/PDF by presence).
 
 from __future__ import annotations
 
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -48,7 +49,7 @@ def main(args) -> int:
 
         written = []
         for model in args.cards:
-            written += reports.write(card(paths.results, model), out)
+            written += reports.write(card(paths.results, model), out, record=True)
         console.print("Wrote " + ", ".join(str(p) for p in written))
         return 0
     if not args.check:  # it writes the reports and the leaderboards: refuse a read-only or full disk first
@@ -87,10 +88,16 @@ def main(args) -> int:
             return 1
         console.print(f"Reports in {out} match a regeneration from {paths.results}.")
         return 0
-    if complete:  # drop reports that a full regeneration no longer makes (only names `bench report` owns)
-        for name in sorted(reports.owned_names(out) - set(artifacts.reports)):
+    if complete:  # drop reports that a full regeneration no longer makes (only names its manifest lists)
+        stale = sorted(reports.owned_names(out) - set(artifacts.reports))
+        for name in stale:
             (out / name).unlink(missing_ok=True)
-    written = reports.write(artifacts.reports, out) + reports.write(artifacts.results, paths.results)
+        if reports.manifest(out) is not None:  # the removed names leave the manifest too
+            from bench.data import atomic_write_text
+
+            kept = sorted(reports.manifest(out) - set(stale))
+            atomic_write_text(out / reports.MANIFEST, json.dumps({"written": kept}, indent=0) + "\n")
+    written = reports.write(artifacts.reports, out, record=True) + reports.write(artifacts.results, paths.results)
     tables = sorted(p.name for p in written if p.suffix == ".md" and p.name != "index.md")
     index = out / ("index.html" if "index.html" in artifacts.reports else "index.md")
     console.print(f"Wrote {len(written)} files: {len(artifacts.reports)} in {out} (index: {index}), "
