@@ -21,7 +21,9 @@ NAMES = ("claims.md", "claims.html", "claims.csv", "claims.json", "claims-forest
 FOREST = "claims-forest.png"
 UNITS = {"spearman": "STS (Spearman × 100, points)", "acc": "Transfer accuracy (points)",
          "attack_success_rate": "Attack success rate (points)", "accuracy": "Accuracy (points)",
-         "accuracy_under_attack": "Accuracy (points)", "mcc": "Accuracy (points)"}
+         "accuracy_under_attack": "Accuracy (points)", "clean_accuracy": "Accuracy (points)",
+         "accuracy_reduction": "Accuracy (points)", "clean_mcc": "Matthews correlation × 100 (points)",
+         "avg_queries": "Queries per attack"}
 
 
 def unit(claim: c.Claim) -> str:
@@ -226,8 +228,9 @@ def to_html(book: c.Ledger, rows: list[c.Row], models: dict, forest: bool = True
            f"<p><b>Verdicts:</b> {html.escape(summary(rows))}.</p>", f"<p class=\"note\">{html.escape(family_text(rows))}</p>"]
     if forest:
         out.append(f"<figure><img src=\"{FOREST}\" alt=\"forest plot of the claims\" style=\"width:100%;max-width:1100px\">"
-                   "<figcaption>Each claim's primary line: our pooled Δ with its 95% CI (dot and bar), the paper's Δ "
-                   "(red diamond), one panel per unit.</figcaption></figure>")
+                   "<figcaption>Each claim's primary line: our pooled Δ with its 95% CI (dot and bar; green replicated, "
+                   "orange reversed), the paper's Δ (red diamond), a no-difference claim's margin shaded; one panel "
+                   "per unit.</figcaption></figure>")
     out += ["<table class=\"claims\">",
             "<colgroup>" + "".join(f"<col style=\"width:{w}%\">" for w in COLUMN_WIDTHS) + "</colgroup>",
             "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS) + "</tr></thead><tbody>"]
@@ -323,7 +326,7 @@ def forest_points(rows: list[c.Row]) -> dict[str, list[tuple]]:
             continue
         label = r.claim.id + (f" ({e.pooled.seeds} seeds)" if e.pooled.seeds != 1 else " (1 seed)")
         out.setdefault(unit(r.claim), []).append((label, e.pooled.estimate, e.pooled.low, e.pooled.high,
-                                                  r.claim.paper_delta, e.verdict.label))
+                                                  r.claim.paper_delta, e.verdict.label, r.claim.margin))
     return out
 
 
@@ -343,8 +346,10 @@ def forest_png(rows: list[c.Row]) -> bytes | None:
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
     for ax, (name, pts) in zip(axes[:, 0], panels.items()):
         ys = list(range(len(pts)))[::-1]
-        for y, (label, est, low, high, paper, verdict) in zip(ys, pts):
+        for y, (label, est, low, high, paper, verdict, margin) in zip(ys, pts):
             colour = {c.REPLICATED: "#1a7f37", c.REVERSED: "#b35900"}.get(verdict, "#1d4e89")
+            if margin is not None:  # a claim of no difference: its equivalence margin, shaded
+                ax.fill_betweenx([y - 0.3, y + 0.3], -margin, margin, color="#c62828", alpha=0.12, lw=0)
             ax.plot([low, high], [y, y], color=colour, lw=2)
             ax.plot(est, y, "o", color=colour, ms=5)
             if paper is not None:
@@ -354,7 +359,8 @@ def forest_png(rows: list[c.Row]) -> bytes | None:
         ax.set_yticklabels([p[0] for p in pts], fontsize=8)
         ax.set_title(name, fontsize=10, loc="left")
         ax.tick_params(axis="x", labelsize=8)
-    axes[-1, 0].set_xlabel("method − baseline (dot and bar: ours, pooled, 95% CI; red diamond: the paper's Δ)",
+    axes[-1, 0].set_xlabel("method − baseline (dot and bar: ours, pooled, 95% CI; red diamond: the paper's Δ; "
+                           "shaded: a no-difference claim's margin)",
                            fontsize=9)
     fig.tight_layout()
     blobs = figure_bytes(fig)
