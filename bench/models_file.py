@@ -35,7 +35,7 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")  # user model names 
 # field -> accepted types. ``name`` is the table's key; provenance fields are set by the resolver.
 FIELD_TYPES = {"backbone": str, "pooler": str, "max_len": int, "method": str, "base": str, "profile": str,
                "recipe": dict, "citation": str, "description": str, "paper_ref": str, "loader": str,
-               "revision": str, "checkpoint": str}
+               "revision": str, "checkpoint": str, "snapshot_of": str}
 
 
 def read_models_file(path: Path, reserved=(), required: bool = False) -> dict[str, dict]:

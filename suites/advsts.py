@@ -48,6 +48,7 @@ from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, 
 from attacks.regression import COLUMNS, PERTURBED, SuccessRule
 from bench.data import PairSet, _norm, atomic_write_text, read_sick, read_stsb, require
 from bench.errors import BenchError, lookup
+from bench.protocols import protocol as protocol_named
 from suites.base import RunContext, Suite, Task, row
 
 # Per gold scale: the margin is a fifth of the range, so both tasks ask for a cosine move of 0.2.
@@ -56,9 +57,10 @@ SICK_RULE = SuccessRule(margin=0.8, lo=1.0, hi=5.0)
 ASR_DEFINITION = ("ours, not RobustEmbed Table 4's (the paper defines none; it perturbs the pair and scores the "
                   "adversarial set by Pearson): success = |pred_adv - gold| >= |pred_clean - gold| + margin, "
                   "sentence2 perturbed only, pred = cosine mapped to the gold scale")
-# Recipes when --recipe is not given: the paper's five on the paper profile; TextFooler alone on the
-# CPU smoke profile (each recipe costs minutes per 50 pairs on a shared CPU).
-DEFAULT_RECIPES = {"smoke": ("textfooler",), "study": ("textfooler",), "paper": tuple(RECIPES)}
+# Recipes when --recipe is not given: the paper's five (its protocol's) on the paper profile; TextFooler
+# alone on the CPU smoke profile (each recipe costs minutes per 50 pairs on a shared CPU).
+PROTOCOL = "robustembed-table4"
+DEFAULT_RECIPES = {"smoke": ("textfooler",), "study": ("textfooler",), "paper": protocol_named(PROTOCOL).recipes}
 ADVERSARIAL_SET = "attack's final text per pair (successful perturbation, or the failed search's best)"
 
 
@@ -160,6 +162,7 @@ class AdvSTSSuite(Suite):
     description = "AdvSTS: TextAttack recipes on STS-B / SICK-R pairs vs cosine similarity (ASR, Pearson)"
     version = 2  # 2: ASR definition recorded; BERT-Attack's K an option
     tasks = TASKS
+    named_protocol = PROTOCOL
     options = (RECIPES_OPTION, QUERY_BUDGET_OPTION, BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION)
 
     @staticmethod

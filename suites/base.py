@@ -104,9 +104,27 @@ class Suite:
     summary_task: Task | None = None  # the Task that summary rows (averages) belong to
 
     label: str = ""  # how reports name the suite
+    named_protocol: str = ""  # bench/protocols.toml: its tasks run by default and only they join the summary
 
     def task(self, name: str) -> Task:
         return lookup("task", {t.name: t for t in self.tasks}, name)
+
+    def default_tasks(self) -> list[Task]:
+        """The tasks run when none is named: the protocol's (every task of a suite without one)."""
+        if not self.named_protocol:
+            return list(self.tasks)
+        from bench.protocols import protocol
+
+        wanted = [self.task(name).name for name in protocol(self.named_protocol).tasks]  # unknown names fail
+        return [t for t in self.tasks if t.name in wanted]
+
+    def summarized(self, tasks) -> list[Task]:
+        """The tasks of ``tasks`` that the summary (average) is over: those its protocol averages."""
+        if not self.named_protocol:
+            return list(tasks)
+        from bench.protocols import protocol
+
+        return [t for t in tasks if t.name in protocol(self.named_protocol).averaged]
 
     def describe(self) -> dict:
         """The suite's self-description, exported beside the results (``bench.metadata``) for reports."""
@@ -201,6 +219,7 @@ def cell_key(suite: Suite, spec: ModelSpec, weights_sha256: str, task: Task, ctx
 def summary_config(suite: Suite, tasks: list[Task], ctx: RunContext) -> dict:
     # Options as the suite resolves them (e.g. transfer's default mode), so an omitted option and its
     # explicit default share one summary cell, as their task cells do.
+    tasks = suite.summarized(tasks)
     resolved = suite.config(tasks[0], ctx) if tasks else {}
     return {"suite": suite.name, "summary_of": sorted(t.name for t in tasks), "limit": ctx.limit,
             "scorer_version": f"{suite.name}-{suite.version}." + ".".join(str(t.version) for t in tasks),
@@ -251,7 +270,7 @@ def run_summary(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, tasks: 
 
 def run_suite(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task_names=None) -> list[TaskOutcome]:
     """Run (or reuse) each task cell, then the suite's summary cell, then refresh the leaderboard."""
-    tasks = [suite.task(n) for n in task_names] if task_names else list(suite.tasks)
+    tasks = [suite.task(n) for n in task_names] if task_names else suite.default_tasks()
     store = ctx.store
     outcomes: list[TaskOutcome] = []
     for seed in suite.seeds(ctx):

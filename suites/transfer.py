@@ -41,6 +41,7 @@ import numpy as np
 from bench.data import require
 from bench.errors import BenchError
 from bench.plugins import Option
+from bench.protocols import protocol as protocol_named
 from bench.stats import Evidence, Sample
 from bench.uncertainty import AverageOf
 from suites.base import RunContext, Suite, Task, row
@@ -251,10 +252,8 @@ TASKS = (
     MRPCTask(suite="transfer", name="mrpc", label="MRPC", dataset="mrpc", split="test", main_metric="acc",
              description="MRPC paraphrase (4,076 / 1,725 pairs)", paper_ref=REF, notes=(("pair_features", MRPC_FEATURES),)),
 )
-AVERAGES = {
-    "mean-of-6-tasks": ("mr", "cr", "subj", "mpqa", "sst2", "mrpc"),  # RobustEmbed Table 2 (no TREC)
-    "mean-of-7-tasks": ("mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc"),
-}
+# aggregation -> the tasks averaged, from bench/protocols.toml: RobustEmbed Table 2's (no TREC), SimCSE's 7.
+AVERAGES = {p.average_aggregation: p.averaged for p in map(protocol_named, ("robustembed-table2", "senteval-transfer-7"))}
 AVG = Task(suite="transfer", name="avg", label="Avg.", dataset="", split="test", main_metric="acc",
            main_aggregation="mean-of-7-tasks", description="mean of the task test accuracies", paper_ref=REF)
 
@@ -320,6 +319,7 @@ class TransferSuite(Suite):
     name = "transfer"
     description = "SentEval transfer: logistic regression on frozen embeddings (MR CR SUBJ MPQA SST-2 TREC MRPC)"
     tasks = TASKS
+    named_protocol = "senteval-transfer-7"
     options = (Option(name="mode", choices=("test", "fasttest"), default="test",
                       help="SentEval classifier configuration"),)
     summary_task = AVG

@@ -10,6 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attacks.recipes import RECIPES
+from bench.protocols import protocol
+
+PAPER_RECIPES = list(protocol("robustembed-table3").recipes)
+
 
 class Victim:
     """The minimum TextAttack's goal function needs from a model wrapper."""
@@ -115,7 +120,7 @@ def _stock_recipe(name):
             "bae": r.BAEGarg2019, "bert-attack": r.BERTAttackLi2020}[name]
 
 
-@pytest.mark.parametrize("name", ["textfooler", "textbugger", "pwws", "bae", "bert-attack"])
+@pytest.mark.parametrize("name", PAPER_RECIPES)  # the recipes TextAttack ships
 def test_recipe_matches_textattack(stock, name):
     from attacks.recipes import build_attack
 
@@ -154,7 +159,7 @@ def test_recipe_asks_resources_for_published_parameters(stock, name):
 
 # --- --constraints unified ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["textfooler", "textbugger", "pwws", "bae", "bert-attack"])
+@pytest.mark.parametrize("name", list(RECIPES))  # every registered recipe
 def test_unified_constraints_are_one_set_for_every_recipe(stock, name):
     from attacks.recipes import UNIFIED, build_attack
 
@@ -417,7 +422,7 @@ CALL_ROLES = {"word_swap_embedding": "word_embedding", "word_embedding_distance"
               "homoglyph_swap": "homoglyphs", "word_swap_wordnet": "wordnet"}
 
 
-@pytest.mark.parametrize("name", ["textfooler", "textbugger", "pwws", "bae", "bert-attack"])
+@pytest.mark.parametrize("name", list(RECIPES))  # every registered recipe
 def test_declared_roles_are_the_roles_a_recipe_asks_for(stock, name):
     from attacks.recipes import build_attack, recipe_roles
 

@@ -148,7 +148,7 @@ def select_tasks(suite_names: list[str], task_filter: list[str]) -> dict[str, li
 
     suites = {name: get_suite(name) for name in dict.fromkeys(suite_names)}
     if not task_filter:
-        return {name: [t.name for t in suite.tasks] for name, suite in suites.items()}
+        return {name: [t.name for t in suite.default_tasks()] for name, suite in suites.items()}
     wanted: dict[str, set[str]] = {name: set() for name in suites}
     for item in task_filter:
         suite_part, _, task_part = item.rpartition("/")

@@ -1,4 +1,4 @@
-"""bench ls models|suites|tasks|methods|recipes|datasets [--json]
+"""bench ls models|suites|tasks|methods|recipes|datasets|protocols [--json]
 
 On a terminal: a table. Piped (not a terminal): tab-separated lines with a header and whole values,
 for scripts and logs; ``--json``: a JSON list of records. Nothing here imports torch.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-KINDS = ("models", "suites", "tasks", "methods", "recipes", "datasets")
+KINDS = ("models", "suites", "tasks", "methods", "recipes", "datasets", "protocols")
 
 
 def add_arguments(parser):
@@ -84,8 +84,16 @@ def _datasets(args) -> list[dict]:
              "description": d.description} for d in DATASETS.values()]
 
 
+def _protocols(args) -> list[dict]:
+    from bench.protocols import PROTOCOLS
+
+    return [{"protocol": name, "suite": p.suite, "tasks": ", ".join(p.tasks), "recipes": ", ".join(p.recipes),
+             "average of": ", ".join(p.averaged), "title": p.title}
+            for name, p in ((name, PROTOCOLS.load(name)) for name in PROTOCOLS)]
+
+
 LISTERS = {"models": _models, "suites": _suites, "tasks": _tasks, "methods": _methods, "recipes": _recipes,
-           "datasets": _datasets}
+           "datasets": _datasets, "protocols": _protocols}
 
 
 def _plain(value) -> str:

@@ -96,7 +96,7 @@ def main(args) -> int:
     paths = Paths.from_env().with_results(args.results_dir)
     spec = resolve_model(args.model, paths, pooler=args.pooler, models_file=args.models_file)
     suite = get_suite(args.suite)
-    tasks = [suite.task(name) for name in args.tasks or []] or list(suite.tasks)  # unknown names fail here
+    tasks = [suite.task(name) for name in args.tasks or []] or suite.default_tasks()  # unknown names fail here
     # Everything that can be refused is refused before the model loads or any work starts.
     ResultStore(paths.results).check_writable()
     from bench import hub

@@ -47,7 +47,8 @@ A complete method file, for example::
 
     METHOD = Mine
 
-and one line in ``bench/methods/__init__.py``: ``"mine": "bench.methods.mine"``.
+and one line in ``bench/methods/__init__.py``: ``"mine": "bench.methods.mine:METHOD"`` (module, then the
+attribute that holds the class; docs/extending.md, "A method").
 """
 
 from __future__ import annotations

@@ -1,0 +1,198 @@
+"""Named protocols (bench/protocols.toml): what each suite runs and averages by default.
+
+The main check: registering a new task, recipe and method changes no published cell key and no
+average. Every committed cell under results/cells of a suite with a protocol is keyed again from its
+stored configuration, with each option left out wherever leaving it out gives the stored value (so the
+suite's defaults are what is checked), before and after the dummies are registered.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import suites.base as base
+from attacks import datasets as attack_data
+from attacks.recipes import RECIPES
+from bench.errors import UnknownName
+from bench.methods import METHODS
+from bench.paths import Paths
+from bench.protocols import PROTOCOLS, parse, protocol
+from bench.store import config_hash
+from suites import SUITES, get_suite
+from suites.base import RunContext, Task
+
+REPO = Path(__file__).resolve().parents[1]
+CELLS = REPO / "results" / "cells"
+PROTOCOL_SUITES = [name for name in SUITES if get_suite(name).named_protocol]
+
+
+def published_cells(suite_names) -> list[dict]:
+    cells = []
+    for path in sorted(CELLS.glob("*/*/*/*.json")):
+        stored = json.loads(path.read_text())
+        if stored["cell"]["suite"] in suite_names:
+            cells.append(stored)
+    return cells
+
+
+# --- the protocols themselves ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(PROTOCOLS))
+def test_protocol_names_only_registered_things(name):
+    p = protocol(name)
+    suite = get_suite(p.suite)
+    assert p.tasks and set(p.averaged) <= set(p.tasks)
+    for task in p.tasks:
+        suite.task(task)  # UnknownName if the protocol names a task its suite lacks
+    assert set(p.recipes) <= set(RECIPES), "a protocol names an unregistered recipe"
+
+
+def test_protocol_typo_names_the_closest():
+    with pytest.raises(UnknownName, match="robustembed-table1"):
+        protocol("robustembed-tabel1")
+
+
+def test_protocol_file_rejects_unknown_fields_and_stray_averages():
+    with pytest.raises(ValueError, match="unknown field"):
+        parse({"p": {"suite": "sts", "title": "t", "tasks": ["a"], "taks": ["a"]}})
+    with pytest.raises(ValueError, match="average names tasks"):
+        parse({"p": {"suite": "sts", "title": "t", "tasks": ["a"], "average": ["b"]}})
+    with pytest.raises(ValueError, match="names no protocol"):
+        parse({"p": {"suite": "sts", "title": "t", "tasks": ["a"], "recipes": "q"}})
+
+
+def test_published_defaults_are_the_papers():
+    """The lists published cells were run with, spelled here once to pin the protocol file."""
+    assert [t.name for t in get_suite("sts").default_tasks()] == ["sts12", "sts13", "sts14", "sts15", "sts16",
+                                                                  "stsb", "sickr"]
+    assert [t.name for t in get_suite("adversarial").default_tasks()] == ["mr", "sst2", "imdb", "yelp", "mrpc",
+                                                                          "snli", "mnli_mm"]  # CoLA when asked
+    assert protocol("robustembed-table3").recipes == ("textfooler", "textbugger", "pwws", "bae", "bert-attack")
+    assert protocol("robustembed-table4").recipes == protocol("robustembed-table3").recipes
+
+
+# --- registering a task, recipe and method changes no key and no average ------------------------
+
+def register_dummies(monkeypatch):
+    """A dummy task in every suite, a dummy recipe and a dummy method, as a plug-in would add them."""
+    monkeypatch.setitem(RECIPES, "dummy-recipe", lambda *a, **k: None)
+    monkeypatch.setitem(METHODS, "dummy-method", "bench.methods.simcse:METHOD")
+    for name in SUITES:
+        suite = get_suite(name)
+        dummy = Task(suite=name, name="dummy-task", dataset="", split="test", main_metric="spearman")
+        monkeypatch.setattr(suite, "tasks", tuple(suite.tasks) + (dummy,))
+
+
+class StoredWorld:
+    """Serves a cell's stored data fingerprints, resource identity and training-data presence, so its
+    configuration can be rebuilt without the data or the attack resources."""
+
+    def __init__(self, monkeypatch):
+        self.cfg: dict = {}
+        monkeypatch.setattr(base, "data_config", lambda datasets, ctx: self._data())
+        monkeypatch.setattr("suites.adversarial.resource_identity", lambda paths, roles: self.cfg["attack_resources"])
+        monkeypatch.setattr(attack_data.TrainingSet, "present", lambda _set, root: self.cfg["train_data_present"])
+
+    def _data(self) -> dict:
+        extra = {"data_unverified": self.cfg["data_unverified"]} if "data_unverified" in self.cfg else {}
+        return {**({"data": self.cfg["data"]} if "data" in self.cfg else {}), **extra}
+
+
+def context(stored: dict, world: StoredWorld, paths: Paths) -> tuple[RunContext, list[Task] | None]:
+    """The narrowest command line that gives the stored configuration: every number-changing option the
+    suite declares is left out where its default resolves to the stored value. For a summary cell, also
+    the tasks it was run with (None: the suite's defaults)."""
+    cfg, cell = stored["config"], stored["cell"]
+    suite = get_suite(cell["suite"])
+    world.cfg = cfg
+    ctx = RunContext(paths=paths, seed=cell["seed"], limit=cfg["limit"], profile=cfg["profile"],
+                     dtype=cfg.get("dtype", "float32"), log=lambda _msg: None)
+    ctx.options = {o.name: cfg.get(o.name) for o in suite.options if o.changes_numbers and cfg.get(o.name) is not None}
+    for name in list(ctx.options):
+        without = replace(ctx, options={k: v for k, v in ctx.options.items() if k != name})
+        if recompute(stored, without, None) == cell["config_hash"]:
+            ctx = without
+    tasks = None
+    if "summary_of" in cfg and sorted(t.name for t in suite.default_tasks()) != cfg["summary_of"]:
+        tasks = [suite.task(name) for name in cfg["summary_of"]]
+    return ctx, tasks
+
+
+def recompute(stored: dict, ctx: RunContext, tasks) -> str:
+    cfg, cell = stored["config"], stored["cell"]
+    suite = get_suite(cell["suite"])
+    if "summary_of" in cfg:
+        return config_hash(base.summary_config(suite, tasks if tasks is not None else suite.default_tasks(), ctx))
+    return config_hash(suite.config(suite.task(cell["task"]), ctx))
+
+
+def test_registering_a_task_recipe_and_method_changes_no_published_key(monkeypatch, tmp_path):
+    cells = published_cells(PROTOCOL_SUITES)
+    assert len(cells) > 50, "the committed results/cells are the evidence this test compares against"
+    world = StoredWorld(monkeypatch)
+    paths = Paths(home=tmp_path, data=tmp_path / "data", results=tmp_path / "results")
+    plans = []
+    for stored in cells:
+        ctx, tasks = context(stored, world, paths)
+        assert recompute(stored, ctx, tasks) == stored["cell"]["config_hash"], stored["cell"]
+        plans.append((stored, ctx, tasks))
+    by_default = sum(1 for _, ctx, _ in plans if "recipes" not in ctx.options)
+    assert by_default, "some published attack cells ran the default recipes"
+    register_dummies(monkeypatch)
+    for stored, ctx, tasks in plans:
+        world.cfg = stored["config"]
+        assert recompute(stored, ctx, tasks) == stored["cell"]["config_hash"], stored["cell"]
+        if "summary_of" in stored["config"]:  # asking for the dummy too leaves the average's cell alone
+            suite = get_suite(stored["cell"]["suite"])
+            asked = (tasks if tasks is not None else suite.default_tasks()) + [suite.task("dummy-task")]
+            assert recompute(stored, ctx, asked) == stored["cell"]["config_hash"]
+
+
+def test_readme_attack_example_keeps_its_key(monkeypatch, tmp_path):
+    """`bench run --suite adversarial --model minilm --task mr --limit 50`: the five recipes, before and after."""
+    world = StoredWorld(monkeypatch)
+    world.cfg = {"data": {"textfooler": "x"}, "attack_resources": {}, "train_data_present": True}
+    suite = get_suite("adversarial")
+    ctx = RunContext(paths=Paths(home=tmp_path, data=tmp_path, results=tmp_path), limit=50)
+    before = suite.config(suite.task("mr"), ctx)
+    register_dummies(monkeypatch)
+    after = suite.config(suite.task("mr"), ctx)
+    assert before["recipes"] == list(protocol("robustembed-table3").recipes)
+    assert config_hash(after) == config_hash(before)
+    assert [t.name for t in suite.default_tasks()] == [t.name for t in suite.tasks if t.name not in ("cola",
+                                                                                                      "dummy-task")]
+
+
+def _rows(stored: dict) -> list[dict]:
+    return stored["results"]
+
+
+@pytest.mark.parametrize("suite_name", ["sts", "transfer"])
+def test_published_averages_unchanged_by_a_new_task(monkeypatch, suite_name):
+    """Each published average, recomputed from its model's task cells plus a far-off dummy task row."""
+    cells = published_cells([suite_name])
+    suite = get_suite(suite_name)
+    register_dummies(monkeypatch)
+    checked = 0
+    for summary in (c for c in cells if c["cell"]["task"] == suite.summary_task.name):
+        peers = [c for c in cells if c["cell"]["model"] == summary["cell"]["model"]
+                 and c["cell"]["seed"] == summary["cell"]["seed"] and c["cell"]["task"] in summary["config"]["summary_of"]
+                 and c["config"]["limit"] == summary["config"]["limit"]
+                 and c["config"]["profile"] == summary["config"]["profile"]
+                 and c["config"].get("mode") == summary["config"].get("mode")]
+        if sorted(c["cell"]["task"] for c in peers) != summary["config"]["summary_of"]:
+            continue  # the task cells it averaged were rewritten since
+        rows = [r for c in peers for r in _rows(c)]
+        rows += [{**r, "task": "dummy-task", "value": -1000.0} for r in rows if r["task"] == rows[0]["task"]]
+        ctx = RunContext(paths=Paths(home=Path("."), data=Path("."), results=Path(".")),
+                         profile=summary["config"]["profile"], limit=summary["config"]["limit"])
+        got = {(r.metric, r.aggregation): r.value for r in suite.summarize(rows, ctx)}
+        for r in _rows(summary):
+            assert got[(r["metric"], r["aggregation"])] == pytest.approx(r["value"], abs=0.011), summary["cell"]
+        checked += 1
+    assert checked, f"no published {suite_name} average could be recomputed from its task cells"
+
