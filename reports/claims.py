@@ -607,7 +607,9 @@ def run_minutes(costs: dict, options: dict) -> float:
     length = float((costs.get("task_length_factor") or {}).get(options.get("task"), 1))
     seconds = examples * runs * length * sum(float(measured.get(r, default))
                                              for r in (recipes if isinstance(recipes, list) else [recipes]))
-    victim = float((costs.get("victim_minutes") or {}).get(options.get("victim"), 0)) * runs
+    protocol = options.get("victim")
+    by_task = ((costs.get("task_victim_minutes") or {}).get(protocol) or {}).get(options.get("task"))
+    victim = float(by_task if by_task is not None else (costs.get("victim_minutes") or {}).get(protocol, 0)) * runs
     return seconds / 60 + victim
 
 
