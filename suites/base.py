@@ -135,6 +135,10 @@ class Suite:
     def seeds(self, ctx: RunContext) -> list[int]:
         return [ctx.seed]
 
+    def preflight(self, tasks: list[Task], ctx: RunContext) -> None:
+        """Refuse now (a BenchError, exit 2) what would fail only after the model loads, e.g. attack
+        resources that are not built. Default: nothing to check."""
+
     def run_task(self, task: Task, encoder, ctx: RunContext) -> list[Result]:
         raise NotImplementedError
 

@@ -103,6 +103,9 @@ def main(args) -> int:
     from bench.registry import known_models
 
     hub.require_model(spec, paths.models, known_models(paths, args.models_file))  # offline: one message, now
+    # e.g. attack resources not built: exit 2 in seconds, naming the build (before torch is imported)
+    suite.preflight(tasks, RunContext(paths=paths, limit=args.limit, profile=args.profile,
+                                      options=suite_options(args)))
     from bench.encoder import pick_device, resolve_dtype, slow_dtype_note, use_dtype
 
     use_dtype(args.dtype)  # for code without a dtype argument (the masked-LM stand-in)
