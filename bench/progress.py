@@ -35,14 +35,15 @@ class _Work:
     total: float | None
     started: float
     completed: float = 0.0
+    at_start: float = 0.0  # done before this process began (a resumed run): not part of the rate
 
     def line(self, now: float) -> str:
         elapsed = now - self.started
         if not self.total:
             return f"{self.description}: {self.completed:g} done, {duration(elapsed)} elapsed"
         share = min(self.completed / self.total, 1.0)
-        left = (f"~{duration(elapsed / self.completed * (self.total - self.completed))} left"
-                if self.completed > 0 else "time left: estimating")
+        rate = (self.completed - self.at_start) / elapsed if elapsed > 0 else 0.0
+        left = f"~{duration((self.total - self.completed) / rate)} left" if rate > 0 else "time left: estimating"
         return (f"{self.description}: {self.completed:g}/{self.total:g} ({share:.0%}), "
                 f"{duration(elapsed)} elapsed, {left}")
 
@@ -66,10 +67,10 @@ class PlainProgress:
 
     # --- rich.progress.Progress's subset ---------------------------------------------------------
 
-    def add_task(self, description: str, total: float | None = None, **_) -> int:
+    def add_task(self, description: str, total: float | None = None, completed: float = 0, **_) -> int:
         with self._lock:
             task_id, self._next_id = self._next_id, self._next_id + 1
-            self._work[task_id] = _Work(description, total, self.clock())
+            self._work[task_id] = _Work(description, total, self.clock(), completed, completed)
             self._print(self._work[task_id].line(self.clock()))
             return task_id
 

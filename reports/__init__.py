@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bench.data import atomic_write_text
 from bench.errors import UnknownName
+from bench.progress import track
 from bench.stats_cache import CACHE_FILE, StatsCache
 from bench.stats_cache import shared as shared_cache
 from bench.store import ResultStore
@@ -43,14 +44,16 @@ def _leaderboard_text(rows: list[dict], name: str) -> str:
 
 
 def generate(results_dir: Path, suites: list[str] | None = None, formats: list[str] | None = None,
-             paper_values: Path = PAPER_VALUES, reports_dir: Path | None = None) -> Artifacts:
+             paper_values: Path = PAPER_VALUES, reports_dir: Path | None = None, progress=None) -> Artifacts:
     """Every report of ``results_dir``; with the html format also the site's index and leaderboard pages
-    (``reports_dir``: where they will be written, so that a claims page already there is linked)."""
+    (``reports_dir``: where they will be written, so that a claims page already there is linked).
+    ``progress``: a bench.progress owner, told each table, figure, series and card done."""
     with shared_cache(results_dir):  # every paired comparison below, whoever makes it, is kept in one cache
-        return _generate(results_dir, suites, formats, paper_values, reports_dir)
+        return _generate(results_dir, suites, formats, paper_values, reports_dir, progress)
 
 
-def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_dir: Path | None) -> Artifacts:
+def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_dir: Path | None,
+              progress=None) -> Artifacts:
     rows = load_rows(results_dir)
     catalog = Catalog.load(results_dir)  # labels and model facts the runs exported (bench/metadata.py)
     paper = PaperValues.load(paper_values)
@@ -71,7 +74,7 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
         out.results[f"leaderboard-{suite}.csv"] = _leaderboard_text([r for r in plain if r["suite"] == suite],
                                                                      f"leaderboard-{suite}.csv")
     built, made, skipped = {}, [], []
-    for spec in TABLES:
+    for spec in track(progress, TABLES, len(TABLES), "report: tables"):
         if spec.suites and not set(spec.suites) & wanted:
             continue
         table = build(labelled(spec, catalog), rows, paper, built, catalog, evidence)
@@ -84,7 +87,7 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
             suffix, render = FORMATS[fmt]
             out.reports[f"{spec.name}.{suffix}"] = render(table if fmt == "csv" else shown)
         made.append((spec.title, [f"{spec.name}.{FORMATS[f][0]}" for f in formats]))
-    for spec in FIGURES:
+    for spec in track(progress, FIGURES, len(FIGURES), "report: figures"):
         if not set(spec.suites) & wanted:
             continue
         pts = fig.points(spec, rows, paper, catalog)
@@ -96,7 +99,7 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
         for suffix, blob in fig.render(spec, pts, caption).items():
             out.reports[f"{spec.name}.{suffix}"] = blob
         made.append((spec.title, [f"{spec.name}.{s}" for s in ("png", "pdf", "csv")]))
-    for spec in SERIES:
+    for spec in track(progress, SERIES, len(SERIES), "report: training-length series"):
         if not set(spec.suites) & wanted:
             continue
         files = scale.generate(results_dir, spec)
@@ -116,7 +119,8 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
     if with_cards:
         from reports.card import card
 
-        for model in sorted({r["model"] for r in rows}):
+        models = sorted({r["model"] for r in rows})
+        for model in track(progress, models, len(models), "report: robustness cards"):
             files = card(results_dir, model, cache)
             out.reports.update(files)
             made.append((f"Robustness card: {model}", sorted(files)))
