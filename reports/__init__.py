@@ -23,7 +23,7 @@ from bench.stats_cache import CACHE_FILE, StatsCache
 from bench.stats_cache import shared as shared_cache
 from bench.store import ResultStore
 from reports import figures as fig
-from reports import scale, site
+from reports import pivot, scale, site
 from reports.paper import PAPER_VALUES, PaperValues
 from reports.results import Catalog, EvidenceIndex, load_rows
 from reports.specs import FIGURES, SERIES, TABLES
@@ -126,27 +126,40 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
             made.append((f"Robustness card: {model}", sorted(files)))
     out.reports["index.md"] = _index(rows, made, skipped)
     if "html" in formats:
-        out.reports.update(_site(rows, catalog, made, skipped, out.reports, reports_dir))
+        out.reports.update(_site(rows, catalog, made, skipped, out.reports, reports_dir, evidence))
     if complete:  # every bootstrap this render used, so the next render (or a clean clone) computes none
         out.results[CACHE_FILE] = cache.text()
     return out
 
 
-def _site(rows: list[dict], catalog: Catalog, made, skipped, files: dict, reports_dir: Path | None) -> dict[str, str]:
+def claims_summary_html(files: dict) -> str:
+    """The index's first lines: the claims' verdict counts and a small forest plot, as reports/claims.py
+    makes them (the integration point; empty until it does: the index then opens with the findings)."""
+    return ""
+
+
+def _site(rows: list[dict], catalog: Catalog, made, skipped, files: dict, reports_dir: Path | None,
+          evidence: EvidenceIndex | None = None) -> dict[str, str]:
     """The static site's own pages: a sortable leaderboard per suite and the index linking every page."""
     pages = {}
     suites = sorted({r["suite"] for r in rows})
     for suite in suites:
+        mine = [r for r in rows if r["suite"] == suite]
+        own = tuple(c for c in pivot.COLUMNS if c.suite == suite) or pivot.generic_columns(mine, catalog)
         pages[site.leaderboard_name(suite)] = site.leaderboard_page(
-            suite, [r for r in rows if r["suite"] == suite], label=lambda task, s=suite: catalog.task_label(s, task))
+            suite, mine, label=lambda task, s=suite: catalog.task_label(s, task),
+            pivot_html=pivot.to_html(*pivot.build(mine, catalog, evidence, own), catalog), words=pivot.metric_words)
     tables = [(spec.title, spec.name, [s for s in ("md", "tex", "csv") if f"{spec.name}.{s}" in files])
               for spec in TABLES if f"{spec.name}.html" in files]
     figures = [(spec.title, spec.name) for spec in FIGURES + SERIES if f"{spec.name}.png" in files]
     cards = sorted(name[len("card-"):-len(".html")] for name in files
                    if name.startswith("card-") and name.endswith(".html"))
     claims = site.CLAIMS in files or (reports_dir is not None and (Path(reports_dir) / site.CLAIMS).is_file())
+    columns, lines = pivot.build(rows, catalog, evidence)
     pages[site.INDEX] = site.index_page(rows, leaderboards=suites, tables=tables, figures=figures, cards=cards,
-                                        claims=claims, skipped=skipped)
+                                        claims=claims, skipped=skipped, claims_summary_html=claims_summary_html(files),
+                                        findings=pivot.findings(columns, lines, catalog),
+                                        pivot_html=pivot.to_html(columns, lines, catalog))
     return pages
 
 

@@ -204,3 +204,28 @@ def test_the_readme_commands_run_as_pasted(tmp_path):
     the attack, the comparison and the report."""
     ran = run_readme(tmp_path, 1)
     assert any(c.startswith("bench resources build") for c, _, _ in ran)
+
+
+# ------------------------------------------------ quoted numbers cannot drift from the results -----
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_quoted_numbers_match_the_results(page):
+    """Every number the page quotes between <!-- q: ... --> markers is its results row, at its precision."""
+    from reports import quoted
+
+    problems = quoted.check(page.read_text(encoding="utf-8"), REPO / "results", page.name)
+    assert not problems, "\n".join(problems) + "\nFix: `python -m reports.quoted --fill`, then read the sentence again."
+
+
+def test_the_quote_check_sees_a_drifted_number(tmp_path):
+    from reports import quoted
+
+    (tmp_path / "leaderboard-sts.csv").write_text("model,task,metric,value,ci_low,ci_high\n"
+                                                  "m,avg,spearman,57.9542,56.8497,59.0387\n"
+                                                  "n,avg,spearman,1.0,,\n", encoding="utf-8")
+    good = "base <!-- q: leaderboard-sts model=m task=avg -->57.95 [56.85, 59.04]<!-- /q -->."
+    assert quoted.check(good, tmp_path) == []
+    drifted = good.replace("57.95", "58.47")
+    assert "the results say 57.95 / 56.85 / 59.04" in quoted.check(drifted, tmp_path)[0]
+    assert "2 rows" in quoted.check("<!-- q: leaderboard-sts task=avg -->1.0<!-- /q -->", tmp_path)[0]
+    assert quoted.fill(drifted, tmp_path) == good
