@@ -4,8 +4,10 @@ A quoted number is written between two HTML comments (invisible when the Markdow
 
     <!-- q: leaderboard-sts model=minilm-mlm task=avg metric=spearman aggregation=mean-of-tasks -->57.95 [56.85, 59.04]<!-- /q -->
 
-The opening names a CSV beside the results (``leaderboard-sts`` is ``results/leaderboard-sts.csv``) and
-the column values that pick exactly one row of it. The quoted text is the row's ``value``, or its value
+The opening names a CSV beside the results (``leaderboard-sts`` is ``results/leaderboard-sts.csv``) or
+a generated report (``reports/scale-robustembed-vs-simcse`` is ``reports/generated/….csv``) and the column
+values that pick exactly one row of it (``key=value``; ``key~=text``: the value contains the text; %20
+is a space). The quoted text is the row's ``value``, or its value
 and 95% CI (``V [L, H]``), each rounded to as many decimals as the text shows. ``check`` lists every
 quote that differs from its row (tests/test_readme.py runs it on the README and docs/); ``fill``
 rewrites the quotes from the rows, e.g. after a new render (``python -m reports.quoted --fill``).
@@ -17,14 +19,17 @@ import csv
 import re
 import sys
 from pathlib import Path
+from urllib.parse import unquote
 
-QUOTE = re.compile(r"<!-- q: (?P<file>[\w.-]+)(?P<keys>(?: [\w.]+=[^\s>]+)+) -->(?P<text>.*?)<!-- /q -->")
+QUOTE = re.compile(r"<!-- q: (?P<file>[\w./-]+)(?P<keys>(?: [\w.]+~?=[^\s>]+)+) -->(?P<text>.*?)<!-- /q -->")
 NUMBER = re.compile(r"[+\-−]?\d[\d,]*(?:\.\d+)?")
 
 
 def _rows(results_dir: Path, name: str, cache: dict) -> list[dict]:
     if name not in cache:
-        path = Path(results_dir) / f"{name}.csv"
+        reports = name.startswith("reports/")
+        path = (Path(results_dir).parent / "reports" / "generated" / f"{name[len('reports/'):]}.csv" if reports
+                else Path(results_dir) / f"{name}.csv")
         with path.open(encoding="utf-8", newline="") as f:
             cache[name] = list(csv.DictReader(f))
     return cache[name]
@@ -51,9 +56,13 @@ def _formatted(value: float, like: str) -> str:
 def _actual(match: re.Match, results_dir: Path, cache: dict) -> tuple[list[float] | None, str]:
     """The row's numbers the quote names (value, then CI), or None and why not."""
     keys = dict(pair.split("=", 1) for pair in match.group("keys").split())
+
+    def fits(row: dict) -> bool:
+        return all(unquote(v) in (row.get(k[:-1]) or "") if k.endswith("~") else row.get(k) == unquote(v)
+                   for k, v in keys.items())
+
     try:
-        rows = [r for r in _rows(results_dir, match.group("file"), cache)
-                if all(r.get(k) == v for k, v in keys.items())]
+        rows = [r for r in _rows(results_dir, match.group("file"), cache) if fits(r)]
     except OSError as exc:
         return None, f"cannot read {match.group('file')}.csv ({exc})"
     if len(rows) != 1:
