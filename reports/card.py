@@ -160,8 +160,17 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None) -> dict
     sections += _series(results_dir, model)
     sections.append(_resources(all_rows))
     sections.append(_provenance(all_rows, others))
+    sections = [_without_empty_columns(sec) for sec in sections]
     name = f"card-{model}"
     return {f"{name}.md": to_markdown(model, sections), f"{name}.html": to_html(model, sections)}
+
+
+def _without_empty_columns(sec: Section) -> Section:
+    """The section without the columns no row fills (e.g. 'attack' in a suite without attacks)."""
+    if not sec.rows or not any(sec.headers):
+        return sec
+    kept = [i for i in range(len(sec.headers)) if any(str(row[i]).strip() for row in sec.rows)]
+    return Section(sec.title, sec.paragraphs, [sec.headers[i] for i in kept], [[row[i] for i in kept] for row in sec.rows])
 
 
 STEP_COSTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "train_step-minilm-b64.json"
@@ -186,7 +195,7 @@ def _identity(model: str, entry: dict | None, others: dict[str, str], family: st
         training = entry.get("training") or {}
         backbone = entry.get("backbone") or ""
         if CODE_PATH.fullmatch(backbone):  # a local base that bench builds itself (`bench resources build`)
-            backbone = "local, built by `bench resources build`"
+            backbone = "local, built by bench resources build"
         facts = [("backbone", backbone), ("family", family or entry.get("family")), ("pooler", entry.get("pooler")),
                  ("method", entry.get("method") or "none (pretrained)"), ("base", entry.get("base") or "–"),
                  ("training profile", entry.get("profile") or "–"),

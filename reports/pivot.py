@@ -157,7 +157,8 @@ def to_html(columns: list[PivotColumn], lines: list[PivotLine], catalog: Catalog
     for ln in lines:
         first = " class=\"first\"" if ln.group != previous and previous is not None else ""
         previous = ln.group
-        out.append(f"<tr{first}><td class=\"base\">{esc(ln.group)}</td>"
+        short = ln.group.split(" (")[0]  # the base's name; its description on hover
+        out.append(f"<tr{first}><td class=\"base\" title=\"{esc(ln.group)}\">{esc(short)}</td>"
                    f"<td class=\"l\"><a href=\"card-{esc(ln.model)}.html\">{esc(ln.model)}</a></td>"
                    + "".join(cell_html(s) for s in ln.cells) + "</tr>")
     out.append("</tbody></table>")
