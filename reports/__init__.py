@@ -145,10 +145,12 @@ def _site(rows: list[dict], catalog: Catalog, made, skipped, files: dict, report
     suites = sorted({r["suite"] for r in rows})
     for suite in suites:
         mine = [r for r in rows if r["suite"] == suite]
-        own = tuple(c for c in pivot.COLUMNS if c.suite == suite) or pivot.generic_columns(mine, catalog)
+        columns, lines = pivot.build(mine, catalog, evidence, tuple(c for c in pivot.COLUMNS if c.suite == suite))
+        if not columns:  # a suite the pivot does not cover, or without its headline rows: each measure it has
+            columns, lines = pivot.build(mine, catalog, evidence, pivot.generic_columns(mine, catalog))
         pages[site.leaderboard_name(suite)] = site.leaderboard_page(
             suite, mine, label=lambda task, s=suite: catalog.task_label(s, task),
-            pivot_html=pivot.to_html(*pivot.build(mine, catalog, evidence, own), catalog), words=pivot.metric_words)
+            pivot_html=pivot.to_html(columns, lines, catalog), words=pivot.metric_words)
     tables = [(spec.title, spec.name, [s for s in ("md", "tex", "csv") if f"{spec.name}.{s}" in files])
               for spec in TABLES if f"{spec.name}.html" in files]
     figures = [(spec.title, spec.name) for spec in FIGURES + SERIES if f"{spec.name}.png" in files]

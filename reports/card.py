@@ -26,6 +26,7 @@ PER_RUN = re.compile(r"^run\d+$")
 T_OVER_RUNS = re.compile(r"^t-over-")
 RUNS_NOTE = "not shown (t over runs); pooled: Table 3"
 NUMERIC_COLUMNS = ("value", "95% CI", "n", "seed")  # right-aligned, never wrapped
+WRAPPED_COLUMNS = ("CI method", "settings", "note")
 SUITE_ORDER = ("sts", "transfer", "alignment", "perturbation", "adversarial", "advsts", "anli")
 
 
@@ -325,11 +326,19 @@ def to_html(model: str, sections: list[Section]) -> str:
         body.append(f"<h2>{esc(sec.title)}</h2>")
         body += [f"<p class=\"note\">{esc(p)}</p>" for p in sec.paragraphs]
         if sec.rows:
-            numeric = [h in NUMERIC_COLUMNS for h in sec.headers]
+            kinds = [_column_class(h) for h in sec.headers]
             head = ("<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in sec.headers) + "</tr></thead>"
                     if any(sec.headers) else "")
             body.append(f"<table class=\"card\">{head}<tbody>")
-            body += ["<tr>" + "".join(f"<td class=\"n\">{esc(c)}</td>" if num else f"<td>{esc(c)}</td>"
-                                      for c, num in zip(row, numeric)) + "</tr>" for row in sec.rows]
+            body += ["<tr>" + "".join(f"<td{kind}>{esc(c)}</td>" for c, kind in zip(row, kinds)) + "</tr>"
+                     for row in sec.rows]
             body.append("</tbody></table>")
     return page(f"Robustness card: {model}", body)
+
+
+def _column_class(header: str) -> str:
+    """Numbers stay whole and right-aligned; long free text (settings, methods, differences) may break
+    anywhere, so that a card fits the window."""
+    if header in NUMERIC_COLUMNS:
+        return " class=\"n\""
+    return " class=\"w\"" if header in WRAPPED_COLUMNS or header.startswith("Δ") else ""

@@ -34,8 +34,7 @@ STYLE = (
     "details{margin:10px 0}summary{cursor:pointer;font-weight:600}"
     "ul.findings{font-size:15px;max-width:1100px}ul.findings li{margin:4px 0}div.claims-summary{margin:6px 0 14px}"
     "table.raw td{overflow-wrap:anywhere}p{overflow-wrap:anywhere}"
-    "table.card{width:100%}table.card td,table.card th{overflow-wrap:anywhere}"
-    "table.card td.n{white-space:normal}"
+    "table.card{width:100%}table.card td.w{overflow-wrap:anywhere;min-width:80px}"
 )
 
 # Click a header to sort by it (numbers as numbers; a cell's data-v, when set, is its sort value).
