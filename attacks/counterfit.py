@@ -90,7 +90,8 @@ def _drop(pairs: np.ndarray, banned: np.ndarray, n: int) -> np.ndarray:
     return ~np.isin(pairs[:, 0] * n + pairs[:, 1], banned[:, 0] * n + banned[:, 1])
 
 
-def counter_fit(space: Space, synonyms, antonyms, hyper: Hyper = Hyper(), log=None) -> tuple[Space, dict]:
+def counter_fit(space: Space, synonyms, antonyms, hyper: Hyper = Hyper(), log=None,
+                progress=None) -> tuple[Space, dict]:
     """The counter-fitted copy of ``space`` and statistics of the run."""
     import torch
 
@@ -114,7 +115,9 @@ def counter_fit(space: Space, synonyms, antonyms, hyper: Hyper = Hyper(), log=No
     def grad(u, v):  # gradient of 1 - u·v w.r.t. u, as in the paper's code
         return u * (u * v).sum(1, keepdim=True) - v
 
-    for _ in range(hyper.epochs):
+    from bench.progress import track
+
+    for _ in track(progress, range(hyper.epochs), hyper.epochs, "counter-fitting: epochs"):
         update = torch.zeros_like(x)
         count = torch.zeros(n)
         terms = []
@@ -137,13 +140,16 @@ def counter_fit(space: Space, synonyms, antonyms, hyper: Hyper = Hyper(), log=No
     return Space(list(space.words), x.numpy()), stats
 
 
-def nearest_neighbours(vectors: np.ndarray, k: int = NEIGHBOURS, block: int = 2048) -> np.ndarray:
+def nearest_neighbours(vectors: np.ndarray, k: int = NEIGHBOURS, block: int = 2048, progress=None) -> np.ndarray:
     """(n, 1 + k) int32: each word itself, then its k nearest words by cosine."""
     import torch
 
     x = torch.from_numpy(normalise(vectors))
+    from bench.progress import track
+
     out = np.empty((len(x), k + 1), dtype=np.int32)
-    for start in range(0, len(x), block):
+    starts = range(0, len(x), block)
+    for start in track(progress, starts, len(starts), "counter-fitting: nearest neighbours (blocks)"):
         sims = x[start:start + block] @ x.T
         rows = torch.arange(sims.shape[0])
         sims[rows, rows + start] = float("inf")  # the word first, even if a duplicate vector ties
@@ -231,7 +237,7 @@ def load_space(directory: Path) -> Space:
 
 # --- the build --------------------------------------------------------------------------------
 
-def build(data_root: Path, out_dir: Path, hyper: Hyper = Hyper(), log=print) -> dict:
+def build(data_root: Path, out_dir: Path, hyper: Hyper = Hyper(), log=print, progress=None) -> dict:
     start = time.perf_counter()
     folder = require(data_root, "counter-fitting")
     simlex = read_simlex(folder / "SimLex-999.txt")
@@ -242,11 +248,11 @@ def build(data_root: Path, out_dir: Path, hyper: Hyper = Hyper(), log=print) -> 
     glove = glove_space(vocabulary)
     before, covered = simlex_spearman(glove, simlex)
     good_bad_before = cosine(glove, "good", "bad")
-    fitted, stats = counter_fit(glove, synonyms, antonyms, hyper, log=log)
+    fitted, stats = counter_fit(glove, synonyms, antonyms, hyper, log=log, progress=progress)
     after, _ = simlex_spearman(fitted, simlex)
     good_bad_after = cosine(fitted, "good", "bad")
     fit_s = time.perf_counter() - start
-    fitted.nn = nearest_neighbours(fitted.vectors)
+    fitted.nn = nearest_neighbours(fitted.vectors, progress=progress)
     report = {"simlex999_spearman_before": before, "simlex999_spearman_after": after,
               "simlex999_pairs": covered, "cos_good_bad_before": good_bad_before,
               "cos_good_bad_after": good_bad_after, **stats, "neighbours": NEIGHBOURS,
@@ -263,7 +269,7 @@ def build_for(paths, force: bool, log, options: dict) -> str:
     out_dir = Layout(paths.resources).counterfit
     if (out_dir / "report.json").is_file() and not force:
         return f"already built in {out_dir} (--force to rebuild)"
-    r = build(paths.data, out_dir, log=log)
+    r = build(paths.data, out_dir, log=log, progress=options.get("progress"))
     return (f"SimLex-999 Spearman {r['simlex999_spearman_before']:.1f} -> {r['simlex999_spearman_after']:.1f} "
             f"({r['simlex999_pairs']} pairs), cos(good, bad) {r['cos_good_bad_before']:.3f} -> "
             f"{r['cos_good_bad_after']:.3f}, {r['words']} words -> {out_dir}")

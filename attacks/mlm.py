@@ -386,7 +386,7 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
           backbone: Path | None = None, texts: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None,
           resume: bool = False, synonyms: Callable[[str], set[str]] | None = None,
           checkpoint_s: float = CHECKPOINT_S, max_steps: int | None = None,
-          stop_after_steps: int | None = None, steps: int | None = None) -> dict:
+          stop_after_steps: int | None = None, steps: int | None = None, progress=None) -> dict:
     """Train for ``steps`` optimiser steps (a schedule over steps: reproducible) or, without it, for
     ``budget_s`` seconds of wall time (a schedule over elapsed time); save to ``out_dir``, return the report.
 
@@ -396,6 +396,7 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
     ``synonyms``: word -> synonym set for the proposal check (skipped when None).
     ``max_steps``: finish after this many steps of this run even within the budget.
     ``stop_after_steps``: stop without finishing, as a kill would (tests of the interrupted path).
+    ``progress``: a bench.progress owner, told each step (or, under a budget, the seconds) done.
     Masking and dropout are seeded per step, so a resumed run draws what the uninterrupted one would;
     under a wall-time budget the learning rate, a function of elapsed time, is not reproducible."""
     import torch
@@ -429,6 +430,7 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
     losses = state["losses"]
     if steps is not None:
         budget_s = float("inf")
+    bar = _progress_task(progress, steps, budget_s, state)
     while True:
         elapsed = time.perf_counter() - start
         done = state["step"] / steps if steps is not None else elapsed / budget_s
@@ -441,6 +443,8 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
         loss = _train_step(model, optimizer, base_lrs, tokenizer, stream, generator, seed, offset + state["step"],
                            state["step"], done)
         state["step"] += 1
+        if bar is not None:
+            progress.update(bar, completed=state["step"] if steps is not None else time.perf_counter() - start)
         if loss is None:
             continue
         losses.append(round(loss, 4))
@@ -451,12 +455,23 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
             state["elapsed_s"] = time.perf_counter() - start
             _write_partial(partial, model, optimizer, state)
             last_checkpoint = time.perf_counter()
+    if bar is not None:
+        progress.remove_task(bar)
     report = _report(previous, state, offset, time.perf_counter() - start, stream, backbone, seed, steps, budget_s)
     report.update(evaluation(model, tokenizer, held_out, synonyms, seed))
     report["bert_base_reference"] = BERT_BASE_REFERENCE
     save(model, tokenizer, out_dir, report, backbone)
     shutil.rmtree(partial, ignore_errors=True)
     return report
+
+
+def _progress_task(progress, steps: int | None, budget_s: float, state: dict):
+    """The steps (or the budget's seconds) as a progress task, from where a resumed run stands."""
+    if progress is None:
+        return None
+    if steps is not None:
+        return progress.add_task("masked LM: optimiser steps", total=steps, completed=state["step"])
+    return progress.add_task("masked LM: seconds of the budget", total=budget_s, completed=state["elapsed_s"])
 
 
 def _train_step(model, optimizer, base_lrs, tokenizer, stream, generator, seed: int, position: int, step: int,
@@ -574,7 +589,8 @@ def build_for(paths, force: bool, log, options: dict) -> str:
     resume = bool(options.get("mlm_resume")) and (out_dir / "model.safetensors").is_file()
     minutes = options.get("mlm_minutes")
     report = train(paths.data, out_dir, budget_s=60.0 * float(minutes or 0), log=log, resume=resume,
-                   synonyms=wordnet_synonyms, steps=None if minutes else int(options.get("mlm_steps") or DEFAULT_STEPS))
+                   synonyms=wordnet_synonyms, steps=None if minutes else int(options.get("mlm_steps") or DEFAULT_STEPS),
+                   progress=options.get("progress"))
     return (f"held-out wiki masked-token top-1 {report['top1']:.2f}% / top-10 {report['top10']:.2f}% "
             f"({report['masked_tokens']} tokens; MR {report['mr_top1']:.2f}% / {report['mr_top10']:.2f}%), "
             f"top-8 proposals that are the word or a WordNet synonym: wiki {report['synonym_or_same_top8']:.1f}%, "

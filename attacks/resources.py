@@ -34,9 +34,14 @@ from bench.hub import connection_problem
 from bench.resources_layout import Layout, read_plain_pickle  # noqa: F401  (read_plain_pickle: part of this module's API)
 
 BUILD_HINT = "run `bench resources build`"
+BUILD_TIME = ("`bench resources build` takes about 1–1.5 CPU-hours on two cores, most of it the masked LM; "
+              "an interrupted build resumes")
 # TextAttack's set_cache_dir() points these at TA_CACHE_DIR on import; we put them back afterwards.
 TA_REWRITTEN_ENV = ("HF_HOME", "XDG_CACHE_HOME", "PYTORCH_TRANSFORMERS_CACHE", "TFHUB_CACHE_DIR")
 TA_POST_INSTALL_MARKER = "post_install_check_3"
+# The roles whose offline stand-in only `bench resources build` makes (the others build on first use or
+# always have a fallback).
+BUILT_ROLES = ("word_embedding", "masked_lm")
 OFFLINE_ENV = "BENCH_OFFLINE"  # "1": never probe the network for real resources
 
 
@@ -173,7 +178,12 @@ class Resources:
             except BenchError as exc:
                 problems.append(str(exc))
         if problems:
-            raise BenchError(" ".join(problems))
+            raise BenchError(" ".join(problems) + f" ({BUILD_TIME}.)")
+
+    def require_built(self, roles) -> None:
+        """``require`` for the roles only `bench resources build` can serve offline (no NLTK import, so
+        seconds): what a command checks before it loads a model."""
+        self.require([role for role in roles if role in BUILT_ROLES])
 
     def served(self) -> dict[str, str]:
         """role -> id of the resource that serves it (what result rows record)."""

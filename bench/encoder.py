@@ -322,12 +322,13 @@ class Encoder:
             out = self.model(**enc, output_hidden_states=self._hidden)
             return self._pool(out, enc["attention_mask"])
 
-    def encode(self, sentences: Iterable[str], batch_size: int | None = None) -> np.ndarray:
+    def encode(self, sentences: Iterable[str], batch_size: int | None = None, on_batch=None) -> np.ndarray:
+        """``on_batch(n)``: called after each batch with the number of sentences it encoded (progress)."""
         sentences = list(sentences)
         todo = list(dict.fromkeys(s for s in sentences if s not in self._cache))
         self.stats["cache_hits"] += len(sentences) - len(todo)
         if todo:
-            self._encode_new(todo, batch_size or self.batch_size)
+            self._encode_new(todo, batch_size or self.batch_size, on_batch)
         if not sentences:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._cache[s] for s in sentences])
@@ -336,7 +337,7 @@ class Encoder:
     def dim(self) -> int:
         return int(self.model.config.hidden_size)
 
-    def _encode_new(self, todo: list[str], batch_size: int) -> None:
+    def _encode_new(self, todo: list[str], batch_size: int, on_batch=None) -> None:
         torch = self._torch
         ids = self.tokenizer(todo, truncation=True, max_length=self.max_len)["input_ids"]
         order = sorted(range(len(todo)), key=lambda i: len(ids[i]))
@@ -349,6 +350,8 @@ class Encoder:
                 vecs = self._pool(out, batch["attention_mask"]).float().cpu().numpy()
                 for i, vec in zip(chunk, vecs):
                     self._cache[todo[i]] = vec
+                if on_batch is not None:
+                    on_batch(len(chunk))
         self.stats["encoded"] += len(todo)
 
     # SentEval adapter: batches arrive as lists of tokens.

@@ -76,7 +76,7 @@ class BatcherEncoder:
     def forget(self) -> None:
         self._cache.clear()
 
-    def encode(self, sentences: Iterable[str], batch_size: int | None = None) -> np.ndarray:
+    def encode(self, sentences: Iterable[str], batch_size: int | None = None, on_batch=None) -> np.ndarray:
         sentences = list(sentences)
         todo = sorted(dict.fromkeys(s for s in sentences if s not in self._cache), key=lambda s: len(s.split()))
         self.stats["cache_hits"] += len(sentences) - len(todo)
@@ -89,6 +89,8 @@ class BatcherEncoder:
                                  f"{len(chunk)} sentences; it must return an (n, d) array, one row per sentence.")
             self.dim = vecs.shape[1]
             self._cache.update(zip(chunk, vecs))
+            if on_batch is not None:
+                on_batch(len(chunk))
         self.stats["encoded"] += len(todo)
         if not sentences:
             return np.zeros((0, self.dim or 0), dtype=np.float32)

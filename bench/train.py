@@ -668,7 +668,7 @@ def train_steps(run: Run, parts: Parts, progress: Progress, stop_after: int | No
     announce(run, parts)
     kept_steps = set(cfg.kept_steps())
     orders: dict = {}  # epoch -> its permutation (the current epoch only)
-    tick = (time.perf_counter(), progress.step)
+    tick = [time.perf_counter(), progress.step, time.perf_counter()]  # rate's start; the last line's time
     with _StopFlag() as stop:
         while progress.step < parts.total:
             logs = take_step(run, parts, progress, orders)
@@ -742,18 +742,23 @@ def take_step(run: Run, parts: Parts, progress: Progress, orders: dict) -> dict:
     return logs
 
 
-def log_step(run: Run, parts: Parts, progress: Progress, logs: dict, tick: tuple[float, int]) -> None:
-    """Step 1's loss (the base's own weights: how much is left to learn), then every ``log_every`` steps."""
+def log_step(run: Run, parts: Parts, progress: Progress, logs: dict, tick: list) -> None:
+    """Step 1's loss (the base's own weights: how much is left to learn), then every ``log_every`` steps
+    and at least every 30 s (bench.progress.EVERY_S), with the time left."""
+    from bench.progress import EVERY_S, duration
+
     if not run.main:
         return
     step, total, loss = progress.step, parts.total, progress.losses[-1][1]
     if step == 1:
         run.log(f"  step 1/{total}: loss {loss:.4g} (computed with the base's weights)")
-    if run.cfg.log_every and step % run.cfg.log_every == 0:
-        rate = (step - tick[1]) / max(time.perf_counter() - tick[0], 1e-9)
+    now = time.perf_counter()
+    if (run.cfg.log_every and step % run.cfg.log_every == 0) or now - tick[2] >= EVERY_S or step == total:
+        rate = (step - tick[1]) / max(now - tick[0], 1e-9)
         extras = " ".join(f"{k} {v:.4g}" for k, v in logs.items() if k != "loss")
         run.log(f"  step {step}/{total} loss {loss:.4g} {extras} "
-                f"({rate:.2f} steps/s, ETA {(total - step) / max(rate, 1e-9) / 60:.1f} min)")
+                f"({rate:.2f} steps/s, ~{duration((total - step) / max(rate, 1e-9))} left)")
+        tick[2] = now
 
 
 def non_finite(run: Run, what: str, step: int) -> BenchError:

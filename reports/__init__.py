@@ -19,11 +19,12 @@ from pathlib import Path
 from bench.data import atomic_write_text
 from bench.errors import UnknownName
 from bench.paths import inside
+from bench.progress import track
 from bench.stats_cache import CACHE_FILE, StatsCache
 from bench.stats_cache import shared as shared_cache
 from bench.store import ResultStore
 from reports import figures as fig
-from reports import scale, site
+from reports import pivot, scale, site
 from reports.paper import PAPER_VALUES, PaperValues
 from reports.results import Catalog, EvidenceIndex, load_rows
 from reports.specs import FIGURES, SERIES, TABLES
@@ -44,14 +45,16 @@ def _leaderboard_text(rows: list[dict], name: str) -> str:
 
 
 def generate(results_dir: Path, suites: list[str] | None = None, formats: list[str] | None = None,
-             paper_values: Path = PAPER_VALUES, reports_dir: Path | None = None) -> Artifacts:
+             paper_values: Path = PAPER_VALUES, reports_dir: Path | None = None, progress=None) -> Artifacts:
     """Every report of ``results_dir``; with the html format also the site's index and leaderboard pages
-    (``reports_dir``: where they will be written, so that a claims page already there is linked)."""
+    (``reports_dir``: where they will be written, so that a claims page already there is linked).
+    ``progress``: a bench.progress owner, told each table, figure, series and card done."""
     with shared_cache(results_dir):  # every paired comparison below, whoever makes it, is kept in one cache
-        return _generate(results_dir, suites, formats, paper_values, reports_dir)
+        return _generate(results_dir, suites, formats, paper_values, reports_dir, progress)
 
 
-def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_dir: Path | None) -> Artifacts:
+def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_dir: Path | None,
+              progress=None) -> Artifacts:
     rows = load_rows(results_dir)
     catalog = Catalog.load(results_dir)  # labels and model facts the runs exported (bench/metadata.py)
     paper = PaperValues.load(paper_values)
@@ -72,7 +75,7 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
         out.results[f"leaderboard-{suite}.csv"] = _leaderboard_text([r for r in plain if r["suite"] == suite],
                                                                      f"leaderboard-{suite}.csv")
     built, made, skipped = {}, [], []
-    for spec in TABLES:
+    for spec in track(progress, TABLES, len(TABLES), "report: tables"):
         if spec.suites and not set(spec.suites) & wanted:
             continue
         table = build(labelled(spec, catalog), rows, paper, built, catalog, evidence)
@@ -85,7 +88,7 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
             suffix, render = FORMATS[fmt]
             out.reports[f"{spec.name}.{suffix}"] = render(table if fmt == "csv" else shown)
         made.append((spec.title, [f"{spec.name}.{FORMATS[f][0]}" for f in formats]))
-    for spec in FIGURES:
+    for spec in track(progress, FIGURES, len(FIGURES), "report: figures"):
         if not set(spec.suites) & wanted:
             continue
         pts = fig.points(spec, rows, paper, catalog)
@@ -97,7 +100,7 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
         for suffix, blob in fig.render(spec, pts, caption).items():
             out.reports[f"{spec.name}.{suffix}"] = blob
         made.append((spec.title, [f"{spec.name}.{s}" for s in ("png", "pdf", "csv")]))
-    for spec in SERIES:
+    for spec in track(progress, SERIES, len(SERIES), "report: training-length series"):
         if not set(spec.suites) & wanted:
             continue
         files = scale.generate(results_dir, spec)
@@ -118,33 +121,65 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
     if with_cards:
         from reports.card import card
 
-        for model in sorted({r["model"] for r in rows}):
+        models = sorted({r["model"] for r in rows})
+        for model in track(progress, models, len(models), "report: robustness cards"):
             files = card(results_dir, model, cache)
             out.reports.update(files)
             made.append((f"Robustness card: {model}", sorted(files)))
     out.reports["index.md"] = _index(rows, made, skipped)
     if "html" in formats:
-        out.reports.update(_site(rows, catalog, made, skipped, out.reports, reports_dir))
+        out.reports.update(_site(rows, catalog, made, skipped, out.reports, reports_dir, evidence))
     if complete:  # every bootstrap this render used, so the next render (or a clean clone) computes none
         out.results[CACHE_FILE] = cache.text()
     return out
 
 
-def _site(rows: list[dict], catalog: Catalog, made, skipped, files: dict, reports_dir: Path | None) -> dict[str, str]:
+def claims_summary_html(files: dict) -> str:
+    """The index's first lines: the claims ledger's verdict counts (from claims.json) and its forest plot,
+    small, linking to the ledger; empty when this render made no ledger."""
+    import html
+    import json
+
+    from reports.claims_pages import FOREST
+
+    if "claims.json" not in files:
+        return ""
+    data = json.loads(files["claims.json"])
+    counts = ", ".join(f"{html.escape(v)}: {n}" for v, n in data["counts"].items())
+    total = sum(data["counts"].values())
+    out = [f"<p><b>The claims ledger</b> tests {total} headline claims of the seed papers, with the training seed "
+           f"as the unit and Holm's correction over one primary line per claim. Verdicts: {counts}. "
+           f"<a href=\"{site.CLAIMS}\">The ledger</a>.</p>"]
+    if FOREST in files:
+        out.append(f"<p><a href=\"{site.CLAIMS}\"><img src=\"{FOREST}\" alt=\"forest plot of the claims: ours "
+                   "against the paper's Δ\" style=\"width:560px;border:1px solid #ddd\"></a></p>")
+    return "".join(out)
+
+
+def _site(rows: list[dict], catalog: Catalog, made, skipped, files: dict, reports_dir: Path | None,
+          evidence: EvidenceIndex | None = None) -> dict[str, str]:
     """The static site's own pages: a sortable leaderboard per suite and the index linking every page."""
     pages = {}
     suites = sorted({r["suite"] for r in rows})
     for suite in suites:
+        mine = [r for r in rows if r["suite"] == suite]
+        columns, lines = pivot.build(mine, catalog, evidence, tuple(c for c in pivot.COLUMNS if c.suite == suite))
+        if not columns:  # a suite the pivot does not cover, or without its headline rows: each measure it has
+            columns, lines = pivot.build(mine, catalog, evidence, pivot.generic_columns(mine, catalog))
         pages[site.leaderboard_name(suite)] = site.leaderboard_page(
-            suite, [r for r in rows if r["suite"] == suite], label=lambda task, s=suite: catalog.task_label(s, task))
+            suite, mine, label=lambda task, s=suite: catalog.task_label(s, task),
+            pivot_html=pivot.to_html(columns, lines, catalog), words=pivot.metric_words)
     tables = [(spec.title, spec.name, [s for s in ("md", "tex", "csv") if f"{spec.name}.{s}" in files])
               for spec in TABLES if f"{spec.name}.html" in files]
     figures = [(spec.title, spec.name) for spec in FIGURES + SERIES if f"{spec.name}.png" in files]
     cards = sorted(name[len("card-"):-len(".html")] for name in files
                    if name.startswith("card-") and name.endswith(".html"))
     claims = site.CLAIMS in files or (reports_dir is not None and (Path(reports_dir) / site.CLAIMS).is_file())
+    columns, lines = pivot.build(rows, catalog, evidence)
     pages[site.INDEX] = site.index_page(rows, leaderboards=suites, tables=tables, figures=figures, cards=cards,
-                                        claims=claims, skipped=skipped)
+                                        claims=claims, skipped=skipped, claims_summary_html=claims_summary_html(files),
+                                        findings=pivot.findings(columns, lines, catalog),
+                                        pivot_html=pivot.to_html(columns, lines, catalog))
     return pages
 
 

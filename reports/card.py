@@ -19,11 +19,15 @@ from bench.stats_cache import StatsCache
 from bench.store import ResultStore
 from bench.uncertainty import UNVERIFIED, compare_models, model_cells, row_key, unverified_data
 from reports.results import CODE_PATH, Catalog, resource_pairs
+from reports.pivot import metric_words
 from reports.site import page
 from reports.specs import CARD_HEADLINES, CARD_SETTINGS
 
 PER_RUN = re.compile(r"^run\d+$")
+T_OVER_RUNS = re.compile(r"^t-over-")
+RUNS_NOTE = "not shown (t over runs); pooled: Table 3"
 NUMERIC_COLUMNS = ("value", "95% CI", "n", "seed")  # right-aligned, never wrapped
+WRAPPED_COLUMNS = ("CI method", "settings", "note")
 SUITE_ORDER = ("sts", "transfer", "alignment", "perturbation", "adversarial", "advsts", "anli")
 
 
@@ -81,12 +85,27 @@ def _diff_text(d) -> str:
             f"{format_number(d.diff.high, k, signed=True)}), p {format_p(d.diff.p)}, {verdict}")
 
 
+def scorer_text(version: str) -> str:
+    """'sts-1.1.1.1.1.1.1.1' (the suite's version, then each task's) as 'sts v1, tasks v1 (all 7)'."""
+    m = re.fullmatch(r"(.+?)-(\d+)\.([\d.]+)", str(version))
+    if not m:
+        return str(version)
+    tasks = m.group(3).split(".")
+    each = f"v{tasks[0]}" + (f" (all {len(tasks)})" if len(tasks) > 1 else "") if len(set(tasks)) == 1 else \
+        "v" + "/".join(tasks)
+    return f"{m.group(1)} v{m.group(2)}, task{'s' if len(tasks) > 1 else ''} {each}"
+
+
 def _settings_text(config: dict) -> str:
     parts = []
     for key in CARD_SETTINGS:
         if key in config and config[key] not in (None, [], {}):
             value = config[key]
-            parts.append(f"{key}={json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value}")
+            if key == "scorer_version":
+                value = scorer_text(value)
+            elif isinstance(value, (dict, list)):
+                value = json.dumps(value, sort_keys=True)
+            parts.append(f"{key.replace('_', ' ')}: {value}")
     return "; ".join(parts)
 
 
@@ -122,11 +141,13 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None) -> dict
                     continue
                 all_rows.append(r)
                 kt = tuple(row_key(r).values())
-                k = display_decimals(r.get("ci_low"), r.get("ci_high"))
+                shown = r.get("ci_low") is not None and not T_OVER_RUNS.match(r.get("ci_method") or "")
+                k = display_decimals(r.get("ci_low"), r.get("ci_high")) if shown else 2
                 value = format_number(r["value"], k) + (UNVERIFIED if unverified_data(r) else "")
-                line = [r["task"], r.get("attack") or "", r["metric"], r["aggregation"], r["split"], value,
-                        f"{format_number(r.get('ci_low'), k)} – {format_number(r.get('ci_high'), k)}" if r.get("ci_low") is not None else "–",
-                        r.get("ci_method") or "", "" if r.get("n") is None else str(r["n"]), str(r.get("seed"))]
+                line = [r["task"], r.get("attack") or "", metric_words(r["metric"]), r["aggregation"], r["split"], value,
+                        f"{format_number(r.get('ci_low'), k)} – {format_number(r.get('ci_high'), k)}" if shown else "–",
+                        (r.get("ci_method") or "") if shown else RUNS_NOTE if r.get("ci_low") is not None else "",
+                        "" if r.get("n") is None else str(r["n"]), str(r.get("seed"))]
                 line += [_diff_text(diffs[role].get((suite, r["task"], key[2], key[3], kt))) for role in others]
                 text = _settings_text(cell.get("config", {}))
                 settings.add(text)
@@ -141,8 +162,17 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None) -> dict
     sections += _series(results_dir, model)
     sections.append(_resources(all_rows))
     sections.append(_provenance(all_rows, others))
+    sections = [_without_empty_columns(sec) for sec in sections]
     name = f"card-{file_name(model, 'model name')}"
     return {f"{name}.md": to_markdown(model, sections), f"{name}.html": to_html(model, sections)}
+
+
+def _without_empty_columns(sec: Section) -> Section:
+    """The section without the columns no row fills (e.g. 'attack' in a suite without attacks)."""
+    if not sec.rows or not any(sec.headers):
+        return sec
+    kept = [i for i in range(len(sec.headers)) if any(str(row[i]).strip() for row in sec.rows)]
+    return Section(sec.title, sec.paragraphs, [sec.headers[i] for i in kept], [[row[i] for i in kept] for row in sec.rows])
 
 
 STEP_COSTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "train_step-minilm-b64.json"
@@ -155,8 +185,8 @@ def step_cost_text(method: str, path: Path = STEP_COSTS) -> str | None:
         ratio = float(figures["methods"][method]["ratio_to_simcse"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return (f"{ratio:.2f}x SimCSE's step (MiniLM, batch {figures.get('batch_size')}, fp32; "
-            f"benchmarks/train_step.py, {figures.get('cpu', '')} {figures.get('date', '')})")
+    return (f"{ratio:.2f}× SimCSE's step (MiniLM, batch {figures.get('batch_size')}, fp32; measured on "
+            f"{figures.get('cpu', '')}, {figures.get('date', '')})")
 
 
 def _identity(model: str, entry: dict | None, others: dict[str, str], family: str = "") -> Section:
@@ -166,8 +196,8 @@ def _identity(model: str, entry: dict | None, others: dict[str, str], family: st
     else:
         training = entry.get("training") or {}
         backbone = entry.get("backbone") or ""
-        if CODE_PATH.fullmatch(backbone):  # a local base that bench builds itself, named by its loader
-            backbone = f"local, built by bench (loader {backbone})"
+        if CODE_PATH.fullmatch(backbone):  # a local base that bench builds itself (`bench resources build`)
+            backbone = "local, built by bench resources build"
         facts = [("backbone", backbone), ("family", family or entry.get("family")), ("pooler", entry.get("pooler")),
                  ("method", entry.get("method") or "none (pretrained)"), ("base", entry.get("base") or "–"),
                  ("training profile", entry.get("profile") or "–"),
@@ -190,8 +220,10 @@ def _identity(model: str, entry: dict | None, others: dict[str, str], family: st
     else:
         sec.paragraphs.append("Not a trained method model: no base or SimCSE comparison.")
     sec.paragraphs.append("Values ×100 for correlations and rates (queries and alignment/uniformity as measured). "
-                          "95% CIs as recorded in each row (ci_method): bootstrap over pairs/examples, Wilson for "
-                          "proportions, t-interval over runs, bootstrap of the tasks' resamples for averages.")
+                          "95% CIs as recorded in each row (CI method): bootstrap over pairs/examples, Wilson for "
+                          "proportions, bootstrap of the tasks' resamples for averages. A t-interval over a few "
+                          "attack runs is not shown: the pooled interval over the runs' examples is in Table 3 and "
+                          "the leaderboards.")
     return sec
 
 
@@ -211,14 +243,27 @@ def _selected_text(training: dict) -> str | None:
     return f"step {best['step']} of {training.get('steps', '?')}{score}"
 
 
+CONDITION = re.compile(r"(?:\w+=)+[\w.+-]+")  # a choice that is a special case, e.g. "K=T=0": K and T both 0
+
+
+def applies(choice: str, recipe: dict) -> bool:
+    """A choice named as a condition ("K=T=0") applies only to a model whose recipe sets exactly that;
+    other choices always apply."""
+    if not CONDITION.fullmatch(choice):
+        return True
+    *names, value = choice.split("=")
+    return all(str(recipe.get(name)) == value for name in names)
+
+
 def _open_choices(entry: dict | None) -> list[Section]:
-    """The choices the method's paper leaves open, as the trainer recorded them in the model's card."""
+    """The choices the method's paper leaves open that apply to this model, as the trainer recorded them."""
     choices = ((entry or {}).get("training") or {}).get("open_choices") or {}
-    if not choices:
+    recipe = (entry or {}).get("recipe") or {}
+    rows = [[k, str(v)] for k, v in sorted(choices.items()) if applies(k, recipe)]
+    if not rows:
         return []
     return [Section("Choices the paper leaves open", paragraphs=[
-        "As recorded by the trainer in the model's bench card (each method class's `open_choices`, bench/methods/)."],
-        headers=["choice", "taken here"], rows=[[k, str(v)] for k, v in sorted(choices.items())])]
+        "As the trainer recorded them when it trained this model."], headers=["choice", "taken here"], rows=rows)]
 
 
 def _series(results_dir: Path, model: str) -> list[Section]:
@@ -282,11 +327,19 @@ def to_html(model: str, sections: list[Section]) -> str:
         body.append(f"<h2>{esc(sec.title)}</h2>")
         body += [f"<p class=\"note\">{esc(p)}</p>" for p in sec.paragraphs]
         if sec.rows:
-            numeric = [h in NUMERIC_COLUMNS for h in sec.headers]
+            kinds = [_column_class(h) for h in sec.headers]
             head = ("<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in sec.headers) + "</tr></thead>"
                     if any(sec.headers) else "")
-            body.append(f"<table>{head}<tbody>")
-            body += ["<tr>" + "".join(f"<td class=\"n\">{esc(c)}</td>" if num else f"<td>{esc(c)}</td>"
-                                      for c, num in zip(row, numeric)) + "</tr>" for row in sec.rows]
+            body.append(f"<table class=\"card\">{head}<tbody>")
+            body += ["<tr>" + "".join(f"<td{kind}>{esc(c)}</td>" for c, kind in zip(row, kinds)) + "</tr>"
+                     for row in sec.rows]
             body.append("</tbody></table>")
     return page(f"Robustness card: {model}", body)
+
+
+def _column_class(header: str) -> str:
+    """Numbers stay whole and right-aligned; long free text (settings, methods, differences) may break
+    anywhere, so that a card fits the window."""
+    if header in NUMERIC_COLUMNS:
+        return " class=\"n\""
+    return " class=\"w\"" if header in WRAPPED_COLUMNS or header.startswith("Δ") else ""

@@ -54,6 +54,8 @@ class Point:
     y: float
     paper_x: float | None = None
     paper_y: float | None = None
+    group: str = ""  # the base model the point's model starts from (a panel per base when crowded)
+    method: str = ""  # the training method ("" for a pretrained model)
 
 
 CROWDED = 6  # more models than this in one figure: no name beside each point, the legend outside the axes
@@ -97,7 +99,8 @@ def points(spec: FigureSpec, rows: list[dict], paper: PaperValues, catalog: Cata
             continue
         x = statistics.fmean(_measure(mine, {**where, "task": t}, spec.x) for t in common)
         y = statistics.fmean(_measure(mine, {**where, "task": t}, spec.y) for t in common)
-        point = Point(where, tuple(common), x, y)
+        point = Point(where, tuple(common), x, y, group=catalog.group(where["model"]),
+                      method=catalog.method(where["model"]))
         if spec.paper and len(common) == 1 and len(spec.x.metrics) == len(spec.y.metrics) == 1:
             attack = where.get("attack", "")
             point.paper_x = paper.get(spec.paper, where["model"], spec.suite, common[0], spec.x.metrics[0], attack)
@@ -141,30 +144,85 @@ def render(spec: FigureSpec, pts: list[Point], caption: str = "") -> dict[str, b
     return figure_bytes(draw(spec, pts, caption))
 
 
+# Crowded figures: one panel per base model, the method pair under test in colour and every other model grey.
+HIGHLIGHT = {"robustembed": ("RobustEmbed", "tab:red"), "simcse": ("SimCSE", "tab:blue")}
+
+
 def draw(spec: FigureSpec, pts: list[Point], caption: str = ""):
-    """The matplotlib figure of ``render``."""
+    """The matplotlib figure of ``render``: few models, one axes naming each; many, a panel per base."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     models = list(dict.fromkeys(p.key["model"] for p in pts))
+    crowded = len(models) > CROWDED
+    groups = list(dict.fromkeys(p.group for p in pts)) if crowded else [None]
+    fig, axes = plt.subplots(1, len(groups), figsize=(6.4 if not crowded else 5.2 * len(groups) + 1.0, 4.8),
+                             squeeze=False)
+    for ax, group in zip(axes[0], groups):
+        mine = [p for p in pts if group is None or p.group == group]
+        if crowded:
+            _highlighted_panel(ax, spec, mine)
+            ax.set_title(f"from {group.split(' (')[0]}", fontsize=9)
+        else:
+            _named_panel(ax, spec, mine)
+        ax.set_xlabel(spec.x.label)
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel(spec.y.label)
+    tasks = sorted({t for p in pts for t in p.tasks})
+    fig.suptitle(f"{spec.title}\n(mean over tasks: {', '.join(tasks)})", fontsize=9, y=0.99)
+    if crowded:  # one legend for every panel, under the title
+        named = {}
+        for ax in axes[0]:
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                named.setdefault(label, handle)
+        fig.legend(list(named.values()), list(named), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.915),
+                   ncol=len(named), frameon=False)
+    fig.text(0.01, 0.005, textwrap.fill(caption, 130), fontsize=6, color="0.3", va="bottom")
+    fig.tight_layout(rect=(0, 0.04 * (1 + len(caption) // 130), 1, 0.89 if crowded else 1))
+    return fig
+
+
+def _connect(ax, spec: FigureSpec, pts: list[Point]) -> None:
+    if not spec.connect:
+        return
+    for group in dict.fromkeys(p.key[spec.connect] for p in pts):
+        mates = [p for p in pts if p.key[spec.connect] == group]
+        ax.plot([p.x for p in mates], [p.y for p in mates], "-", color="0.85", lw=0.8, zorder=1)
+        last = mates[-1]
+        ax.annotate(group, (last.x, last.y), textcoords="offset points", xytext=(6, 4), fontsize=8, color="0.3")
+
+
+def _highlighted_panel(ax, spec: FigureSpec, pts: list[Point]) -> None:
+    """The method pair in colour (paper values as hollow markers), the base black, the others grey."""
+    _connect(ax, spec, pts)
+    seen = set()
+    for p in pts:
+        name, colour = HIGHLIGHT.get(p.method, ("other methods", "0.7") if p.method else ("base model", "black"))
+        ax.scatter([p.x], [p.y], color=colour, s=36 if p.method in HIGHLIGHT or not p.method else 18,
+                   zorder=3 if p.method in HIGHLIGHT else 2, label=None if name in seen else name)
+        seen.add(name)
+        if p.method in HIGHLIGHT and p.paper_x is not None and p.paper_y is not None:
+            ax.scatter([p.paper_x], [p.paper_y], facecolors="none", edgecolors=[colour], s=60, zorder=2,
+                       label=None if "paper" in seen else f"paper value ({spec.paper})")
+            seen.add("paper")
+
+
+def _named_panel(ax, spec: FigureSpec, pts: list[Point]) -> None:
+    """Few models: each its own colour and marker, named beside its points (or by the legend)."""
+    import matplotlib.pyplot as plt
+
+    models = list(dict.fromkeys(p.key["model"] for p in pts))
     colours = {m: plt.get_cmap("tab10")(i % 10) for i, m in enumerate(models)}
     markers = "osD^vP*Xh<>"
-    crowded = len(models) > CROWDED  # names beside the points would overlap: the legend names them
-    fig, ax = plt.subplots(figsize=(9.6 if crowded else 6.4, 4.8))
-    if spec.connect:
-        for group in dict.fromkeys(p.key[spec.connect] for p in pts):
-            mates = [p for p in pts if p.key[spec.connect] == group]
-            ax.plot([p.x for p in mates], [p.y for p in mates], "-", color="0.6", lw=1, zorder=1)
-            last = mates[-1]
-            ax.annotate(group, (last.x, last.y), textcoords="offset points", xytext=(6, 4), fontsize=8, color="0.3")
+    _connect(ax, spec, pts)
     for i, model in enumerate(models):
         mine = [p for p in pts if p.key["model"] == model]
         ax.scatter([p.x for p in mine], [p.y for p in mine], color=colours[model], marker=markers[i % len(markers)],
                    s=40, label=model, zorder=3)
         for p in mine:
-            if not spec.connect and not crowded:
+            if not spec.connect:
                 ax.annotate(model, (p.x, p.y), textcoords="offset points", xytext=(6, 4), fontsize=8)
             if p.paper_x is not None and p.paper_y is not None:
                 ax.scatter([p.paper_x], [p.paper_y], facecolors="none", edgecolors=[colours[model]],
@@ -172,15 +230,4 @@ def draw(spec: FigureSpec, pts: list[Point], caption: str = ""):
                 ax.plot([p.x, p.paper_x], [p.y, p.paper_y], ":", color=colours[model], lw=1, zorder=1)
     if any(p.paper_x is not None for p in pts):
         ax.scatter([], [], facecolors="none", edgecolors="0.3", label=f"paper value ({spec.paper})")
-    ax.set_xlabel(spec.x.label)
-    ax.set_ylabel(spec.y.label)
-    tasks = sorted({t for p in pts for t in p.tasks})
-    ax.set_title(f"{spec.title}\n(mean over tasks: {', '.join(tasks)})", fontsize=9)
-    ax.grid(True, alpha=0.3)
-    if crowded:  # beside the axes, where it hides no point
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
-    else:
-        ax.legend(fontsize=8, loc="best")
-    fig.text(0.01, 0.005, textwrap.fill(caption, 130), fontsize=6, color="0.3", va="bottom")
-    fig.tight_layout(rect=(0, 0.04 * (1 + len(caption) // 130), 1, 1))
-    return fig
+    ax.legend(fontsize=8, loc="best")

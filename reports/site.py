@@ -29,6 +29,12 @@ STYLE = (
     "figcaption{font-size:13px;max-width:520px}ul{padding-left:20px}li{margin:3px 0}"
     "table.claims{table-layout:fixed;width:100%}div.line{margin:0 0 6px}div.line+div.line{border-top:1px dotted #ccc;"
     "padding-top:4px}"
+    "table.pivot{font-size:12.5px}table.pivot th{font-size:12px;vertical-align:bottom;max-width:110px}"
+    "table.pivot td.base{max-width:170px;font-size:12px;color:#444}tr.first td{border-top:2px solid #999}"
+    "details{margin:10px 0}summary{cursor:pointer;font-weight:600}"
+    "ul.findings{font-size:15px;max-width:1100px}ul.findings li{margin:4px 0}div.claims-summary{margin:6px 0 14px}"
+    "table.raw td{overflow-wrap:anywhere}p{overflow-wrap:anywhere}"
+    "table.card{width:100%}table.card td.w{overflow-wrap:anywhere;min-width:80px}"
 )
 
 # Click a header to sort by it (numbers as numbers; a cell's data-v, when set, is its sort value).
@@ -65,30 +71,42 @@ def page(title: str, body: list[str], *, sortable: bool = False, back: bool = Tr
 
 # ---------------------------------------------------------------- leaderboards ------------------
 
-LEADERBOARD_COLUMNS = ("model", "task", "attack", "metric", "aggregation", "split", "seed", "value", "95% CI", "n",
+LEADERBOARD_COLUMNS = ("model", "task", "attack", "measure", "aggregation", "split", "seed", "value", "95% CI", "n",
                        "profile", "setting")
+T_OVER_RUNS = re.compile(r"^t-over-")  # a t-interval over a handful of runs: never shown (docs/reports.md)
 
 
 def leaderboard_name(suite: str) -> str:
     return f"leaderboard-{suite}.html"
 
 
-def leaderboard_page(suite: str, rows: list[dict], label=lambda task: task) -> str:
-    """Every row of one suite but the per-run ones (their means are there), sortable by any column."""
+def leaderboard_page(suite: str, rows: list[dict], label=lambda task: task, pivot_html: str = "",
+                     words=lambda metric: metric) -> str:
+    """The suite's measures one row per model (``pivot_html``), then every row but the per-run ones
+    behind a toggle, sortable by any column; ``words`` says a metric's name in words."""
     shown = sorted((r for r in rows if not PER_RUN.match(r.get("aggregation") or "")),
                    key=lambda r: (r["model"], r["task"], r.get("attack") or "", r["metric"], r.get("aggregation") or "",
                                   r.get("split") or "", r.get("seed") or 0, r.get("config_hash") or ""))
-    body = [f"<h1>Leaderboard: {html.escape(suite)}</h1>",
-            f"<p class=\"note\">{len(shown)} result rows from the result files (per-run rows left out; "
-            f"every row is in results/leaderboard-{html.escape(suite)}.csv). Click a column header to sort. "
-            "Values ×100 for correlations and rates; 95% CI as recorded in the row (its method is in the CSV). "
-            "‡: computed on data that failed its sha256 check (run with --allow-unverified-data).</p>",
-            "<table class=\"sortable\"><thead><tr>"
-            + "".join(f"<th>{html.escape(c)}</th>" for c in LEADERBOARD_COLUMNS) + "</tr></thead><tbody>"]
+    body = [f"<h1>Leaderboard: {html.escape(suite)}</h1>"]
+    if pivot_html:
+        body.append(pivot_html)
+    body += [f"<details{'' if pivot_html else ' open'}><summary>All {len(shown)} result rows</summary>",
+             f"<p class=\"note\">From the result files (per-run rows left out; every row is in "
+             f"results/leaderboard-{html.escape(suite)}.csv). Values ×100 for correlations and rates; 95% CI as "
+             "recorded in the row, except that a t-interval over a few attack runs is not shown (see the table "
+             "above or Table 3 for the pooled one). ‡: computed on data that failed its sha256 check (run with "
+             "--allow-unverified-data).</p>",
+             ]
     configs = {(r["model"], r["task"], r.get("config_hash") or ""): _short(r.get("_config") or {}) for r in shown}
     setting = distinguishing_settings(configs)  # what tells apart one task's cells under several settings
-    body += [_leaderboard_row(r, label, setting[r["model"], r["task"], r.get("config_hash") or ""]) for r in shown]
-    body.append("</tbody></table>")
+    cells = [_leaderboard_row(r, label, setting[r["model"], r["task"], r.get("config_hash") or ""], words)
+             for r in shown]
+    kept = [i for i in range(len(LEADERBOARD_COLUMNS))  # no column that no row fills (e.g. attack in STS)
+            if any(re.sub(r"<[^>]+>", "", row[i]).strip() for row in cells)]
+    body.append("<table class=\"sortable raw\"><thead><tr>"
+                + "".join(f"<th>{html.escape(LEADERBOARD_COLUMNS[i])}</th>" for i in kept) + "</tr></thead><tbody>")
+    body += ["<tr>" + "".join(row[i] for i in kept) + "</tr>" for row in cells]
+    body += ["</tbody></table>", "</details>"]
     return page(f"Leaderboard: {suite}", body, sortable=True)
 
 
@@ -101,37 +119,47 @@ def _number(x, decimals: int = 2) -> str:
     return "" if x is None else f"{float(x):.{decimals}f}"
 
 
-def _leaderboard_row(r: dict, label, setting: str) -> str:
+def _leaderboard_row(r: dict, label, setting: str, words=lambda metric: metric) -> list[str]:
     value = r.get("value")
     unverified = "‡" if (r.get("_config") or {}).get("data_unverified") else ""
-    ci = (f"{_number(r.get('ci_low'))}–{_number(r.get('ci_high'))}"
-          if r.get("ci_low") is not None and r.get("ci_high") is not None else "")
+    shown_ci = (r.get("ci_low") is not None and r.get("ci_high") is not None
+                and not T_OVER_RUNS.match(r.get("ci_method") or ""))
+    ci = f"{_number(r.get('ci_low'))}–{_number(r.get('ci_high'))}" if shown_ci else ""
     cells = [f"<td>{html.escape(r['model'])}</td>", f"<td>{html.escape(label(r['task']))}</td>",
-             f"<td>{html.escape(r.get('attack') or '')}</td>", f"<td>{html.escape(r['metric'])}</td>",
+             f"<td>{html.escape(r.get('attack') or '')}</td>", f"<td>{html.escape(words(r['metric']))}</td>",
              f"<td>{html.escape(r.get('aggregation') or '')}</td>", f"<td>{html.escape(r.get('split') or '')}</td>",
              f"<td class=\"n\">{html.escape(str(r.get('seed') if r.get('seed') is not None else ''))}</td>",
              f"<td class=\"n\" data-v=\"{'' if value is None else repr(float(value))}\">{_number(value)}{unverified}</td>",
-             f"<td class=\"n\" data-v=\"{'' if r.get('ci_low') is None else repr(float(r['ci_low']))}\">{ci}</td>",
+             f"<td class=\"n\" data-v=\"{repr(float(r['ci_low'])) if shown_ci else ''}\">{ci}</td>",
              f"<td class=\"n\">{html.escape(str(r.get('n') if r.get('n') is not None else ''))}</td>",
              f"<td>{html.escape(r.get('profile') or '')}</td>", f"<td>{html.escape(setting)}</td>"]
-    return "<tr>" + "".join(cells) + "</tr>"
+    return cells
 
 
 # ---------------------------------------------------------------- the index ---------------------
 
 def index_page(rows: list[dict], *, leaderboards: list[str], tables: list[tuple[str, str, list[str]]],
-               figures: list[tuple[str, str]], cards: list[str], claims: bool, skipped) -> str:
-    """``tables``: (title, file stem, its other formats' suffixes); ``figures``: (title, file stem); ``cards``:
-    model names; ``claims``: link claims.html."""
+               figures: list[tuple[str, str]], cards: list[str], claims: bool, skipped,
+               claims_summary_html: str = "", findings: list[str] = (), pivot_html: str = "") -> str:
+    """The answer first, then the links. ``claims_summary_html``: the claims' verdict counts and a small
+    plot (made by reports/claims.py; empty: left out); ``findings``: sentences generated from the results;
+    ``pivot_html``: one row per model. ``tables``: (title, file stem, its other formats' suffixes);
+    ``figures``: (title, file stem); ``cards``: model names; ``claims``: link claims.html."""
     esc = html.escape
     cells = len({(r["model"], r["suite"], r["task"], r.get("seed"), r.get("config_hash")) for r in rows})
     profiles = Counter(r.get("profile") or "unknown" for r in rows)
-    body = ["<h1>bench reports</h1>",
-            f"<p class=\"note\">Generated by <code>bench report</code> from {cells} result cells ({len(rows)} rows) of "
-            f"{len({r['model'] for r in rows})} models; profiles: "
-            + esc(", ".join(f"{k} ({v} rows)" for k, v in sorted(profiles.items())))
-            + ". Every page here is a plain file: no server, no network. Do not edit; regenerate with "
-              "<code>bench report</code>.</p>"]
+    body = ["<h1>bench reports: what the results say</h1>"]
+    if claims_summary_html.strip():
+        body.append(f"<div class=\"claims-summary\">{claims_summary_html}</div>")
+    if findings:
+        body += ["<ul class=\"findings\">", *[f"<li>{esc(f)}</li>" for f in findings], "</ul>"]
+    if pivot_html:
+        body += ["<h2>Leaderboard: one row per model</h2>", pivot_html]
+    body.append(f"<p class=\"note\">Generated by <code>bench report</code> from {cells} result cells ({len(rows)} rows) "
+                f"of {len({r['model'] for r in rows})} models; profiles: "
+                + esc(", ".join(f"{k} ({v} rows)" for k, v in sorted(profiles.items())))
+                + ". Every page here is a plain file: no server, no network. Do not edit; regenerate with "
+                  "<code>bench report</code>.</p>")
     body += ["<h2>Leaderboards</h2>", "<ul>"]
     body += [f"<li><a href=\"{leaderboard_name(s)}\">{esc(s)}</a></li>" for s in leaderboards]
     body.append("</ul>")

@@ -273,6 +273,14 @@ class AdversarialSuite(Suite):
             lookup("recipe", RECIPES, name)  # unknown names fail with the closest ones
         return list(dict.fromkeys(names))
 
+    def preflight(self, tasks, ctx: RunContext) -> None:
+        """Every attack role resolvable, before the model loads (seconds, not the half minute it takes
+        to load a model and reach the first task)."""
+        from attacks.resources import Resources
+
+        Resources(ctx.paths).require_built(recipe_roles(self.recipes(ctx), ctx.options.get("constraints"),
+                                                        undeclared=()))
+
     def run_task(self, task: AdvTask, encoder, ctx: RunContext):
         root = ctx.paths.data
         recipes = self.recipes(ctx)

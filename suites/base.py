@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -70,17 +71,22 @@ class RunContext:
         return ResultStore(self.paths.results)
 
     def track(self, iterable, total: int | None = None, description: str = ""):
-        """Iterate with a progress bar when one is attached."""
+        """Iterate with progress (done/total, time left) when a progress is attached (bench/progress.py)."""
+        from bench.progress import track
+
+        yield from track(self.progress, iterable, total, description)
+
+    @contextmanager
+    def counter(self, description: str, total: int):
+        """A callable ``advance(n)`` that reports ``n`` more of ``total`` done (e.g. sentences encoded)."""
         if self.progress is None:
-            yield from iterable
+            yield lambda n=1: None
             return
-        bar = self.progress.add_task(description, total=total)
+        task_id = self.progress.add_task(description, total=total)
         try:
-            for item in iterable:
-                yield item
-                self.progress.advance(bar)
+            yield lambda n=1: self.progress.advance(task_id, n)
         finally:
-            self.progress.remove_task(bar)
+            self.progress.remove_task(task_id)
 
 
 @dataclass
@@ -153,6 +159,10 @@ class Suite:
 
     def seeds(self, ctx: RunContext) -> list[int]:
         return [ctx.seed]
+
+    def preflight(self, tasks: list[Task], ctx: RunContext) -> None:
+        """Refuse now (a BenchError, exit 2) what would fail only after the model loads, e.g. attack
+        resources that are not built. Default: nothing to check."""
 
     def run_task(self, task: Task, encoder, ctx: RunContext) -> list[Result]:
         raise NotImplementedError
@@ -275,7 +285,8 @@ def run_suite(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task_name
     outcomes: list[TaskOutcome] = []
     for seed in suite.seeds(ctx):
         seeded = replace(ctx, seed=seed)
-        seed_outcomes = [run_cell(suite, spec, seeded, encoder, task, store) for task in tasks]
+        seed_outcomes = [run_cell(suite, spec, seeded, encoder, task, store)
+                         for task in ctx.track(tasks, len(tasks), f"{suite.name} {spec.name} seed {seed}: tasks")]
         outcomes += seed_outcomes
         summary = run_summary(suite, spec, seeded, encoder, tasks, seed_outcomes, store)
         if summary is not None:

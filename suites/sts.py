@@ -114,7 +114,8 @@ class STSSuite(Suite):
         pairs = task.load(require(ctx.paths.data, task.dataset)).limit(ctx.limit)
         n = len(pairs.all_pairs()[2])
         sentences = [s for s1, s2, _ in pairs.subsets.values() for s in s1 + s2]
-        encoder.encode(list(ctx.track([sentences], 1, f"encode {task.name}"))[0])  # fills the cache once
+        with ctx.counter(f"encode {task.name} (sentences)", len(set(sentences))) as advance:
+            encoder.encode(sentences, on_batch=advance)  # fills the cache once
         sample = pair_sample(pairs, encoder.encode)
         return [row(task, metric, value, n, aggregation=agg, evidence=evidence(sample, metric, agg))
                 for (metric, agg), value in score_sample(sample).items()]

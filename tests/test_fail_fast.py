@@ -195,3 +195,17 @@ def test_bench_train_says_how_long_it_will_take(tmp_path, tiny_bert_dir):
     seconds = 10 * CPU_SIMCSE_MINILM_S_PER_STEP * (2 * 32 ** 2 / MINILM_SIZE) * 4 / 64  # the tiny BERT's size
     assert f"about {max(seconds, 1):.0f} s on cpu" in line
     assert "no time estimate for mps" in job_estimate(job, "mps")
+
+
+def test_attacks_without_built_resources_fail_in_seconds_naming_the_build(isolated, monkeypatch, capsys):
+    """No attack stand-ins built and no network: exit 2 before torch or the model loads, naming the
+    build and its time."""
+    import time
+
+    monkeypatch.setenv("BENCH_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    start = time.perf_counter()
+    code, _, err = bench("run", "--suite", "adversarial", "--model", "minilm", "--task", "mr", "--limit", "5",
+                         capsys=capsys)
+    assert code == 2 and time.perf_counter() - start < 5
+    assert_one_clear_message(err, "bench resources build", "CPU-hours", "resumes")

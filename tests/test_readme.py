@@ -5,6 +5,7 @@ and every subcommand has a row in the README's commands table. Only the parsers 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from pathlib import Path
 
@@ -104,3 +105,127 @@ def test_links_between_pages_resolve(page):
             broken.append(target)
     assert not broken, f"{page.name}: links that lead nowhere: {broken}"
 
+
+
+# ------------------------------------------------ the README's command blocks, run as pasted -----
+
+SKIP, SLOW = "skip", "slow"
+# What each command of the README's blocks does here, offline, on the committed data: its exit code, or
+# SLOW (an hour or more of real work: run by the slow test only) or SKIP (the environment the tests run in
+# is already installed; the test suite does not run itself). A command missing here fails the test, so a
+# new README command gets its expectation when it is written.
+EXPECTED = {  # command: (fast, slow)
+    ".ci/install": (SKIP, SKIP),
+    "python -m pytest -q": (SKIP, SKIP),
+    "bench run --suite sts --model minilm": (SLOW, 0),
+    "bench run --suite sts --model hf:sentence-transformers/all-MiniLM-L6-v2": (2, 2),  # offline, not cached
+    "bench run --suite sts --model ./my-encoder --pooler avg": (2, 2),  # no such directory
+    "bench resources build": (SLOW, 0),
+    "bench run --suite adversarial --model minilm --task mr --limit 50": (2, 0),  # fast: resources not built
+    "bench compare minilm simcse-minilm-study --suite sts --results-dir results": (0, 0),
+    "bench report --format html": (0, 0),
+}
+FAST_EXIT_S = 30  # a documented exit 2 comes at once (seconds even on a busy 2-core machine), not after a model loads or trains
+
+
+def readme_commands(text: str) -> list[str]:
+    """Every command of the README's bash blocks, in order: comments cut, `&&` chains split, `export`
+    lines kept (they set the environment of the commands after them)."""
+    out = []
+    for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split(" #")[0].strip()
+            out += [part.strip() for part in line.split("&&") if part.strip()]
+    return out
+
+
+def run_readme(tmp_path: Path, mode: int) -> list[tuple[str, int, float]]:
+    """Run the README's commands in order from the checkout, in a fresh BENCH_HOME, offline; returns
+    (command, exit code, seconds) of each one run. ``mode``: 0 fast, 1 slow."""
+    import subprocess
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}
+    env.update(BENCH_HOME=str(tmp_path / "home"), BENCH_OFFLINE="1", HF_HUB_OFFLINE="1")
+    exports, ran = [], []
+    for command in readme_commands(README.read_text(encoding="utf-8")):
+        if command.startswith("export "):
+            exports.append(command)
+            continue
+        assert command in EXPECTED, f"README command without an expectation in EXPECTED: {command!r}"
+        expected = EXPECTED[command][mode]
+        if expected in (SKIP, SLOW):
+            continue
+        start = time.perf_counter()
+        done = subprocess.run(["bash", "-c", "; ".join([*exports, command])], cwd=REPO, env=env,
+                              capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+        assert done.returncode == expected, f"{command}: exit {done.returncode}, expected {expected}\n{done.stderr[-2000:]}"
+        if expected == 2:
+            assert "bench: error:" in done.stderr and "Fix" in done.stderr or "bench resources build" in done.stderr, \
+                done.stderr
+            assert seconds < FAST_EXIT_S, f"{command}: its exit 2 took {seconds:.1f}s\n{done.stderr[-500:]}"
+        ran.append((command, done.returncode, seconds))
+    return ran
+
+
+def data_root() -> Path:
+    return REPO.parent / "shared" / "data"
+
+
+def test_the_readme_commands_list_every_command():
+    commands = [c for c in readme_commands(README.read_text(encoding="utf-8")) if not c.startswith("export ")]
+    assert commands and set(commands) <= set(EXPECTED), sorted(set(commands) - set(EXPECTED))
+    assert any(c.startswith("export BENCH_DATA_DIR=") for c in readme_commands(README.read_text(encoding="utf-8"))), \
+        "the set-up sets the data root once, for every command after it"
+
+
+@pytest.mark.skipif(not data_root().is_dir(), reason="the committed data root ../shared/data is absent")
+def test_the_readme_commands_run_as_pasted_fast(tmp_path):
+    """In order, offline: the documented exits 2 come at once and name the fix, the rest exit 0. The
+    setup's hour-long STS run and the resource build are the slow test's; the report reads the committed
+    minilm STS cells in their place (what that run writes)."""
+    results = tmp_path / "home" / "results"
+    import shutil
+
+    shutil.copytree(REPO / "results" / "cells" / "minilm" / "sts", results / "cells" / "minilm" / "sts")
+    shutil.copy(REPO / "results" / "plugins.json", results / "plugins.json")
+    ran = run_readme(tmp_path, 0)
+    assert [c for c, _, _ in ran][-1] == "bench report --format html"
+    assert (tmp_path / "home" / "reports" / "index.html").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not data_root().is_dir(), reason="the committed data root ../shared/data is absent")
+@pytest.mark.skipif(os.environ.get("BENCH_README_FULL") != "1",
+                    reason="1.5-2 hours (the resource build): set BENCH_README_FULL=1 to run it")
+def test_the_readme_commands_run_as_pasted(tmp_path):
+    """Everything, as a new user meets it: the STS run (~9 min), the resource build (1-1.5 CPU-hours),
+    the attack, the comparison and the report."""
+    ran = run_readme(tmp_path, 1)
+    assert any(c.startswith("bench resources build") for c, _, _ in ran)
+
+
+# ------------------------------------------------ quoted numbers cannot drift from the results -----
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_quoted_numbers_match_the_results(page):
+    """Every number the page quotes between <!-- q: ... --> markers is its results row, at its precision."""
+    from reports import quoted
+
+    problems = quoted.check(page.read_text(encoding="utf-8"), REPO / "results", page.name)
+    assert not problems, "\n".join(problems) + "\nFix: `python -m reports.quoted --fill`, then read the sentence again."
+
+
+def test_the_quote_check_sees_a_drifted_number(tmp_path):
+    from reports import quoted
+
+    (tmp_path / "leaderboard-sts.csv").write_text("model,task,metric,value,ci_low,ci_high\n"
+                                                  "m,avg,spearman,57.9542,56.8497,59.0387\n"
+                                                  "n,avg,spearman,1.0,,\n", encoding="utf-8")
+    good = "base <!-- q: leaderboard-sts model=m task=avg -->57.95 [56.85, 59.04]<!-- /q -->."
+    assert quoted.check(good, tmp_path) == []
+    drifted = good.replace("57.95", "58.47")
+    assert "the results say 57.95 / 56.85 / 59.04" in quoted.check(drifted, tmp_path)[0]
+    assert "2 rows" in quoted.check("<!-- q: leaderboard-sts task=avg -->1.0<!-- /q -->", tmp_path)[0]
+    assert quoted.fill(drifted, tmp_path) == good

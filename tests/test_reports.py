@@ -272,7 +272,7 @@ def test_report_card(results, tmp_path):
     assert "bootstrap(B=1000,seed=0)" in line and "significant" in line  # vs base (simcse-bert) and vs SimCSE
     assert line.count("significant") == 2 and "wmean" not in md
     assert "Δ vs base (simcse-bert)" in md and "Δ vs SimCSE (simcse-x)" in md
-    assert "profile=smoke" in md and "<table>" in page and "robust-x" in page
+    assert "profile: smoke" in md and "<table class=\"card\">" in page and "robust-x" in page
     assert "glove6b50d-counterfitted-local" not in md  # no attack rows of its own
     # with a second training seed of both, each seed's RobustEmbed is compared with the same seed's SimCSE
     from reports.card import baselines
@@ -482,27 +482,42 @@ def test_figures_png_pdf_and_data(generated):
     assert (float(robust["paper_x"]), float(robust["paper_y"])) == (-2.293, 0.058)
 
 
-@pytest.mark.parametrize("n_models", [3, 9])
-def test_a_crowded_figure_names_its_models_in_a_legend_beside_the_axes(n_models):
-    """Up to CROWDED models, each point carries its model's name; beyond, names beside the points would
-    overlap, so only the legend (outside the axes, hiding no point) names them."""
+def test_a_figure_with_few_models_names_each_point():
     import matplotlib.pyplot as plt
 
-    from reports.figures import CROWDED, Point, draw
+    from reports.figures import Point, draw
     from reports.specs import FIGURES
 
     spec = next(f for f in FIGURES if f.name == "robustembed-figure3")
-    pts = [Point({"model": f"m{i}"}, ("stsb",), -2.0 - i / 10, 0.2 + i / 100) for i in range(n_models)]
+    pts = [Point({"model": f"m{i}"}, ("stsb",), -2.0 - i / 10, 0.2 + i / 100) for i in range(3)]
     fig = draw(spec, pts)
     ax = fig.axes[0]
-    named = {t.get_text() for t in ax.texts}
-    legend = ax.get_legend()
-    assert [t.get_text() for t in legend.get_texts()] == [f"m{i}" for i in range(n_models)]
-    if n_models > CROWDED:
-        assert not named & {f"m{i}" for i in range(n_models)}
-        assert legend.get_window_extent().x0 > ax.get_window_extent().x1  # beside the axes
-    else:
-        assert named == {f"m{i}" for i in range(n_models)}
+    assert {t.get_text() for t in ax.texts} == {"m0", "m1", "m2"}
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["m0", "m1", "m2"]
+    plt.close(fig)
+
+
+def test_a_crowded_figure_draws_a_panel_per_base_with_the_method_pair_in_colour():
+    """Many models: one panel per base model; RobustEmbed and SimCSE in colour, the base black, the other
+    methods grey; one legend for the figure says which is which (no names beside the points)."""
+    import matplotlib.pyplot as plt
+
+    from reports.figures import CROWDED, HIGHLIGHT, Point, draw
+    from reports.specs import FIGURES
+
+    spec = next(f for f in FIGURES if f.name == "robustembed-figure3")
+    methods = ["", "simcse", "robustembed", "dcl", "adcse"]
+    pts = [Point({"model": f"{m or 'base'}-{base}"}, ("stsb",), -2.0 - i / 10, 0.2 + i / 100, group=base, method=m)
+           for base in ("b1", "b2") for i, m in enumerate(methods)]
+    assert len(pts) > CROWDED
+    fig = draw(spec, pts)
+    panels = [ax for ax in fig.axes if ax.collections]
+    assert [ax.get_title() for ax in panels] == ["from b1", "from b2"]
+    assert not any(t.get_text().startswith(("simcse-", "dcl-")) for ax in panels for t in ax.texts)
+    legend = fig.legends[0]
+    assert {t.get_text() for t in legend.get_texts()} == {"base model", "SimCSE", "RobustEmbed", "other methods"}
+    colours = {tuple(c.get_facecolor()[0][:3]) for c in panels[0].collections}
+    assert len(colours) == 4 and HIGHLIGHT["robustembed"][1] == "tab:red"
     plt.close(fig)
 
 
@@ -741,7 +756,7 @@ def test_site_index_links_every_page_and_every_link_resolves(results, tmp_path):
                 | {f"card-{m}.html" for m in models})
     assert expected <= seen
     leaderboard = (out / "leaderboard-sts.html").read_text(encoding="utf-8")
-    assert "table class=\"sortable\"" in leaderboard and "<script>" in leaderboard
+    assert "table class=\"sortable pivot\"" in leaderboard and "<details>" in leaderboard and "<script>" in leaderboard
 
 
 def test_one_table_and_one_card_are_well_formed_html(generated):
@@ -766,7 +781,7 @@ def test_card_cites_the_measured_step_cost(tmp_path):
                "methods": {"simcse": {"ratio_to_simcse": 1.0}, "robustembed": {"ratio_to_simcse": 5.269}}}
     path = tmp_path / "steps.json"
     path.write_text(json.dumps(figures), encoding="utf-8")
-    assert step_cost_text("robustembed", path).startswith("5.27x SimCSE's step (MiniLM, batch 64")
+    assert step_cost_text("robustembed", path).startswith("5.27× SimCSE's step (MiniLM, batch 64")
     assert step_cost_text("dcl", path) is None  # not measured: no row rather than a guess
     assert step_cost_text("simcse", tmp_path / "missing.json") is None
 

@@ -160,6 +160,38 @@ class LiveView:
         self.live.update(render(runner, runner.board_snapshot()))
 
 
+class PlainView:
+    """For a file or pipe: one plain line (cells done/total, running, failed, elapsed, ETA) at least every
+    30 s (bench.progress.EVERY_S), instead of a live view that a log cannot show."""
+
+    def __init__(self, write, every: float | None = None, clock=time.time):
+        from bench.progress import EVERY_S
+
+        self.write, self.every, self.clock = write, EVERY_S if every is None else every, clock
+        self.last = clock()
+
+    def __call__(self, runner) -> None:
+        now = self.clock()
+        if now - self.last < self.every:
+            return
+        self.last = now
+        self.write(status_line(runner, runner.board_snapshot(), now))
+
+
+def status_line(runner, snapshot: dict, now: float) -> str:
+    states = [s.state for s in runner.states.values()]
+    finished = sum(s in ("done", "stored") for s in states)
+    preparing = any(kind == "model" for kind, _ in runner.inflight.values())
+    return (f"[{time.strftime('%H:%M:%S')}] bench grid: {finished}/{len(states)} cells finished, "
+            f"{states.count('running')} running, {states.count('failed')} failed; elapsed "
+            f"{fmt_s(now - runner.started)}, " + _left(runner.eta_s(snapshot))
+            + (" + model preparation" if preparing else ""))
+
+
+def _left(eta_s: float | None) -> str:
+    return "time left: estimating" if eta_s is None else f"~{fmt_s(eta_s)} left"
+
+
 def render(runner, snapshot: dict):
     states = list(runner.states.values())
     counts = Table.grid(padding=(0, 2))
@@ -246,8 +278,12 @@ def main(args) -> int:
     from bench.store import ResultStore
 
     ResultStore(plan.paths.results).check_writable()  # a read-only or full results dir: exit 2 before any cell
-    with Live(Text("starting Ray…"), console=console, refresh_per_second=4, transient=True) as live:
-        result = run_grid(plan, address=args.address, num_cpus=args.num_cpus, gpus_per_cell=args.gpus_per_cell,
-                          cpus_per_cell=args.cpus_per_cell, retries=args.retries, on_tick=LiveView(live))
+    options = dict(address=args.address, num_cpus=args.num_cpus, gpus_per_cell=args.gpus_per_cell,
+                   cpus_per_cell=args.cpus_per_cell, retries=args.retries)
+    if console.is_terminal:
+        with Live(Text("starting Ray…"), console=console, refresh_per_second=4, transient=True) as live:
+            result = run_grid(plan, on_tick=LiveView(live), **options)
+    else:  # a log: plain lines, at least every 30 s
+        result = run_grid(plan, on_tick=PlainView(lambda line: print(line, flush=True)), **options)
     report(result, plan, console)
     return result.exit_code

@@ -59,7 +59,11 @@ def main(args) -> int:
         check_writable(out, "reports directory", "--out")
     with warnings.catch_warnings(record=True) as caught:  # unreadable cells: skipped, listed below
         warnings.simplefilter("always", BenchWarning)
-        artifacts = reports.generate(paths.results, suites=args.suites, formats=args.formats, reports_dir=out)
+        from bench.progress import progress
+
+        with progress() as bar:  # a full render takes minutes: progress at least every 30 s
+            artifacts = reports.generate(paths.results, suites=args.suites, formats=args.formats, reports_dir=out,
+                                         progress=bar)
     skipped = [str(w.message) for w in caught if issubclass(w.category, BenchWarning)
                and not issubclass(w.category, EvidenceWarning)]  # bad evidence: all cells checked below
     for message in dict.fromkeys(skipped):

@@ -13,8 +13,9 @@ PARTS = {
     "nltk": ("attacks.nltk_data:build_for", "WordNet 3.0 + stopwords for NLTK (seconds)"),
     "counterfit": ("attacks.counterfit:build_for", "GloVe 6B 50d counter-fitted + nearest neighbours (~12 min measured on a busy 2-core CPU)"),
     "mlm": ("attacks.mlm:build_for", "all-MiniLM-L6-v2 trained further as a masked LM, every layer, on wiki + "
-                                     "IMDB/MR/SST-2 train text (--mlm-steps optimiser steps, then evaluation); "
-                                     "also the registry model minilm-mlm"),
+                                     "IMDB/MR/SST-2 train text (--mlm-steps optimiser steps, then evaluation; about "
+                                     "20 min with two threads, 53 min on one; resumes); also the registry model "
+                                     "minilm-mlm"),
 }
 
 
@@ -69,14 +70,18 @@ def main(args) -> int:
 
         resolve_dtype("cpu", args.dtype)  # the stand-ins build on CPU: fp16 fails here (exit 2)
         use_dtype(args.dtype)
-        options = {"mlm_steps": args.mlm_steps, "mlm_minutes": args.mlm_minutes, "mlm_resume": args.mlm_resume,
-                   "dtype": args.dtype}
-        for part in args.only or list(PARTS):
-            target, what = PARTS[part]
-            module, _, func = target.partition(":")
-            console.print(f"[bold]{part}[/bold]: {what}")
-            start = time.perf_counter()
-            outcome = getattr(importlib.import_module(module), func)(paths, args.force, console.print, options)
-            console.print(f"  {part}: {outcome} ({time.perf_counter() - start:.1f}s)")
+        from bench.progress import progress, track
+
+        parts = args.only or list(PARTS)
+        with progress() as bar:  # each part, and within them the long loops, at least every 30 s
+            options = {"mlm_steps": args.mlm_steps, "mlm_minutes": args.mlm_minutes, "mlm_resume": args.mlm_resume,
+                       "dtype": args.dtype, "progress": bar}
+            for part in track(bar, parts, len(parts), "resources build: parts"):
+                target, what = PARTS[part]
+                module, _, func = target.partition(":")
+                console.print(f"[bold]{part}[/bold]: {what}")
+                start = time.perf_counter()
+                outcome = getattr(importlib.import_module(module), func)(paths, args.force, console.print, options)
+                console.print(f"  {part}: {outcome} ({time.perf_counter() - start:.1f}s)")
     console.print(status_table(Resources(paths)))
     return 0

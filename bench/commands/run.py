@@ -7,7 +7,6 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from bench.commands import add_unverified_data_flag, local_device, nonnegative_int, output_console, positive_int
@@ -103,6 +102,9 @@ def main(args) -> int:
     from bench.registry import known_models
 
     hub.require_model(spec, paths.models, known_models(paths, args.models_file))  # offline: one message, now
+    # e.g. attack resources not built: exit 2 in seconds, naming the build (before torch is imported)
+    suite.preflight(tasks, RunContext(paths=paths, limit=args.limit, profile=args.profile,
+                                      options=suite_options(args)))
     from bench.encoder import pick_device, resolve_dtype, slow_dtype_note, use_dtype
 
     use_dtype(args.dtype)  # for code without a dtype argument (the masked-LM stand-in)
@@ -120,8 +122,9 @@ def main(args) -> int:
     checked = data_config([d for t in tasks for d in suite.datasets(t)], ctx)
     for item in checked.get("data_unverified", []):
         console.print(f"[yellow]Unverified data (--allow-unverified-data; recorded in each row):[/yellow] {item}")
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as progress:
+    from bench.progress import progress as make_progress
+
+    with make_progress() as progress:  # a live bar on a terminal, a plain line at least every 30 s in a log
         encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print,
                                train_missing=partial(train_registered,
                                                      allow_unverified_data=args.allow_unverified_data),

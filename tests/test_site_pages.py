@@ -1,0 +1,83 @@
+"""The site reads as an answer: a pivot of one row per model with the intervals the tables use (never a
+t-interval over a few attack runs), metric names in words, cards that show only the choices that apply and
+readable versions, and an index that opens with the claims slot, the findings and the pivot."""
+
+from __future__ import annotations
+
+from reports import pivot, site
+from reports.card import applies, scorer_text
+from reports.results import Catalog
+
+
+def test_a_choice_named_as_a_condition_applies_only_when_the_recipe_meets_it():
+    assert not applies("K=T=0", {})  # RobustEmbed's defaults have an adversary
+    assert applies("K=T=0", {"K": 0, "T": 0})
+    assert not applies("K=T=0", {"K": 0, "T": 3})
+    assert applies("epsilon", {}) and applies("shared_gradient", {})
+
+
+def test_scorer_versions_read_as_words():
+    assert scorer_text("sts-1.1.1.1.1.1.1.1") == "sts v1, tasks v1 (all 7)"
+    assert scorer_text("adversarial-2.1") == "adversarial v2, task v1"
+    assert scorer_text("transfer-1.2.1") == "transfer v1, tasks v2/1"
+
+
+def _row(model, suite, task, metric, value, aggregation="all", attack="", ci=None, method="", config=None):
+    return {"model": model, "suite": suite, "task": task, "metric": metric, "value": value, "aggregation": aggregation,
+            "attack": attack, "split": "test", "seed": 0, "ci_low": ci[0] if ci else None,
+            "ci_high": ci[1] if ci else None, "ci_method": method, "_config": config or {}, "created_at": "2026"}
+
+
+FROZEN = {"victim": "frozen", "constraints": "unified"}
+
+
+def rows():
+    out = []
+    for model, sts, asr in (("a", 80.0, 60.0), ("b", 82.0, 50.0)):
+        out.append(_row(model, "sts", "avg", "spearman", sts, "mean-of-tasks", ci=(sts - 1, sts + 1), method="bootstrap"))
+        out.append(_row(model, "adversarial", "mr", "attack_success_rate", asr, "mean-of-runs", "textfooler",
+                        ci=(0.0, 100.0), method="t-over-2-runs", config=FROZEN))
+        for k, delta in ((0, -2.0), (1, 2.0)):
+            out.append(_row(model, "adversarial", "mr", "attack_success_rate", asr + delta, f"run{k}", "textfooler",
+                            config=FROZEN))
+        out.append(_row(model, "adversarial", "mr", "attack_success_rate", 99.0, "mean-of-runs", "textfooler",
+                        config={"victim": "finetune", "constraints": "paper"}))  # another protocol: not in the pivot
+    return out
+
+
+def test_the_pivot_has_one_row_per_model_and_never_a_t_interval_over_runs():
+    catalog = Catalog({}, {})
+    columns, lines = pivot.build(rows(), catalog, evidence=None)
+    assert [c.suite for c in columns] == ["sts", "adversarial"]
+    assert [ln.model for ln in lines] == ["a", "b"]
+    sts, attack = lines[1].cells
+    assert sts.mean == 82.0 and (sts.ci.low, sts.ci.high) == (81.0, 83.0)
+    assert attack.mean == 50.0 and not attack.ci.present  # no stored evidence: no interval, not 0-100
+    text = pivot.to_html(columns, lines, catalog)
+    assert "100.00" not in text and "[81.00, 83.00]" in text
+    sentences = pivot.findings(columns, lines, catalog)
+    assert sentences[0].startswith("STS avg. (Spearman ×100): b is highest of 2 models at 82.00 [81.00, 83.00]")
+    assert "a is lowest" not in sentences[1] and "b is lowest of 2 models at 50.00" in sentences[1]
+
+
+def test_leaderboard_pages_open_with_the_pivot_and_hide_raw_rows_and_t_intervals():
+    catalog = Catalog({}, {})
+    mine = [r for r in rows() if r["suite"] == "adversarial"]
+    own = tuple(c for c in pivot.COLUMNS if c.suite == "adversarial")
+    text = site.leaderboard_page("adversarial", mine, pivot_html=pivot.to_html(*pivot.build(mine, catalog, None, own),
+                                                                                 catalog), words=pivot.metric_words)
+    assert text.index("table class=\"sortable pivot\"") < text.index("<details>")
+    assert "attack success rate %" in text and ">attack_success_rate<" not in text
+    assert "0.00–100.00" not in text  # the rows' t-interval over two runs is not shown
+
+
+def test_the_index_opens_with_the_claims_slot_the_findings_and_the_pivot():
+    catalog = Catalog({}, {})
+    columns, lines = pivot.build(rows(), catalog, None)
+    kwargs = dict(leaderboards=["sts"], tables=[], figures=[], cards=["a", "b"], claims=True, skipped=[],
+                  findings=pivot.findings(columns, lines, catalog), pivot_html=pivot.to_html(columns, lines, catalog))
+    empty = site.index_page(rows(), **kwargs)
+    assert "<div class=\"claims-summary\">" not in empty  # empty-safe: no empty box
+    text = site.index_page(rows(), claims_summary_html="<p>VERDICTS</p>", **kwargs)
+    order = [text.index(x) for x in ("VERDICTS", "STS avg. (Spearman ×100): b", "sortable pivot", "<h2>Leaderboards")]
+    assert order == sorted(order)
