@@ -206,7 +206,7 @@ def _open_object(model, name, paths, ctx, models_file):
                          f"another name for this object (e.g. 'my-{name}').")
     encoder = wrap(model, name=name, batch_size=ctx.batch_size)
     identity = f"{encoder.source}; identity: {encoder.identity_note}"
-    spec = ModelSpec(name=name, backbone=f"python:{encoder.source.rsplit(' ', 1)[-1]}", pooler=encoder.pooler,
+    spec = ModelSpec(name=name, backbone=encoder.source, pooler=encoder.pooler,
                      max_len=encoder.max_len or 512, source=identity,
                      description=f"evaluated from Python (bench.evaluate): {identity}")
     return spec, encoder
