@@ -11,7 +11,8 @@ Identity (what a result cell's ``weights_sha256`` holds, so a changed model neve
 Network: a sentence-transformers model made of a Transformer, a Pooling bench has a pooler for (mean or CLS)
 and optionally Normalize exposes its Hugging Face module, tokenizer and pooler, so suites that fine-tune the
 encoder (``--victim finetune``, ANLI) can; any other object has no network (``has_network``) and only the
-suites that need nothing but embeddings run on it.
+suites that need nothing but embeddings run on it. Such a model without prompts is also encoded by
+``bench.encoder.Encoder`` over its own module (`bench run`'s path and speed), then normalised as it would be.
 """
 
 from __future__ import annotations
@@ -148,6 +149,33 @@ def _st_network(st) -> tuple | None:
     return transformer.auto_model, transformer.tokenizer, ST_POOLING[mode], int(transformer.max_seq_length or 512)
 
 
+def _bench_path(st, name: str, batch_size: int):
+    """For a Transformer + Pooling(mean|cls) [+ Normalize] stack without prompts or lower-casing: a function that
+    encodes with ``bench.encoder.Encoder`` over its own module, tokenizer, pooler and length cap (what `bench run`
+    runs; MiniLM's embeddings agree to cosine 1.000000, benchmarks/encode_throughput.py), then normalises as its
+    Normalize does. None for any other stack (it is called through its own encode)."""
+    network = _st_network(st)
+    prompts = [p for p in (getattr(st, "prompts", None) or {}).values() if p]  # ST 5 declares empty ones
+    if (network is None or prompts or getattr(st, "default_prompt_name", None)
+            or getattr(st[0], "do_lower_case", False)):
+        return None
+    from bench.encoder import Encoder
+
+    module, tokenizer, pooler, max_len = network
+    inner = Encoder(module, tokenizer, pooler=pooler, max_len=max_len, device=_module_device_dtype(st)[0],
+                    batch_size=batch_size, name=name)
+    normalise = type(st[-1]).__name__ == "Normalize"
+
+    def encode(batch: list[str]) -> np.ndarray:
+        vecs = inner.encode(batch)
+        inner.forget()  # the ObjectEncoder keeps the cache
+        if normalise:
+            vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        return vecs
+
+    return encode
+
+
 def _module_device_dtype(module) -> tuple[str, str]:
     param = next(module.parameters(), None)
     if param is None:
@@ -162,7 +190,10 @@ def wrap(model, *, name: str, batch_size: int = 64) -> ObjectEncoder:
 
     torch = sys.modules.get("torch")  # a torch module can only come from an imported torch
     is_module = torch is not None and isinstance(model, torch.nn.Module)
-    if _is_sentence_transformer(model):
+    fast = _bench_path(model, name, batch_size) if _is_sentence_transformer(model) else None
+    if fast is not None:  # bench run's own encoder over the same modules: the same speed as the CLI
+        call, chunk, kind = fast, False, "sentence-transformers model"
+    elif _is_sentence_transformer(model):
         call = lambda batch: model.encode(batch, batch_size=batch_size, convert_to_numpy=True,  # noqa: E731
                                           show_progress_bar=False)
         chunk, kind = False, "sentence-transformers model"

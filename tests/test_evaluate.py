@@ -131,6 +131,14 @@ def test_a_sentence_transformer_exposes_its_network_for_fine_tuning(tiny_bert_di
     st = tiny_sentence_transformer(tiny_bert_dir)
     encoder = wrap(st, name="st-tiny")
     assert has_network(encoder) and encoder.pooler == "avg" and encoder.max_len == 64
+    sentences = ["a man is playing guitar", "the movie was great", "a dog", "a dog"]
+    # encoded by bench's Encoder over its modules (bench run's path), as its own encode would
+    assert np.allclose(encoder.encode(sentences), st.encode(sentences, convert_to_numpy=True), atol=1e-5)
+    st.prompts = {"query": "query: "}  # a prompt bench's path would not add: its own encode is called
+    st.default_prompt_name = "query"
+    prompted = wrap(st, name="st-tiny-query")
+    assert np.allclose(prompted.encode(sentences), st.encode(sentences, convert_to_numpy=True), atol=1e-5)
+    assert not np.allclose(prompted.encode(sentences), encoder.encode(sentences), atol=1e-5)
     assert not has_network(wrap(bag_of_words(), name="bow"))
 
 
