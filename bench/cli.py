@@ -30,6 +30,7 @@ COMMANDS = Registry("command", helps={
     "report": "regenerate paper tables, figures and leaderboards from result files",
     "train": "train a sentence encoder with a method (simcse, robustembed, ...)",
     "publish": "copy chosen result cells into the published leaderboard (the checkout's results/)",
+    "export": "write a model's result cells in mteb's results format (plus bench's robustness JSON)",
 })
 for _name in COMMANDS.helps:
     COMMANDS.register(_name, f"bench.commands.{_name}")

@@ -1,10 +1,13 @@
-"""Sentences/s of our Encoder vs sentence-transformers' encode, same model, same sentences, same run.
+"""Sentences/s of our Encoder (`bench run`'s encode path) vs sentence-transformers' encode and vs
+`bench.evaluate`'s encode path for a SentenceTransformer (bench.model_objects: dedupe, cache, then the model's
+own encode), same model, same sentences, same run.
 
     BENCH_DATA_DIR=../shared/data python benchmarks/encode_throughput.py [--n 2000] [--repeats 3]
 
 Both sides get the same 2,000 unique STS-B sentences, batch size and thread count; each side is timed
 `--repeats` times (alternating) and the best time counts. Our cache is cleared before every timing so
-the ratio measures encoding, not cache hits (the cache only adds to our side in real runs).
+the ratio measures encoding, not cache hits (the cache only adds to our side in real runs); so is
+`bench.evaluate`'s.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ def main() -> None:
 
     from bench.data import read_stsb, require
     from bench.encoder import Encoder, resolve_backbone
+    from bench.model_objects import wrap
     from bench.paths import Paths
     from bench.registry import get_model
 
@@ -40,6 +44,7 @@ def main() -> None:
     spec = get_model("minilm")
     ours = Encoder.from_spec(spec, paths.models, device="cpu", batch_size=args.batch_size)
     theirs = SentenceTransformer(resolve_backbone(spec), device="cpu")
+    evaluate_path = wrap(theirs, name="st-minilm", batch_size=args.batch_size)  # what bench.evaluate encodes with
 
     def time_ours():
         ours.forget()
@@ -52,20 +57,28 @@ def main() -> None:
         out = theirs.encode(sentences, batch_size=args.batch_size, convert_to_numpy=True)
         return time.perf_counter() - start, out
 
-    best = {"ours": float("inf"), "sentence-transformers": float("inf")}
+    def time_evaluate():
+        evaluate_path.forget()
+        start = time.perf_counter()
+        out = evaluate_path.encode(sentences)
+        return time.perf_counter() - start, out
+
+    best = {"ours": float("inf"), "sentence-transformers": float("inf"), "bench.evaluate": float("inf")}
     for _ in range(args.repeats):
-        for name, fn in (("ours", time_ours), ("sentence-transformers", time_theirs)):
+        for name, fn in (("ours", time_ours), ("sentence-transformers", time_theirs),
+                         ("bench.evaluate", time_evaluate)):
             seconds, out = fn()
             best[name] = min(best[name], seconds)
             if name == "ours":
                 ours_out = out
-            else:
+            elif name == "sentence-transformers":
                 st_out = out
     cos = (ours_out / np.linalg.norm(ours_out, axis=1, keepdims=True) * st_out).sum(1)
     print(f"sentences: {len(sentences)}, batch size {args.batch_size}, torch threads {torch.get_num_threads()}")
     for name, seconds in best.items():
         print(f"{name:>22}: {len(sentences) / seconds:8.1f} sentences/s (best of {args.repeats})")
     print(f"ratio ours / sentence-transformers: {best['sentence-transformers'] / best['ours']:.2f}")
+    print(f"ratio bench.evaluate / bench run (sentences/s, same model): {best['ours'] / best['bench.evaluate']:.2f}")
     print(f"agreement: min cosine between the two embeddings of a sentence = {cos.min():.6f}")
     start = time.perf_counter()
     ours.encode(sentences)

@@ -227,6 +227,13 @@ class AdversarialSuite(Suite):
     def protocol(ctx: RunContext) -> str:
         return ctx.options.get("victim") or "finetune"
 
+    def needs_network(self, ctx: RunContext) -> str:
+        return ("fine-tunes each victim end to end (--victim finetune)" if self.protocol(ctx) == "finetune"
+                else "")
+
+    def embedding_only_hint(self) -> str:
+        return "adversarial with frozen victims (--victim frozen; victim=\"frozen\" in bench.evaluate)"
+
     @staticmethod
     def victim_settings(ctx: RunContext) -> dict:
         protocol = AdversarialSuite.protocol(ctx)

@@ -220,6 +220,9 @@ class ANLISuite(Suite):
                    labels=list(LABELS))
         return cfg
 
+    def needs_network(self, ctx: RunContext) -> str:
+        return "fine-tunes an NLI classifier on the encoder end to end"
+
     @staticmethod
     def eval_cap(ctx: RunContext) -> int | None:
         caps = [c for c in (EVAL_CAP[ctx.profile], ctx.limit) if c]

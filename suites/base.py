@@ -167,6 +167,15 @@ class Suite:
     def run_task(self, task: Task, encoder, ctx: RunContext) -> list[Result]:
         raise NotImplementedError
 
+    def needs_network(self, ctx: RunContext) -> str:
+        """Why this run needs the encoder's network (fine-tuning it), or "" when embeddings are enough. An
+        encoder known only by its embeddings (a function) is refused such a run (``check_encoder_fits``)."""
+        return ""
+
+    def embedding_only_hint(self) -> str:
+        """How to run this suite on an encoder known only by its embeddings, if an option allows it ("")."""
+        return ""
+
     def summarize(self, rows: list[dict], ctx: RunContext) -> list[Result]:
         """Rows derived from the finished tasks (e.g. averages). Default: none."""
         return []
@@ -276,6 +285,22 @@ def run_summary(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, tasks: 
     evidence = summary_uncertainty(rows, [(o.path, o.rows) for o in seed_outcomes], store)
     path = store.write(key, rows, cfg, evidence=evidence)
     return TaskOutcome(summary[0].task, store.read(path)["results"], path, False, 0.0)
+
+
+def check_encoder_fits(suite: Suite, encoder, ctx: RunContext) -> None:
+    """A BenchError (exit 2) before any work when ``suite`` with these options fine-tunes the encoder and
+    ``encoder`` exposes no network (a function or another object known only by its embeddings)."""
+    from bench.model_objects import has_network
+
+    reason = suite.needs_network(ctx)
+    if not reason or has_network(encoder):
+        return
+    from suites import all_suites
+
+    fine = [s.name for s in all_suites() if not s.needs_network(replace(ctx, options={}))]
+    raise BenchError(f"Model '{encoder.name}' is known only by its embeddings (no network to fine-tune), and the "
+                     f"{suite.name} suite {reason}. What works for it: the suites {', '.join(fine)}; "
+                     f"{'; '.join(h for s in all_suites() if (h := s.embedding_only_hint()))}.")
 
 
 def run_suite(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task_names=None) -> list[TaskOutcome]:

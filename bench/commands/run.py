@@ -81,6 +81,35 @@ def results_table(outcomes, title: str) -> Table:
     return table
 
 
+def check_data(plan, ctx, log) -> None:
+    """Check every data file the plan's tasks read (a BenchError names a file that differs), before any work;
+    files let through by --allow-unverified-data are logged."""
+    from suites.base import data_config
+
+    datasets = [d for suite, names in plan
+                for t in ([suite.task(n) for n in names] if names else suite.default_tasks()) for d in suite.datasets(t)]
+    for item in data_config(datasets, ctx).get("data_unverified", []):
+        log(f"[yellow]Unverified data (--allow-unverified-data; recorded in each row):[/yellow] {item}")
+
+
+def check_fits(plan, encoder, ctx) -> None:
+    """A BenchError (exit 2) when a suite of ``plan`` needs a network ``encoder`` does not expose."""
+    from suites.base import check_encoder_fits
+
+    for suite, _ in plan:
+        check_encoder_fits(suite, encoder, ctx)
+
+
+def run_plan(spec, plan, ctx, encoder) -> list[tuple[object, list]]:
+    """Run each (suite, task names or None for all) of ``plan`` on ``encoder``: the run path of `bench run` and
+    ``bench.evaluate``. Every suite is checked to fit the encoder first (``check_encoder_fits``)."""
+    from suites.base import run_suite
+
+    ctx = replace(ctx, device=encoder.device, dtype=encoder.dtype)
+    check_fits(plan, encoder, ctx)
+    return [(suite, run_suite(suite, spec, ctx, encoder, names)) for suite, names in plan]
+
+
 def main(args) -> int:
     from bench.encoder import open_encoder
     from bench.paths import Paths
@@ -88,7 +117,7 @@ def main(args) -> int:
     from bench.store import ResultStore, model_dir
     from bench.train import train_registered
     from suites import get_suite
-    from suites.base import RunContext, data_config, run_suite
+    from suites.base import RunContext
 
     console = output_console()
     start = time.perf_counter()
@@ -119,9 +148,8 @@ def main(args) -> int:
                      limit=args.limit, profile=args.profile, overwrite=args.overwrite,
                      options=suite_options(args), log=console.print,
                      allow_unverified_data=args.allow_unverified_data)
-    checked = data_config([d for t in tasks for d in suite.datasets(t)], ctx)
-    for item in checked.get("data_unverified", []):
-        console.print(f"[yellow]Unverified data (--allow-unverified-data; recorded in each row):[/yellow] {item}")
+    names = [t.name for t in tasks]  # the protocol's tasks when none are named
+    check_data([(suite, names)], ctx, console.print)
     from bench.progress import progress as make_progress
 
     with make_progress() as progress:  # a live bar on a terminal, a plain line at least every 30 s in a log
@@ -129,8 +157,7 @@ def main(args) -> int:
                                train_missing=partial(train_registered,
                                                      allow_unverified_data=args.allow_unverified_data),
                                dtype=args.dtype)
-        ctx = replace(ctx, device=encoder.device, dtype=encoder.dtype, progress=progress)
-        outcomes = run_suite(suite, spec, ctx, encoder, args.tasks)
+        [(_, outcomes)] = run_plan(spec, [(suite, names)], replace(ctx, progress=progress), encoder)
     console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler}, {encoder.dtype})"))
     cached = [o.task for o in outcomes if o.cached]
     fresh = [o for o in outcomes if not o.cached]
