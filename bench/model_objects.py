@@ -94,7 +94,8 @@ class ObjectEncoder:
         """Drop cached embeddings (the identity stays: it was fixed when the encoder was made)."""
         self._cache.clear()
 
-    def encode(self, sentences: Iterable[str], batch_size: int | None = None) -> np.ndarray:
+    def encode(self, sentences: Iterable[str], batch_size: int | None = None, on_batch=None) -> np.ndarray:
+        """As ``bench.encoder.Encoder.encode``: ``on_batch(n)`` after each batch, with the sentences it encoded."""
         sentences = list(sentences)
         todo = sorted(dict.fromkeys(s for s in sentences if s not in self._cache), key=len)
         self.stats["cache_hits"] += len(sentences) - len(todo)
@@ -102,6 +103,8 @@ class ObjectEncoder:
         for start in range(0, len(todo), size):
             chunk = todo[start:start + size]
             self._cache.update(zip(chunk, self._checked(self._call(chunk), len(chunk))))
+            if on_batch is not None:
+                on_batch(len(chunk))
         self.stats["encoded"] += len(todo)
         if not sentences:
             return np.zeros((0, self.dim or 0), dtype=np.float32)
