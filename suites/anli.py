@@ -10,6 +10,16 @@ Training mixes (``MIXES``, recorded in every row's config):
   ANLI train itself is required.
 - ``smoke`` (offline, CPU): what the offline data holds, SNLI dev (SentEval format) + ANLI dev R1-R3,
   each capped; SNLI test (capped) is the held-out check of the card's ``dev_accuracy``.
+- ``study`` (offline, CPU, every NLI pair the offline data holds): SNLI dev + SNLI test after its first
+  1,000 pairs, SICK-E (train, trial and test: SICK's entailment_judgment), TextFooler's MNLI matched and
+  mismatched attack sets, and ANLI dev R1-R3, uncapped. The first 1,000 SNLI test pairs are the held-out
+  check (as in ``smoke``, so the two cards' checks are the same pairs); no training pair shares a premise
+  with them. The choices the ANLI paper and V-advCSE leave open are in ``STUDY_CHOICES``.
+
+``--anli-train-split test`` (offline mixes) trains on ANLI test R1-R3 in place of ANLI dev, so the dev
+rounds are scored by a classifier that never saw them (V-advCSE's dev column) and no test row is written.
+Either way a split is scored only for the rounds not trained on (``reported``); the split trained on is
+in every row (``training_mix``, and ``anli_train_split`` when it is test).
 
 Rows: accuracy x100 on test for R1, R2, R3 and All, and on dev for every round whose dev set was not
 trained on. The ``all`` task has two rows per split: ``mean-of-rounds``, the unweighted mean of the
@@ -28,14 +38,15 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from bench.data import require
+from bench.data import SICK_FILES, malformed, require
 from bench.errors import BenchError
+from bench.plugins import Option
 from bench.stats import Evidence, Sample
-from suites.base import RunContext, Suite, Task, row
+from suites.base import RunContext, Suite, Task, data_config, row
 
 LABELS = ("entailment", "neutral", "contradiction")
 LABEL_IDS = {
@@ -77,6 +88,22 @@ class NLISet:
             return self
         return NLISet(self.premises[:n], self.hypotheses[:n], self.labels[:n], self.ids[:n], self.source)
 
+    def tail(self, skip: int) -> "NLISet":
+        """Without the first ``skip`` examples (those a held-out check takes)."""
+        return NLISet(self.premises[skip:], self.hypotheses[skip:], self.labels[skip:], self.ids[skip:], self.source)
+
+    def without_premises(self, premises: set[str]) -> "NLISet":
+        """Without the pairs whose premise (case and punctuation aside) is in ``premises``."""
+        keep = [i for i, p in enumerate(self.premises) if premise_key(p) not in premises]
+        return NLISet([self.premises[i] for i in keep], [self.hypotheses[i] for i in keep],
+                      [self.labels[i] for i in keep], [self.ids[i] for i in keep], self.source)
+
+
+def premise_key(text: str) -> str:
+    """A premise compared across sources: lower case, letters and digits only (SNLI's SentEval copy is
+    PTB-tokenized, SICK's is not)."""
+    return " ".join("".join(c if c.isalnum() else " " for c in text.lower()).split())
+
 
 def _collect(rows, source: str) -> NLISet:
     out = NLISet([], [], [], [], source)
@@ -110,6 +137,34 @@ def read_anli(root: Path, rnd: str, split: str) -> NLISet:
     return read_jsonl_nli(root / rnd / f"{split}.jsonl", f"anli:{rnd}:{split}", "context", "hypothesis", "label", "uid")
 
 
+def read_tsv_nli(path: Path, source: str, columns: tuple[int, int, int, int], header: bool = False) -> NLISet:
+    """Tab-separated NLI pairs; ``columns`` are the (id, premise, hypothesis, label) column indexes,
+    an id column of -1 numbers the lines."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    rows = []
+    for lineno, line in enumerate(lines[1:] if header else lines, 2 if header else 1):
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        if len(cols) <= max(columns):
+            raise malformed(path, lineno, line, f"{max(columns) + 1}+ tab-separated fields with the premise, "
+                                                f"hypothesis and label in columns {columns[1:]}")
+        uid, premise, hypothesis, label = columns
+        rows.append((cols[uid] if uid >= 0 else str(lineno), cols[premise], cols[hypothesis], cols[label]))
+    return _collect(rows, source)
+
+
+def read_sick_entailment(path: Path, source: str) -> NLISet:
+    """SICK with a header row: pair_ID, sentence_A (premise), sentence_B (hypothesis), relatedness_score,
+    entailment_judgment (ENTAILMENT / NEUTRAL / CONTRADICTION)."""
+    return read_tsv_nli(path, source, (0, 1, 2, 4), header=True)
+
+
+def read_textfooler_nli(path: Path, source: str) -> NLISet:
+    """TextFooler's NLI attack sets: label, premise, hypothesis (text labels), one pair a line."""
+    return read_tsv_nli(path, source, (-1, 1, 2, 0))
+
+
 @dataclass(frozen=True)
 class MixPart:
     """One training source: a reader over the data root, an optional cap and an up-sampling factor."""
@@ -121,12 +176,18 @@ class MixPart:
     upsample: int = 1
     required: bool = False
     fetch: str = ""  # `bench data fetch <fetch>` gets it (bench/data.py)
+    skip: int = 0  # leading examples left out: a held-out check's share of the same split
+    dataset: str = ""  # its registered dataset (bench/data.py), fingerprinted in the cell key by the study mix
 
     def present(self, data_root: Path) -> bool:
         return (data_root / self.path).exists()
 
+    def load(self, data_root: Path) -> NLISet:
+        return self.read(data_root).tail(self.skip).head(self.cap)
+
     def describe(self) -> dict:
-        return {"source": self.name, "path": self.path, "cap": self.cap, "upsample": self.upsample}
+        out = {"source": self.name, "path": self.path, "cap": self.cap, "upsample": self.upsample}
+        return {**out, "skip": self.skip} if self.skip else out  # older mixes' keys stay as they were
 
 
 SNLI_DIR = "senteval/downstream/SNLI"
@@ -142,6 +203,22 @@ def _anli(rnd, split):
 
 def _jsonl(rel, source, *keys):
     return lambda root: read_jsonl_nli(root / rel, source, *keys)
+
+
+SICK_DIR = "senteval/downstream/SICK"
+TEXTFOOLER_DIR = "textfooler_attack_sets"
+
+
+def _sick(file, source):
+    return lambda root: read_sick_entailment(root / SICK_DIR / file, source)
+
+
+def _textfooler(name, source):
+    return lambda root: read_textfooler_nli(root / TEXTFOOLER_DIR / name, source)
+
+
+def _anli_part(rnd: str, split: str, **kw) -> MixPart:
+    return MixPart(f"anli:{rnd}:{split}", f"anli/{rnd}/{split}.jsonl", _anli(rnd, split), fetch="anli", **kw)
 
 
 # Paper-profile sources that the offline bundle does not hold (declared in bench/data.py for fetching).
@@ -166,13 +243,73 @@ MIXES: dict[str, tuple[MixPart, ...]] = {
                   fetch="anli") for r, w in zip(ROUNDS, (10, 20, 10))),
     ),
 }
-# The held-out check recorded in the classifier's card (never trained on in either mix).
-HELD_OUT = {"smoke": ("snli:test", _snli("test"), 1000), "paper": ("snli:test", _snli("test"), None)}
+STUDY_HELD_OUT = 1000  # the first SNLI test pairs: the study mix's held-out check, trained on by no mix
+MIXES["study"] = (
+    MixPart("snli:dev", f"{SNLI_DIR}/s1.dev", _snli("dev"), required=True, fetch="snli", dataset="snli"),
+    MixPart("snli:test", f"{SNLI_DIR}/s1.test", _snli("test"), skip=STUDY_HELD_OUT, required=True, fetch="snli",
+            dataset="snli"),
+    *(MixPart(f"sick:{split}", f"{SICK_DIR}/{file}", _sick(file, f"sick:{split}"), fetch="sick", dataset="sick")
+      for split, file in SICK_FILES.items()),
+    *(MixPart(f"mnli-{kind}:textfooler", f"{TEXTFOOLER_DIR}/mnli_{kind}",
+              _textfooler(f"mnli_{kind}", f"mnli-{kind}:textfooler"), fetch="textfooler", dataset="textfooler")
+      for kind in ("matched", "mismatched")),
+    *(_anli_part(r, "dev", required=True, dataset="anli") for r in ROUNDS),
+)
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """The held-out check whose accuracy is the card's ``dev_accuracy`` (never trained on)."""
+
+    source: str
+    read: Callable[[Path], NLISet]
+    cap: int | None
+    exclude_premises: bool = False  # training drops every pair whose premise is one of the check's
+
+    def load(self, data_root: Path) -> NLISet:
+        return self.read(data_root).head(self.cap)
+
+    def describe(self) -> dict:
+        out = {"source": self.source, "cap": self.cap}
+        return {**out, "premises_excluded_from_training": True} if self.exclude_premises else out
+
+
+HELD_OUT = {"smoke": HeldOut("snli:test", _snli("test"), 1000), "paper": HeldOut("snli:test", _snli("test"), None),
+            "study": HeldOut("snli:test", _snli("test"), STUDY_HELD_OUT, exclude_premises=True)}
 FINETUNE = {  # bench.finetune.FinetuneConfig fields per profile
     "smoke": {"max_len": 128, "epochs": 1, "lr": 5e-5, "batch_size": 16, "max_examples": None},
+    "study": {"max_len": 128, "epochs": 1, "lr": 5e-5, "batch_size": 32, "max_examples": None},
     "paper": {"max_len": 156, "epochs": 2, "lr": 1e-5, "batch_size": 32, "max_examples": None},
 }
-EVAL_CAP = {"smoke": 400, "paper": None}  # test/dev examples scored per round (CPU smoke cap)
+EVAL_CAP = {"smoke": 400, "study": None, "paper": None}  # test/dev examples scored per round (CPU smoke cap)
+# Mixes whose training datasets' content enters the cell key (the task's ANLI always does). The smoke mix
+# predates this (its cells keep their keys; its card still hashes what it trained on); the paper mix's
+# sources are downloads without reference hashes.
+TRAINING_DATA_IN_KEY = {"smoke": False, "study": True, "paper": False}
+ANLI_TRAIN_SPLITS = ("dev", "test")
+
+# What the ANLI paper (Nie et al. 2020) and V-advCSE leave open, and what the study mix chose.
+STUDY_CHOICES = {
+    "training_data": "V-advCSE does not say what its ANLI classifier trains on; the ANLI paper's protocol (SNLI + "
+                     "MNLI + FEVER-NLI + ANLI train, the 'paper' mix) needs data that are not offline. The study mix "
+                     "is every labelled NLI pair offline: SNLI dev + test (minus the check), SICK-E, TextFooler's "
+                     "MNLI sets, ANLI dev (or test, --anli-train-split test)",
+    "classifier": "encoder + linear head on the encoder's own pooler, trained end to end (the ANLI paper fine-tunes "
+                  "the whole model with a classification head; V-advCSE does not describe its head)",
+    "up-sampling": "none: the paper's x10/x20/x10 weights apply to ANLI train (about 163k pairs); ANLI dev "
+                   "(3,200 pairs) is already 10% of the study mix",
+    "epochs": "1 (CPU budget; the paper's script runs 2 over about 1M pairs)",
+    "max_len": "128: the longest SNLI/SICK/MNLI pairs fit; ANLI contexts (a few sentences) mostly fit (the paper "
+               "uses 156)",
+    "lr": "5e-5 with 10% linear warm-up then linear decay (FinetuneConfig's schedule); the top of Devlin et "
+          "al.'s 2e-5..5e-5 grid, for a 6-layer model and one epoch (the paper's 1e-5 is for RoBERTa-large "
+          "over 2 epochs of 1M pairs); the head at 1e-3",
+    "batch_size": "32 (the paper's script: 32)",
+    "held_out": "the first 1,000 SNLI test pairs (the smoke card's check too); pairs of any source sharing a "
+                "premise with them are left out of training",
+    "eval": "every ANLI example of the scored split (no cap); All = unweighted mean of R1-R3 (V-advCSE's)",
+    "seed": "the run's --seed (one classifier per encoder and seed)",
+}
 
 
 @dataclass(frozen=True)
@@ -189,9 +326,10 @@ TASKS = tuple(ANLITask(suite="anli", name=r.lower(), label=r, dataset="anli", sp
              rounds=ROUNDS, version=2),)
 
 
-def mix_for(profile: str, data_root: Path) -> tuple[list[MixPart], list[str]]:
-    """The parts of the profile's mix that are present, and the names of those left out."""
-    parts = MIXES[profile]
+def mix_for(profile: str, data_root: Path, anli_split: str = "dev") -> tuple[list[MixPart], list[str]]:
+    """The parts of the profile's mix that are present (with ANLI dev swapped for ``anli_split``), and the
+    names of those left out."""
+    parts = MIXES[profile] if anli_split == "dev" else swap_anli_split(profile, anli_split)
     missing_required = [p for p in parts if p.required and not p.present(data_root)]
     if missing_required:
         p = missing_required[0]
@@ -202,22 +340,53 @@ def mix_for(profile: str, data_root: Path) -> tuple[list[MixPart], list[str]]:
             [f"{p.name} (bench data fetch {p.fetch})" for p in parts if not p.present(data_root)])
 
 
+def swap_anli_split(profile: str, split: str) -> tuple[MixPart, ...]:
+    """The profile's mix with each ANLI dev round replaced by that round's ``split`` (same cap)."""
+    parts = MIXES[profile]
+    rounds = {p.name: p.name.split(":")[1] for p in parts if p.name in {f"anli:{r}:dev" for r in ROUNDS}}
+    if not rounds:
+        offline = ", ".join(name for name, mix in MIXES.items() if any(p.name == "anli:R1:dev" for p in mix))
+        raise BenchError(f"--anli-train-split {split} swaps the ANLI dev rounds of an offline mix for their {split} "
+                         f"rounds; the '{profile}' mix trains on no ANLI dev. Use --profile {offline}.")
+    return tuple(replace(_anli_part(rounds[p.name], split, required=True, dataset=p.dataset), cap=p.cap,
+                         upsample=p.upsample) if p.name in rounds else p for p in parts)
+
+
+def reported(task: ANLITask, used: list[MixPart], split: str) -> list[str]:
+    """The task's rounds whose ``split`` was not trained on: the only ones scored on it."""
+    trained = {p.name for p in used}
+    return [r for r in task.rounds if f"anli:{r}:{split}" not in trained]
+
+
 class ANLISuite(Suite):
     name = "anli"
     description = "Adversarial NLI R1-R3: NLI classifier fine-tuned on the encoder (accuracy x100)"
     tasks = TASKS
+    # Not changes_numbers: the suite records it itself, only when it is test (so the keys of cells trained on
+    # ANLI dev stay as they were); the mix it selects is in every row either way (training_mix).
+    options = (Option(name="anli_train_split", choices=ANLI_TRAIN_SPLITS, default="dev", changes_numbers=False,
+                      help="the ANLI split an offline mix (smoke, study) trains on: dev (then test is scored) or "
+                           "test (then dev is scored, by a classifier that never saw it)"),)
+
+    @staticmethod
+    def anli_split(ctx: RunContext) -> str:
+        return ctx.options.get("anli_train_split") or "dev"
 
     def config(self, task: ANLITask, ctx: RunContext) -> dict:
         if ctx.profile not in MIXES:
             raise BenchError(f"The anli suite has no '{ctx.profile}' profile (it has: {', '.join(MIXES)}); "
-                             f"run it with --profile smoke or --profile paper.")
+                             f"run it with --profile {' or --profile '.join(MIXES)}.")
         cfg = super().config(task, ctx)
-        used, left_out = mix_for(ctx.profile, ctx.paths.data)
-        held_name, _, held_cap = HELD_OUT[ctx.profile]
+        split = self.anli_split(ctx)
+        used, left_out = mix_for(ctx.profile, ctx.paths.data, split)
         cfg.update(training_mix=[p.describe() for p in used], training_mix_left_out=left_out,
-                   finetune=FINETUNE[ctx.profile], held_out_check={"source": held_name, "cap": held_cap},
-                   eval_cap_per_round=self.eval_cap(ctx), dev_reported=self.dev_rounds(task, used),
+                   finetune=FINETUNE[ctx.profile], held_out_check=HELD_OUT[ctx.profile].describe(),
+                   eval_cap_per_round=self.eval_cap(ctx), dev_reported=reported(task, used, "dev"),
                    labels=list(LABELS))
+        if split != "dev":
+            cfg.update(anli_train_split=split, test_reported=reported(task, used, "test"))
+        if TRAINING_DATA_IN_KEY[ctx.profile]:
+            cfg.update(data_config((task.dataset, *(p.dataset for p in used if p.dataset)), ctx))
         return cfg
 
     def needs_network(self, ctx: RunContext) -> str:
@@ -228,37 +397,40 @@ class ANLISuite(Suite):
         caps = [c for c in (EVAL_CAP[ctx.profile], ctx.limit) if c]
         return min(caps) if caps else None
 
-    @staticmethod
-    def dev_rounds(task: ANLITask, used: list[MixPart]) -> list[str]:
-        trained = {p.name for p in used}
-        return [r for r in task.rounds if f"anli:{r}:dev" not in trained]
+    def training_data(self, ctx: RunContext) -> tuple[list, object]:
+        """The mix's parts as ``Labelled`` (minus the held-out check's premises where the mix says so) and the
+        held-out check."""
+        root = ctx.paths.data
+        used, _ = mix_for(ctx.profile, root, self.anli_split(ctx))
+        require(root, "snli")
+        held_out = HELD_OUT[ctx.profile]
+        check = held_out.load(root)
+        excluded = {premise_key(p) for p in check.premises} if held_out.exclude_premises else set()
+        train = []
+        for part in used:
+            data = part.load(root)
+            train.append((data.without_premises(excluded) if excluded else data).labelled(part.upsample))
+        return train, check.labelled()
 
     def classifier(self, encoder, ctx: RunContext):
         from bench.finetune import FinetuneConfig, load_or_finetune
 
-        root = ctx.paths.data
-        used, _ = mix_for(ctx.profile, root)
-        train = []
-        for part in used:
-            data = part.read(root)
-            train.append(data.head(part.cap).labelled(part.upsample))
-        held_name, held_read, held_cap = HELD_OUT[ctx.profile]
-        require(root, "snli")
-        dev = held_read(root).head(held_cap).labelled()
+        train, dev = self.training_data(ctx)
+        split = self.anli_split(ctx)
+        name = f"anli-{ctx.profile}" + ("" if split == "dev" else f"-trained-on-anli-{split}")
         config = FinetuneConfig(seed=ctx.seed, **FINETUNE[ctx.profile])
-        return load_or_finetune(encoder, ctx.paths, f"anli-{ctx.profile}", len(LABELS), train, config, dev=dev,
+        return load_or_finetune(encoder, ctx.paths, name, len(LABELS), train, config, dev=dev,
                                 label_names=LABELS, batch_size=ctx.batch_size, log=ctx.log)
 
     def run_task(self, task: ANLITask, encoder, ctx: RunContext):
         root = require(ctx.paths.data, "anli")
         clf = self.classifier(encoder, ctx)
-        used, _ = mix_for(ctx.profile, ctx.paths.data)
-        dev_rounds = self.dev_rounds(task, used)
+        used, _ = mix_for(ctx.profile, ctx.paths.data, self.anli_split(ctx))
         cap = self.eval_cap(ctx)
         rows = []
         resources = json.dumps({"classifier": _card_summary(clf.card)}, sort_keys=True)
         for split in ("test", "dev"):
-            rounds = task.rounds if split == "test" else dev_rounds
+            rounds = reported(task, used, split)
             if not rounds:
                 continue
             per_round = []  # (correct, n) per round
