@@ -53,7 +53,7 @@ def measure(browser: str, page: Path) -> dict:
     probe = page.with_name(f".site-check-{page.name}")
     probe.write_text(page.read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"), encoding="utf-8")
     try:
-        dom = _run(browser, "--dump-dom", probe.as_uri())
+        dom = _run(browser, "--dump-dom", probe.resolve().as_uri())
     finally:
         probe.unlink(missing_ok=True)
     found = re.search(r'<pre id="bench-measure">(.*?)</pre>', dom, flags=re.S)
@@ -120,7 +120,7 @@ def check(pages: list[Path], screenshots: Path | None = None, browser: str | Non
             out = screenshots / f"{page.stem}.png"
             with tempfile.TemporaryDirectory() as tmp:
                 shot = Path(tmp) / "shot.png"
-                _run(browser, f"--screenshot={shot}", page.as_uri())
+                _run(browser, f"--screenshot={shot}", page.resolve().as_uri())
                 _small_png(shot, out)
     return problems
 
