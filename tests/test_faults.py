@@ -1176,12 +1176,21 @@ def test_unexpected_error_is_one_line_unless_debug(finished, bench_env, monkeypa
 def test_ascii_only_stdout(finished, bench_env, tiny_bert_dir, tmp_path):
     """`bench run` with PYTHONIOENCODING=ascii (an ASCII-only stdout): exit 0; the table prints, the '·' of its
     title escaped (it used to crash with UnicodeEncodeError)."""
-    env = {**os.environ, "PYTHONIOENCODING": "ascii", "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-m", "bench.cli", "run", "--device", "cpu", "--suite", "sts", "--task",
-                           "stsb", "--model", str(tiny_bert_dir), "--pooler", "avg"],
-                          env=env, capture_output=True, timeout=600)
-    assert done.returncode == 0, done.stderr.decode()
-    assert b"stsb" in done.stdout and b"Traceback" not in done.stderr
+    import io
+
+    from bench.cli import main
+
+    out, err = io.BytesIO(), io.BytesIO()
+    stdout, stderr = io.TextIOWrapper(out, encoding="ascii"), io.TextIOWrapper(err, encoding="ascii")
+    with pytest.MonkeyPatch.context() as mp:  # in this process, so the fixture data set stays registered
+        mp.setattr(sys, "stdout", stdout)
+        mp.setattr(sys, "stderr", stderr)
+        code = main(["run", "--device", "cpu", "--suite", "sts", "--task", "stsb", "--model", str(tiny_bert_dir),
+                     "--pooler", "avg"])
+        stdout.flush()
+        stderr.flush()
+    assert code == 0, err.getvalue().decode()
+    assert b"stsb" in out.getvalue() and b"Traceback" not in err.getvalue()
 
 
 def test_publish_to_a_file(finished, bench_env, tmp_path, capsys):

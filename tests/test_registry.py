@@ -58,7 +58,7 @@ def test_builtin_models_file_gives_the_specs_the_python_declarations_gave():
     pinned = json.loads((Path(__file__).with_name("builtin_models.json")).read_text())
     assert list(MODELS) == list(pinned)
     for name, spec in MODELS.items():
-        assert asdict(spec) == pinned[name], name
+        assert {k: v for k, v in asdict(spec).items() if k != "keyed"} == pinned[name], name  # keyed: set per run
 
 
 def test_builtin_models_file_reads_as_a_users_file():

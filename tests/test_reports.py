@@ -46,7 +46,11 @@ def _cell(store: ResultStore, model: str, suite: str, task: str, seed: int, rows
                               created_at=f"2026-11-21T20:00:{seed:02d}+00:00",
                               resources=served if suite in ("adversarial", "advsts") else "",
                               evidence=(evidence or {}).get((metric, aggregation, attack))))
-    store.write(key, results, cfg, evidence=apply_uncertainty(results))
+    evidence_payload = apply_uncertainty(results)
+    for r in results:  # the fixture's hand-set values come from other data than its evidence: an interval that holds them
+        if r.value is not None and r.ci_low is not None and not r.ci_low <= r.value <= r.ci_high:
+            r.ci_low, r.ci_high = min(r.ci_low, r.value), max(r.ci_high, r.value)
+    store.write(key, results, cfg, evidence=evidence_payload)
 
 
 # Per-example evidence for the significance marks: STS12 separates robustembed-bert from simcse-bert
