@@ -27,7 +27,8 @@ ADVSTS_DATASETS = protocol("robustembed-table4").tasks
 # suites/adversarial.py and suites/advsts.py spell their metrics as attacks/metrics.py does.
 ASR = "attack_success_rate"  # %, successes / (successes + failures), skipped excluded
 ACC_REDUCTION, AVG_QUERIES = "accuracy_reduction", "avg_queries"
-ATTACK_SETTINGS = ("profile", "limit", "runs", "query_budget", "victim", "constraints", "substitute_victim")
+ATTACK_SETTINGS = ("profile", "limit", "runs", "query_budget", "victim", "constraints", "substitute_victim",
+                   "victim_examples")
 # Where a model has attack cells under several settings, Table 3 shows the paper's own first: fine-tuned
 # victims, each recipe's own constraints; the caption says which setting its numbers come from.
 ATTACK_PREFER = {"victim": ("finetune", "frozen"), "constraints": ("paper", "unified")}
@@ -151,8 +152,8 @@ CARD_HEADLINES = {
 }
 # Config keys the card prints beside each row (those present in the cell's configuration).
 CARD_SETTINGS = ("profile", "limit", "scorer_version", "mode", "victim", "constraints", "recipes", "runs",
-                 "query_budget", "bert_attack_candidates", "substitute_victim", "victim_task", "victim_training",
-                 "training_mix", "eval_cap_per_round")
+                 "query_budget", "bert_attack_candidates", "substitute_victim", "victim_examples", "victim_task",
+                 "victim_training", "training_mix", "eval_cap_per_round")
 
 # The other seed papers' tables, one record each: (file stem, paper, table, layout). A layout is what a
 # kind of table shows (suite, metric, columns, averages, settings); the paper's own rows come from

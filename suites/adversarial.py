@@ -217,6 +217,11 @@ class AdversarialSuite(Suite):
                Option(name="victim", choices=VICTIM_PROTOCOLS, default="finetune",
                       help="victim protocol: finetune = encoder + linear head trained end to end; frozen = "
                            "encoder frozen, linear head on its sentence embedding"),
+               # keyed by config() only when set (victim_training carries it), so older cells keep their keys
+               Option(name="victim_examples", type=int, minimum=1, changes_numbers=False,
+                      help="train each victim on a seeded sample of this many training examples instead of the "
+                           "profile's (all, in study and paper): IMDB's 25,000 reviews take about an hour to "
+                           "encode on one CPU thread; recorded in every row"),
                Option(name="substitute_victim", choices=tuple(SUBSTITUTES),
                       help="where a task's training set is absent, train its victim on this stand-in instead of "
                            "skipping the task (snli-dev, for SNLI and MNLI-mm: SNLI dev minus the attack pairs; "
@@ -241,7 +246,8 @@ class AdversarialSuite(Suite):
         if ctx.profile not in by_profile:
             raise BenchError(f"The adversarial suite has no '{ctx.profile}' victim settings for --victim {protocol} "
                              f"(it has: {', '.join(by_profile)}).")
-        return by_profile[ctx.profile]
+        cap = ctx.options.get("victim_examples")
+        return {**by_profile[ctx.profile], **({"max_examples": int(cap)} if cap else {})}
 
     @staticmethod
     def training_set(task: AdvTask, ctx: RunContext) -> tuple[ds.TrainingSet | None, str | None]:
@@ -263,6 +269,8 @@ class AdversarialSuite(Suite):
                    substitute_victim=substitute, train_data_present=task.train.present(ctx.paths.data),
                    attack_resources=resource_identity(ctx.paths, recipe_roles(recipes, ctx.options.get("constraints"))),
                    **constraints_config(ctx.options))
+        if ctx.options.get("victim_examples"):  # only when set: cells from before the option keep their keys
+            cfg["victim_examples"] = int(ctx.options["victim_examples"])
         # A recipe parameter enters the key only for cells that run that recipe.
         for name, keywords in RECIPE_PARAMETERS.items():
             for keyword, (option, _) in keywords.items():

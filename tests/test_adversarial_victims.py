@@ -104,6 +104,21 @@ def test_bert_attack_candidates_enter_the_config_only_with_bert_attack(adv_env):
     assert cfg("smoke", ["pwws"], victim="finetune") == cfg("smoke", ["pwws"])
 
 
+def test_victim_examples_caps_the_victims_training_and_enters_the_key_only_when_set(adv_env):
+    from suites.adversarial import SUITE
+    from suites.base import RunContext
+
+    def cfg(**options):
+        ctx = RunContext(paths=adv_env, profile="study", options={"recipes": ["pwws"], "victim": "frozen", **options})
+        return SUITE.config(SUITE.task("mr"), ctx)
+
+    full, capped = cfg(), cfg(victim_examples=500)
+    assert full["victim_training"]["max_examples"] is None and "victim_examples" not in full
+    assert capped["victim_training"]["max_examples"] == 500 and capped["victim_examples"] == 500
+    assert {k: v for k, v in capped.items() if k not in ("victim_training", "victim_examples")} == \
+        {k: v for k, v in full.items() if k != "victim_training"}
+
+
 # --- NLI victims ----------------------------------------------------------------------------
 
 def test_mnli_without_mnli_train_is_skipped_naming_the_fetch(adv_env, capsys):

@@ -209,6 +209,14 @@ def prepare_model(spec: ModelSpec, paths: Paths, settings: CellSettings, seed: i
     return {"sha": encoder.weights_sha256, "wall_s": time.perf_counter() - start, "trained": trains}
 
 
+def _tell_board(board, label: str, host: str) -> None:
+    """Record the start before the work: waited on, so the count of attempts is complete when the cell ends."""
+    if board is not None:
+        import ray
+
+        ray.get(board.started.remote(label, host))
+
+
 def run_grid_cell(spec: ModelSpec, suite_name: str, task_name: str, seed: int, paths: Paths,
                   settings: CellSettings, board=None, label: str = "") -> dict:
     """One task cell, through the code ``bench run`` uses per task."""
@@ -217,8 +225,7 @@ def run_grid_cell(spec: ModelSpec, suite_name: str, task_name: str, seed: int, p
     from suites import get_suite
     from suites.base import run_cell
 
-    if board is not None:
-        board.started.remote(label, socket.gethostname())
+    _tell_board(board, label, socket.gethostname())
     _check_shared(paths)
     start = time.perf_counter()
     suite = get_suite(suite_name)
@@ -236,8 +243,7 @@ def run_grid_summary(spec: ModelSpec, suite_name: str, task_names: list[str], fr
     from suites import get_suite
     from suites.base import run_cell, run_summary
 
-    if board is not None:
-        board.started.remote(label, socket.gethostname())
+    _tell_board(board, label, socket.gethostname())
     suite = get_suite(suite_name)
     start = time.perf_counter()
     ctx = settings.context(paths, seed)
@@ -523,7 +529,7 @@ class GridRunner:
                 self._finished(ref)
             if on_tick is not None:
                 on_tick(self)
-        attempts = self.board_snapshot()["attempts"]
+        attempts = self.board_snapshot(timeout_s=60)["attempts"]
         for st in self.states.values():
             st.attempts = attempts.get(st.cell.label, 0)
         if any(st.state == "done" for st in self.states.values()):
@@ -537,9 +543,9 @@ class GridRunner:
                           dict(self.models))
 
     # for the live view
-    def board_snapshot(self) -> dict:
+    def board_snapshot(self, timeout_s: float = 2) -> dict:
         try:
-            return self.ray.get(self.board.snapshot.remote(), timeout=2)
+            return self.ray.get(self.board.snapshot.remote(), timeout=timeout_s)
         except Exception:
             return {"started_at": {}, "hosts": {}, "attempts": {}}
 
