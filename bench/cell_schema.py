@@ -20,7 +20,7 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StrictFloat,
 METRICS = frozenset({
     "spearman", "pearson", "acc", "dev_acc", "accuracy", "f1",
     "attack_success_rate", "avg_queries", "words_perturbed_pct", "examples_per_s", "original_accuracy",
-    "accuracy_under_attack", "accuracy_reduction", "clean_accuracy",
+    "accuracy_under_attack", "accuracy_reduction", "clean_accuracy", "clean_mcc",
     "align", "uniform", "displacement", "control_displacement", "vs_control", "cos_perturbed", "cos_control",
     "cos_unrelated",
     "pearson_clean", "pearson_adversarial", "spearman_clean", "spearman_adversarial", "mean_abs_error_clean",
