@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 
 from attacks.log import read_log
-from bench.store import model_dir
+from bench.store import ResultStore, model_dir
 from bench.errors import BenchError
 from bench.stats import outcome_agreement
 
@@ -33,10 +33,12 @@ def setting_label(header: dict) -> str:
 
 
 def model_logs(logs_root: Path, model: str) -> dict[str, tuple[dict, Path]]:
-    """The model's logs under ``logs_root/<model>/``, by their setting (as canonical JSON)."""
+    """The model's logs under ``logs_root/<model>/``, by their setting (as canonical JSON). A log a result cell
+    of the results directory above ``logs_root`` records is checked against its sha256 first (BadLog)."""
     out = {}
+    recorded = ResultStore(Path(logs_root).parent).recorded_logs(model)
     for path in sorted((Path(logs_root) / model_dir(model)).rglob("*.jsonl")):
-        header, _ = read_log(path)
+        header, _ = read_log(path, recorded.get(str(path.resolve())))
         key = json.dumps(setting(header), sort_keys=True)
         if key in out:
             raise BenchError(f"Two attack logs of {model} share one setting: {out[key][1]} and {path}. "

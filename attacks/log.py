@@ -3,18 +3,60 @@
 One line per attacked example, written with a single ``write`` and ``fsync`` before the next
 example starts, so a run killed at any moment loses at most the example in flight. A torn last
 line (killed mid-write) is cut off on open; every complete line is kept and never recomputed.
+A line that is not a record is named with its line number; of two records for one example the
+first written is used (``KEEP_RULE``) and the others are named. A result cell records the sha256
+of the logs it was computed from (``bench.store.LOGS``); ``read_log`` checks it before parsing.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 
-from bench.errors import BenchError
+from bench.errors import BenchError, BenchWarning
 
 RESULT_TYPES = ("successful", "failed", "skipped")
 _HELD: dict[str, object] = {}  # the attack-log locks this process holds, by lock file
+KEEP_RULE = "the first written of each is used"  # a resumed log never replaces an outcome it already holds
+
+
+def _records(path: Path, lines: list[str]) -> dict[int, dict]:
+    """index -> record of a log's record lines (those after the header), one per example (``KEEP_RULE``)."""
+    records: dict[int, dict] = {}
+    repeated = []
+    for number, line in enumerate(lines, 2):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            index = record["index"]
+        except (ValueError, KeyError, TypeError):
+            index = None
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise BenchError(f"{path}:{number}: not an attack record (a JSON object with an integer 'index'). "
+                             f"Fix: restore the log, or delete it (or re-run with --overwrite always): its "
+                             f"attacks are recomputed.")
+        if index in records:
+            repeated.append(index)
+        else:
+            records[index] = record
+    if repeated:
+        warnings.warn(f"Attack log {path} holds more than one record for example(s) "
+                      f"{', '.join(map(str, sorted(set(repeated))[:5]))}: {KEEP_RULE}.", BenchWarning, stacklevel=3)
+    return records
+
+
+def _header(path: Path, line: str) -> dict:
+    try:
+        header = json.loads(line).get("header")
+    except (ValueError, AttributeError):
+        header = None
+    if not isinstance(header, dict):
+        raise BenchError(f"{path} is not an attack log (its first line is not a header). Fix: move it out of "
+                         f"the results' attack_logs/, or delete it.")
+    return header
 
 
 class AttackLog:
@@ -58,17 +100,15 @@ class AttackLog:
         if len(complete) != len(raw):  # a torn line from a killed writer: drop it, keep the rest
             with self.path.open("r+b") as fh:
                 fh.truncate(len(complete))
-        lines = complete.decode("utf-8").splitlines()
+        lines = complete.decode("utf-8", "replace").splitlines()
         if not lines:
             self._append({"header": self.header})
             return
-        first = json.loads(lines[0]).get("header")
+        first = _header(self.path, lines[0])
         if first != json.loads(json.dumps(self.header)):
             raise BenchError(f"Attack log {self.path} was written by a different configuration "
                              f"({first}). Delete it, or re-run with --overwrite always.")
-        for line in lines[1:]:
-            rec = json.loads(line)
-            self.records.setdefault(rec["index"], rec)  # one record per example: the first written counts
+        self.records = _records(self.path, lines[1:])
 
     def _append(self, obj: dict) -> None:
         data = (json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
@@ -113,15 +153,20 @@ class AttackLog:
         return [self.records[i] for i in indices if i in self.records]
 
 
-def read_log(path: Path) -> tuple[dict, list[dict]]:
-    """A log's header and records, read only (a torn last line from a killed writer is ignored)."""
+def read_log(path: Path, recorded: tuple[Path, dict] | None = None) -> tuple[dict, list[dict]]:
+    """A log's header and records, read only (a torn last line from a killed writer is ignored). With
+    ``recorded`` (the cell computed from it and its ``bench.store.LOGS`` record), the bytes are checked
+    against the recorded sha256 before they are parsed: an edited log is a BadLog (exit 2)."""
+    from bench.store import BadLog, log_bytes_problem
+
     raw = Path(path).read_bytes()
-    lines = raw[: raw.rfind(b"\n") + 1].decode("utf-8").splitlines()
-    if not lines or "header" not in json.loads(lines[0]):
-        raise BenchError(f"{path} is not an attack log (its first line is not a header).")
-    records: dict[int, dict] = {}
-    for line in lines[1:]:
-        if line.strip():
-            record = json.loads(line)
-            records.setdefault(record["index"], record)  # one per example, as AttackLog resumes it
-    return json.loads(lines[0])["header"], list(records.values())
+    if recorded is not None:
+        problem = log_bytes_problem(raw, recorded[1])
+        if problem:
+            raise BadLog(recorded[0], Path(path), problem)
+    lines = raw[: raw.rfind(b"\n") + 1].decode("utf-8", "replace").splitlines()
+    if not lines:
+        raise BenchError(f"{path} is not an attack log (it is empty). Fix: move it out of the results' "
+                         f"attack_logs/, or delete it.")
+    header = _header(Path(path), lines[0])
+    return header, list(_records(Path(path), lines[1:]).values())

@@ -4,7 +4,8 @@ A cell is ``{"cell": key, "config": {...}, "written_at": ..., "results": [row, .
 What is refused: missing or mistyped keys, an empty ``results``, an unknown metric, a number that is not finite
 or is beyond any real score (|x| > 1e9), ``n`` that is not a non-negative integer, an interval whose ends are
 inverted or that does not contain its value, a row that names another cell than its own. ``CellError`` says the
-first few problems in words ("row 0: n -5 is negative").
+first few problems in words ("row 0: n -5 is negative"). ``explain`` puts a pydantic error in a user-edited file
+(models.toml, claims.toml) in the same plain words: the key, what is wrong, the fix.
 """
 
 from __future__ import annotations
@@ -103,6 +104,16 @@ class Row(BaseModel):
         return self
 
 
+class LogRecord(BaseModel):
+    """An attack log a cell was computed from: its path under the results, and the sha256 of its first bytes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: StrictStr = Field(min_length=1)
+    bytes: StrictInt = Field(ge=0)
+    sha256: StrictStr = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 class Cell(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -111,6 +122,7 @@ class Cell(BaseModel):
     written_at: StrictStr = ""
     results: list[Row] = Field(min_length=1)
     evidence_sha256: StrictStr | None = ""
+    attack_logs: list[LogRecord] | None = None  # absent in cells written before cells recorded their logs
 
     @model_validator(mode="after")
     def _rows_of_this_cell(self):
@@ -164,3 +176,45 @@ def validate_cell(payload: object) -> None:
     except ValidationError as exc:
         said = list(dict.fromkeys(_say(e) for e in exc.errors(include_url=False)))
         raise CellError("; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")) from None
+
+
+# --- plain words for a pydantic error in a user-edited file (models.toml, claims.toml) -------------------------
+
+EXPECTED = {  # pydantic error type -> what the value must be
+    "string_type": "a string (in quotes)", "int_type": "a whole number", "float_type": "a number",
+    "bool_type": "true or false", "dict_type": "a table ({ key = value } or a [section])",
+    "model_type": "a table ({ key = value } or a [section])", "list_type": "a list ([...])",
+    "int_from_float": "a whole number", "string_too_short": "a non-empty string",
+    "greater_than_equal": "a larger number",
+}
+
+
+def key_of(loc: tuple) -> str:
+    """A location as a dotted TOML key: ("recipe", "lr") -> recipe.lr, ("variants", 0) -> variants[0]; the
+    names of a union's branches (``int``, ``float``, ``str``) are dropped."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("int", "float", "str", "bool", "dict[str,any]", "list[dict[str,any]]") and out:
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "the file"
+
+
+def explain(error: dict, fields=()) -> tuple[str, str, str]:
+    """(key, problem, fix) of one pydantic error; ``fields`` are the keys the table accepts (for an unknown key)."""
+    key = key_of(error["loc"])
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        known = f"use one of {', '.join(fields)}" if fields else "remove it"
+        return key, "unknown key", f"correct its spelling or remove it ({known})"
+    if kind == "missing":
+        return key, "is missing", f"add {key} = ..."
+    given = error.get("input")
+    if kind in EXPECTED:
+        want = "a number" if error["loc"][-1:] in (("int",), ("float",)) else EXPECTED[kind]  # int | float
+        return key, f"is {given!r}, not {want}", f"write {key} as {want}"
+    message = error["msg"].removeprefix("Value error, ")
+    return key, f"{message} (got {given!r})", f"correct {key}"

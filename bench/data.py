@@ -11,9 +11,11 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import tarfile
 import tempfile
+import time
 import urllib.request
 import zipfile
 from dataclasses import dataclass, field
@@ -426,10 +428,41 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+# The temporary names this module (``.<name>.XXXXXXXX.tmp``, mkstemp's 8 characters) and the results probe
+# (``.write-check-XXXXXXXX``) make; only these are ever removed as stale, never another program's files.
+STALE_TMP = re.compile(r"\..+\.[A-Za-z0-9_]{8}\.tmp|\.write-check-[A-Za-z0-9_]{8}")
+STALE_AFTER_S = 120  # older than any write in flight: a write is one file, fsync'd, then renamed
+_SWEPT: set[str] = set()  # directories swept by this process
+
+
+def sweep_stale_tmp(directory: Path, older_than_s: float = STALE_AFTER_S) -> list[Path]:
+    """Remove this tool's temporary files in ``directory`` left by a process killed mid-write (older than
+    ``older_than_s``); the removed paths. Done once per directory and process, at its first atomic write."""
+    removed = []
+    now = time.time()
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            if (STALE_TMP.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)
+                    and now - entry.stat(follow_symlinks=False).st_mtime > older_than_s):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:  # raced with another process's sweep or rename: nothing to do
+            continue
+    return removed
+
+
 def atomic_write_bytes(path: Path, blob: bytes) -> None:
-    """``atomic_write_text`` for bytes."""
+    """``atomic_write_text`` for bytes. The first write to a directory in a process removes the stale
+    temporary files a killed writer left there (``sweep_stale_tmp``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if str(path.parent) not in _SWEPT:
+        _SWEPT.add(str(path.parent))
+        sweep_stale_tmp(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; a plain open() would respect the umask

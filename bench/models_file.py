@@ -12,9 +12,10 @@ ModelSpec's fields, so evaluating an encoder or an ablation needs no source edit
     profile = "smoke"
     recipe = { temperature = "0.1" }  # --set values, as typed
 
-Every entry is checked when the file is read: an unknown field, a wrong type, an unknown pooler, a
-name taken by a built-in model or an entry with neither backbone, base nor checkpoint is a
-``BenchError`` (exit 2) naming the file, the entry and the fix. ``write_entry`` adds or replaces one
+Every entry is checked when the file is read, against ``ModelEntry`` (pydantic): an unknown field, a
+wrong type, an unknown pooler, a name taken by a built-in model, a local backbone directory that does not
+exist or a ``module:attr`` provider without that attribute, or an entry with neither backbone, base nor
+checkpoint is a ``BenchError`` (exit 2) naming the file, the entry, the key and the fix. ``write_entry`` adds or replaces one
 table and leaves the rest of the file (comments included) as it was.
 
 This module reads and writes the file; ``bench.registry`` (``known_models``) turns its entries into
@@ -29,13 +30,36 @@ import re
 import tomllib
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+
 from bench.errors import BenchError
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")  # user model names (also a directory name)
-# field -> accepted types. ``name`` is the table's key; provenance fields are set by the resolver.
-FIELD_TYPES = {"backbone": str, "pooler": str, "max_len": int, "method": str, "base": str, "profile": str,
-               "recipe": dict, "citation": str, "description": str, "paper_ref": str, "loader": str,
-               "revision": str, "checkpoint": str, "snapshot_of": str}
+
+
+class ModelEntry(BaseModel):
+    """One table of a models file: ModelSpec's fields a user may set (``name`` is the table's key; provenance
+    fields are set by the resolver)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backbone: StrictStr | None = None  # a Hugging Face id, a local directory, or "module:attr"
+    pooler: StrictStr | None = None
+    max_len: StrictInt | None = Field(None, ge=1)
+    method: StrictStr | None = None
+    base: StrictStr | None = None
+    profile: StrictStr | None = None
+    recipe: dict[str, StrictStr | StrictInt | StrictFloat | StrictBool] | None = None  # --set values, as typed
+    citation: StrictStr | None = None
+    description: StrictStr | None = None
+    paper_ref: StrictStr | None = None
+    loader: StrictStr | None = None
+    revision: StrictStr | None = None
+    checkpoint: StrictStr | None = None
+    snapshot_of: StrictStr | None = None
+
+
+FIELDS = tuple(ModelEntry.model_fields)
 
 
 def read_models_file(path: Path, reserved=(), required: bool = False) -> dict[str, dict]:
@@ -62,6 +86,8 @@ def read_models_file(path: Path, reserved=(), required: bool = False) -> dict[st
         if name in reserved:
             raise BenchError(f"{where}: '{name}' is a built-in model; give yours another name.")
         _check_fields(where, entry)
+        if entry.get("backbone"):
+            check_backbone(where, entry["backbone"])
         fields = {k: v for k, v in entry.items()}
         fields.setdefault("description", f"declared in {path}")
         fields["source"] = f"{path}#{name}"
@@ -75,26 +101,51 @@ def entry_address(path: Path, name: str) -> str:
 
 
 def _check_fields(where: str, entry: dict) -> None:
+    """A BenchError naming the entry, the key and the fix when ``entry`` breaks ``ModelEntry`` or names a
+    pooler bench does not have."""
     from bench.errors import UnknownName
+    from bench.cell_schema import explain
     from bench.poolers import POOLERS
 
-    for key, value in entry.items():
-        if key not in FIELD_TYPES:
-            close = UnknownName("field", key, sorted(FIELD_TYPES)).close
+    try:
+        ModelEntry.model_validate(entry)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        key, problem, fix = explain(error, FIELDS)
+        if error["type"] == "extra_forbidden":
+            close = UnknownName("field", key, sorted(FIELDS)).close
             raise BenchError(f"{where}: unknown field '{key}'. Did you mean: {', '.join(close)}? "
-                             f"Fields: {', '.join(FIELD_TYPES)}.")
-        want = FIELD_TYPES[key]
-        if not isinstance(value, want) or (want is int and isinstance(value, bool)):
-            raise BenchError(f"{where}: {key} must be {'a table' if want is dict else want.__name__}, "
-                             f"got {value!r}.")
+                             f"Fields: {', '.join(FIELDS)}.") from None
+        if key == "max_len" and error["type"] == "greater_than_equal":
+            problem, fix = f"is {error['input']!r}", "give a positive number of tokens"
+        raise BenchError(f"{where}: {key} {problem}. Fix: {fix}.") from None
     if "pooler" in entry and entry["pooler"] not in POOLERS and not (entry["pooler"] == "external"
                                                                       and entry.get("loader")):
         raise BenchError(f"{where}: pooler '{entry['pooler']}' is not one of {', '.join(POOLERS)}.")
-    if "max_len" in entry and entry["max_len"] < 1:
-        raise BenchError(f"{where}: max_len must be a positive number of tokens.")
-    for key, value in (entry.get("recipe") or {}).items():
-        if not isinstance(value, (str, int, float, bool)):
-            raise BenchError(f"{where}: recipe.{key} must be a string, number or boolean, got {value!r}.")
+
+
+def check_backbone(where: str, backbone: str) -> None:
+    """A BenchError when a local backbone is missing: a directory (an absolute, ``~``, ``./`` or ``../`` path)
+    that does not exist, or a ``module:attr`` provider whose module is installed
+    but has no such attribute. Hugging Face ids are checked when the model loads (they may be downloaded)."""
+    import importlib
+    import importlib.util
+
+    module, sep, attr = backbone.partition(":")
+    if sep and "/" not in module:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if found and not hasattr(importlib.import_module(module), attr):
+            raise BenchError(f"{where}: backbone '{backbone}': module {module} has no attribute '{attr}'. Fix: "
+                             f"name the function that returns the model directory, as module:function.")
+        return
+    if backbone.startswith(("/", "~", "./", "../")):
+        path = Path(backbone).expanduser()
+        if not path.is_dir():
+            raise BenchError(f"{where}: backbone '{backbone}': no such directory ({path.resolve()}). Fix: give the "
+                             f"directory that holds config.json and the weights, or a Hugging Face id.")
 
 
 # --- writing -------------------------------------------------------------------------------------

@@ -10,6 +10,9 @@ evidence sidecar is missing or differs from the sha256 the cell records); ``chec
 fails before any work on a read-only or full results directory; files get the umask's permissions
 (``bench.data.atomic_write_text``); the leaderboard is rebuilt under an exclusive ``flock`` on
 ``.leaderboard.lock``, so concurrent writers (a grid on a shared filesystem) never drop a cell.
+Evidence sidecars are hashed on their stored bytes before they are decompressed (and never inflated past
+``EVIDENCE_LIMIT``); a cell records the sha256 of the attack logs it was computed from (``LOGS``), and a
+cell whose log was edited since is not reused (``BadLog``, exit 2).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import sys
 import tempfile
 import time
 import warnings
+import zlib
 from contextlib import contextmanager
 from dataclasses import asdict, astuple, dataclass, field, fields
 from datetime import datetime, timezone
@@ -88,6 +92,8 @@ class Result:
     # Per-example data behind the interval (bench.stats.Evidence), handed from the suite to the base
     # suite; stored in the cell's evidence sidecar, never in the row itself.
     evidence: object = field(default=None, repr=False, compare=False, metadata={"stored": False})
+    # The files the number was computed from (attack logs), whose sha256 the cell records (``LOGS``).
+    logs: object = field(default=None, repr=False, compare=False, metadata={"stored": False})
 
 
 COLUMNS = [f.name for f in fields(Result) if f.metadata.get("stored", True)]
@@ -96,6 +102,55 @@ EVIDENCE_SUFFIX = ".evidence.json.gz"
 # In a cell: the sha256 of its evidence sidecar's bytes; null: the cell has no sidecar; absent: a cell
 # written before the field (its sidecar is only checked to parse; backfill_evidence_hashes records it).
 EVIDENCE_HASH = "evidence_sha256"
+
+
+# In a cell: [{"path", "bytes", "sha256"}] of each attack log its rows were computed from (path relative to the
+# results directory; sha256 of the log's first ``bytes`` bytes, since a log only grows: a later run of the same
+# attack setting with a larger --limit appends). Absent: a cell written before cells recorded it (not checked).
+LOGS = "attack_logs"
+
+
+def log_record(path: Path, root: Path) -> dict:
+    """What a cell records of a log it was computed from: its path (relative to ``root``), size and sha256."""
+    path = Path(path)
+    blob = path.read_bytes()
+    rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+    return {"path": rel, "bytes": len(blob), "sha256": hashlib.sha256(blob).hexdigest()}
+
+
+def log_bytes_problem(raw: bytes, record: dict) -> str | None:
+    """``log_problem`` of a log's bytes already read (hashed before anything parses them)."""
+    if len(raw) < record["bytes"]:
+        return f"is {len(raw)} bytes long, shorter than the {record['bytes']} it recorded"
+    digest = hashlib.sha256(raw[:record["bytes"]]).hexdigest()
+    if digest != record["sha256"]:
+        return (f"was edited (sha256 of its first {record['bytes']} bytes {digest[:12]}…, the cell recorded "
+                f"{record['sha256'][:12]}…)")
+    return None
+
+
+def log_problem(path: Path, record: dict) -> str | None:
+    """None when the log at ``path`` begins with the bytes ``record`` hashed (or is gone: a deleted log is
+    not checked), else what is wrong. Only the recorded prefix is read and hashed; nothing is parsed."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(record["bytes"])
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    return log_bytes_problem(raw, record)
+
+
+class BadLog(BenchError):
+    """An attack log that differs from what a cell computed from it recorded: the cell is not reused."""
+
+    def __init__(self, cell_path: Path, log_path: Path, problem: str):
+        self.cell_path, self.log_path, self.problem = Path(cell_path), Path(log_path), problem
+        super().__init__(f"Attack log {log_path} {problem}, after result cell {cell_path} was computed from it, so "
+                         f"neither is trusted. Fix: restore the log (e.g. from a backup or `git checkout`), or "
+                         f"re-run the `bench run` that made the cell with --overwrite always (the log starts "
+                         f"afresh and its attacks are recomputed).")
 
 
 def row_dict(row: Result) -> dict:
@@ -277,8 +332,21 @@ def _file_identity(path: Path) -> tuple:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _decode_evidence(blob: bytes) -> dict:
-    payload = json.loads(gzip.decompress(blob).decode("utf-8"))
+# The most an evidence sidecar may decompress to (the largest real one is under 1 MiB): a sidecar beyond it
+# is refused as damage rather than inflated into memory.
+EVIDENCE_LIMIT = 256 << 20
+
+
+def _decode_evidence(blob: bytes, limit: int | None = None) -> dict:
+    """A sidecar's payload, decompressed at most to ``limit`` bytes (default ``EVIDENCE_LIMIT``)."""
+    limit = EVIDENCE_LIMIT if limit is None else limit
+    inflate = zlib.decompressobj(wbits=31)  # gzip framing
+    raw = inflate.decompress(blob, limit + 1)
+    if len(raw) > limit:
+        raise ValueError(f"it decompresses to more than {limit >> 20} MiB")
+    if not inflate.eof:
+        raise EOFError("compressed file ended before the end-of-stream marker was reached")
+    payload = json.loads(raw.decode("utf-8"))
     if not isinstance(payload, dict):
         raise ValueError("not an evidence object")
     return payload
@@ -318,10 +386,28 @@ class ResultStore:
                 self.quarantine(DuplicateCell(path, f"claims the key of {kept}, which is kept ({KEEP_RULE})"))
             try:
                 self.check_evidence(kept, dict(claims[claimed])[kept], decode=False)
-                return kept
             except CorruptCell as exc:  # BadEvidence included: a cell is reused only with its evidence intact
                 self.quarantine(exc)
+                continue
+            self.check_logs(kept, dict(claims[claimed])[kept])  # BadLog (exit 2): the user decides
+            return kept
         return None
+
+    def check_logs(self, cell_path: Path, payload: dict) -> None:
+        """BadLog when an attack log the cell recorded (``LOGS``) no longer begins with the recorded bytes."""
+        for record in payload.get(LOGS) or ():
+            log_path = self.root / record["path"]
+            problem = log_problem(log_path, record)
+            if problem:
+                raise BadLog(cell_path, log_path, problem)
+
+    def recorded_logs(self, model: str) -> dict[str, tuple[Path, dict]]:
+        """Every attack log the model's readable cells record: its resolved path -> (the cell, the record)."""
+        out = {}
+        for cell_path, payload in self.cells_of(model):
+            for record in payload.get(LOGS) or ():
+                out[str((self.root / record["path"]).resolve())] = (cell_path, record)
+        return out
 
     def choose(self, claims: list[tuple[Path, dict]]) -> tuple[Path, list[tuple[Path, dict]]]:
         """Of several files claiming one key, the one to keep (``KEEP_RULE``) and the others."""
@@ -365,6 +451,9 @@ class ResultStore:
         except CellError as exc:
             raise BenchError(f"Refusing to write result cell {path}: {exc}. This is a fault in the suite "
                              f"'{key.suite}' (its rows must pass bench/cell_schema.py); nothing was written.") from None
+        logs = sorted({str(p) for r in rows for p in (r.logs or ())})
+        if logs:
+            payload[LOGS] = [log_record(Path(p), self.root) for p in logs]
         # The sidecar first: a cell on disk never points at evidence from an older computation.
         payload[EVIDENCE_HASH] = self.write_evidence(path, evidence)
         atomic_write_text(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
@@ -404,17 +493,18 @@ class ResultStore:
             raise BadEvidence(cell_path, f"its evidence file {side.name} is missing") from None
         except OSError as exc:
             raise BadEvidence(cell_path, f"its evidence file {side.name} cannot be read ({exc.strerror})") from None
+        # The stored bytes are hashed before anything decompresses or parses them: an altered file (a
+        # gzip bomb included) is refused without being inflated.
         digest = hashlib.sha256(blob).hexdigest()
-        if not decode and recorded and digest == recorded:  # the bytes written, which parsed then
+        if recorded and digest != recorded:
+            raise BadEvidence(cell_path, f"its evidence file {side.name} was altered or truncated (sha256 "
+                                         f"{digest[:12]}…, the cell recorded {str(recorded)[:12]}…)")
+        if not decode and recorded:  # the bytes written, which parsed then
             return None
         try:
-            evidence = _decode_evidence(blob)
-        except (OSError, EOFError, ValueError) as exc:
+            return _decode_evidence(blob)
+        except (OSError, EOFError, ValueError, zlib.error) as exc:
             raise BadEvidence(cell_path, f"its evidence file {side.name} does not parse ({exc})") from None
-        if recorded and digest != recorded:
-            raise BadEvidence(cell_path, f"its evidence file {side.name} was altered (sha256 {digest[:12]}…, the "
-                                         f"cell recorded {str(recorded)[:12]}…)")
-        return evidence
 
     def read_evidence(self, cell_path: Path) -> dict | None:
         """The cell's evidence sidecar, or None when there is none. A missing or corrupt one (see

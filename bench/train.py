@@ -601,6 +601,7 @@ def build(run: Run, progress: Progress, resuming: bool) -> Parts:
     method = run.method_cls(run.method_cfg, model, run.job.pooler, run.ctx)
     eval_max_len = min(run.job.eval_max_len, int(getattr(model.config, "max_position_embeddings", 512)))
     module = _train_module(model, method)
+    check_training_space(run, sum(p.numel() for p in module.parameters()), resuming)
     optimizer = torch.optim.AdamW(method.param_groups(cfg.lr, cfg.weight_decay), lr=cfg.lr,
                                   weight_decay=cfg.weight_decay)
     per_epoch = len(run.data.examples) // (cfg.batch_size * run.world)
@@ -619,6 +620,40 @@ def build(run: Run, progress: Progress, resuming: bool) -> Parts:
         run.log(f"Resuming '{run.job.name}' at step {progress.step}/{total} from {run.dirs.last}.")
     return Parts(model=model, tokenizer=tokenizer, method=method, module=module, optimizer=optimizer,
                  scheduler=scheduler, per_epoch=per_epoch, total=total, eval_max_len=eval_max_len)
+
+
+# Bytes per trained parameter: float32 weights, and AdamW's two float32 moments in the resume point.
+WEIGHT_BYTES, ADAMW_BYTES = 4, 8
+
+
+def training_space(parameters: int, resuming: bool) -> dict[str, int]:
+    """What a run of ``parameters`` trained parameters writes under $BENCH_HOME, in bytes: a resume point
+    (weights + optimiser state) is written beside the last one before replacing it (two at a time, one more
+    when resuming beside the kept one), the best weights are swapped in the same way and the final model is
+    one more copy. "needed" adds the margin every write keeps (``bench.store.MIN_FREE_BYTES``)."""
+    from bench.store import MIN_FREE_BYTES
+
+    weights = WEIGHT_BYTES * parameters
+    resume = weights + ADAMW_BYTES * parameters
+    return {"weights": weights, "resume": resume,
+            "needed": (1 if resuming else 2) * resume + 3 * weights + MIN_FREE_BYTES}
+
+
+def check_training_space(run: Run, parameters: int, resuming: bool) -> None:
+    """Before the first step: a BenchError (exit 2) when $BENCH_HOME lacks the room ``training_space`` counts,
+    so a full disk never costs a training at its first resume point."""
+    if not run.main:
+        return
+    space = training_space(parameters, resuming)
+    run.dirs.work.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(run.dirs.work).free
+    if free < space["needed"]:
+        mib = 1 << 20
+        raise BenchError(f"{run.dirs.work} has {free / mib:.0f} MiB free; training '{run.job.name}' needs about "
+                         f"{space['needed'] / mib:.0f} MiB ({parameters:,} parameters: each resume point "
+                         f"{space['resume'] / mib:.0f} MiB of weights and AdamW state, the weights "
+                         f"{space['weights'] / mib:.0f} MiB for the best and the final model). Fix: free space "
+                         f"there, or point BENCH_HOME at a larger disk. Nothing was trained.")
 
 
 def _train_module(model, method):

@@ -25,6 +25,7 @@ from bench import metadata
 from bench.errors import BenchError
 from bench.stats import LEVEL, Difference, Pooled, holm, minimum_detectable_effect
 from bench.store import ResultStore
+from reports.claims_schema import claim_problem, file_problem
 from reports.paper import PAPER_VALUES, PaperRef, PaperValues
 from reports.paper import by_label as paper_by_label
 
@@ -213,6 +214,9 @@ def load(path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None) -> L
         raise BenchError(f"No claims file at {path}. Fix: restore reports/claims.toml from the repository.") from None
     except tomllib.TOMLDecodeError as exc:
         raise _fail(path, "not valid TOML", str(exc), "correct the syntax at the position named") from None
+    problem = file_problem(data)  # the schema (reports/claims_schema.py): keys and types, before any meaning
+    if problem:
+        raise _fail(path, *problem)
     paper_values = paper_values or PaperValues.load(PAPER_VALUES)
     models = data.get("models") or {}
     if not isinstance(models, dict) or not all(isinstance(v, str) for v in models.values()):
@@ -266,6 +270,9 @@ def _check_fields(path: Path, where: str, entry: dict, models: dict) -> None:
 def _claim(path: Path, i: int, entry: dict, models: dict, paper_values: PaperValues) -> Claim:
     where = f"claim #{i} ({entry.get('id', 'no id')})"
     _check_fields(path, where, entry, models)
+    problem = claim_problem(entry)
+    if problem:
+        raise _fail(path, where, *problem)
     fields = {**OPTIONAL, **entry}
     fields["variants"] = tuple(fields["variants"]) or ({},)
     fields["tasks"] = tuple(fields["tasks"])

@@ -348,7 +348,7 @@ class AdversarialSuite(Suite):
         parameters = recipe_parameters([recipe], ctx.options, ctx.profile).get(recipe, {})
         protocol = self.protocol(ctx)
         constraints = ctx.options.get("constraints") or "paper"
-        per_run, evidence, attack = [], [], None
+        per_run, evidence, attack, logs = [], [], None, []
         for rep, victim in zip(plan, victims):
             wrapper = WRAPPERS[protocol](victim, ctx.batch_size)
             attack = build_attack(recipe, resources, wrapper, ctx.options.get("query_budget"), ctx.batch_size,
@@ -379,12 +379,14 @@ class AdversarialSuite(Suite):
                                  f"(the data changed). Delete the log, or re-run with --overwrite always.")
             per_run.append(attack_metrics(done))
             evidence.append(attack_evidence(done))
+            logs.append(path)
         provenance = json.dumps({"served": roles_used(resources), "builds": local_builds(ctx.paths, roles_used(resources)),
                                  "attack": repr(attack), "victims": [_victim_summary(v) for v in victims],
                                  "logs": str(path.parent.relative_to(ctx.paths.results))}, sort_keys=True)
         # The composed recipe, as TextAttack prints it, and the recipe's parameters.
         config = {"attack": repr(attack), **({"recipe_parameters": parameters} if parameters else {})}
-        return [r for metric in RATE_METRICS
+        # each row names the logs it was computed from: the cell records their sha256 (bench.store.LOGS)
+        return [replace(r, logs=logs) for metric in RATE_METRICS
                 for r in _run_rows(task, metric, per_run, plan, provenance, config, recipe, evidence=evidence)]
 
 

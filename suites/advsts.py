@@ -207,7 +207,8 @@ class AdvSTSSuite(Suite):
                                     sort_keys=True)
             evidence = pair_evidence(records)
             rows += [row(task, m, values[m], len(records), attack=recipe, resources=provenance,
-                         evidence=evidence.get(m)) for m in ROW_METRICS]
+                         evidence=evidence.get(m), logs=[ctx.paths.results / json.loads(provenance)["log"]])
+                     for m in ROW_METRICS]
             ctx.log(f"  advsts {task.name} {recipe}: ASR {values['attack_success_rate']:.1f} (our rule), Pearson "
                     f"{_fmt(values['pearson_clean'])} -> {_fmt(values['pearson_adversarial'])}, Spearman "
                     f"{_fmt(values['spearman_clean'])} -> {_fmt(values['spearman_adversarial'])}, avg queries "

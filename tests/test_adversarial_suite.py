@@ -95,6 +95,20 @@ def test_pwws_end_to_end_then_resume_after_kill(adv_env, monkeypatch):
     assert _run() == 0  # a finished cell is reused: nothing attacked
     assert attacked == [2, 3]
 
+    # the cell records the log's sha256; a hand-edited log stops the reuse (exit 2), never a silent number
+    import hashlib
+
+    from bench.store import LOGS
+
+    (recorded,) = json.loads(cell.read_text())[LOGS]
+    assert recorded["path"] == log_path.relative_to(adv_env.results).as_posix()
+    assert recorded["sha256"] == hashlib.sha256(log_path.read_bytes()[:recorded["bytes"]]).hexdigest()
+    edited = log_path.read_text().splitlines()
+    first = json.loads(edited[1])
+    first["result_type"] = "failed" if first["result_type"] != "failed" else "successful"
+    log_path.write_text("\n".join([edited[0], json.dumps(first, sort_keys=True), *edited[2:]]) + "\n")
+    assert _run() == 2 and attacked == [2, 3]
+
 
 def test_unknown_recipe_is_a_usage_error(adv_env, capsys):
     from bench.cli import main

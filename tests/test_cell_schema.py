@@ -42,17 +42,41 @@ JUNK = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floa
                  st.text(max_size=5), st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3),
                                                                                            st.integers(), max_size=2))
 ROW_FIELDS = ("value", "n", "ci_low", "ci_high", "metric", "model", "task", "std", "seed", "aggregation")
+EXTREME = st.sampled_from([math.nan, math.inf, -math.inf, 1e308, -1e308, -5, "twenty", "80.0", None, True])
+LOG_RECORDS = st.one_of(JUNK, st.lists(st.fixed_dictionaries(
+    {"path": st.one_of(st.text(max_size=8), JUNK), "bytes": st.one_of(st.integers(-5, 10**6), JUNK),
+     "sha256": st.one_of(st.just("a" * 64), st.text(max_size=64), JUNK)}), max_size=2))
+
+
+def _shaped(row: dict, how: str) -> None:
+    """Mutations of a row that keep each field's type but break what it says."""
+    value = row.get("value") if isinstance(row.get("value"), (int, float)) else 80.0
+    if how == "invert-ci":
+        row["ci_low"], row["ci_high"] = value + 10.0, value - 10.0
+    elif how == "outside-ci":
+        row["ci_low"], row["ci_high"] = value + 1.0, value + 2.0
+    elif how == "negative-n":
+        row["n"] = -5
 
 
 @st.composite
 def mutated_cells(draw, base: dict):
     cell = copy.deepcopy(base)
     for _ in range(draw(st.integers(1, 3))):
-        where = draw(st.sampled_from(["row", "row-drop", "top", "top-drop", "key"]))
+        where = draw(st.sampled_from(["row", "row-drop", "top", "top-drop", "key", "extreme", "shape", "logs",
+                                      "empty"]))
         results = cell.get("results")
         row = results[0] if isinstance(results, list) and results and isinstance(results[0], dict) else None
         if where == "row" and row is not None:
             row[draw(st.sampled_from(ROW_FIELDS))] = draw(JUNK)
+        elif where == "extreme" and row is not None:
+            row[draw(st.sampled_from(["value", "ci_low", "ci_high", "std", "n"]))] = draw(EXTREME)
+        elif where == "shape" and row is not None:
+            _shaped(row, draw(st.sampled_from(["invert-ci", "outside-ci", "negative-n"])))
+        elif where == "logs":
+            cell["attack_logs"] = draw(LOG_RECORDS)
+        elif where == "empty":
+            cell["results"] = []
         elif where == "row-drop" and row is not None:
             row.pop(draw(st.sampled_from(ROW_FIELDS)), None)
         elif where == "top":
@@ -134,5 +158,39 @@ def test_argument_strings_give_documented_exits(tmp_path, monkeypatch, capsys):
         after = {p for p in tmp_path.rglob("*") if not p.is_relative_to(home) and not p.is_relative_to(results)
                  and not p.is_relative_to(tmp_path / "out")}
         assert after <= before, after - before
+
+    check()
+
+
+PLUGIN_JUNK = st.one_of(JUNK, st.dictionaries(st.text(max_size=4), st.one_of(JUNK, st.dictionaries(
+    st.text(max_size=4), JUNK, max_size=2)), max_size=3))
+
+
+def test_mutated_plugins_json_never_crashes_or_loses_an_entry(tmp_path):
+    """Hypothesis: a plugins.json with any of its tables replaced by junk, or cut short, is read as valid or as
+    empty with a warning (never an exception), and an update keeps every entry a valid file held."""
+    import warnings
+
+    from bench import metadata
+
+    base = {"bench_version": "1", "package_versions": {"torch": "2"}, "suites": {"sts": {"label": "STS"}},
+            "models": {"m": {"backbone": "x"}, "n": {"backbone": "y"}}}
+
+    @settings(max_examples=40, deadline=None)
+    @given(key=st.sampled_from(["suites", "models", "package_versions", "bench_version", "extra"]),
+           junk=PLUGIN_JUNK, cut=st.one_of(st.none(), st.integers(0, 200)))
+    def check(key, junk, cut):
+        root = tmp_path / "results"
+        root.mkdir(exist_ok=True)
+        text = json.dumps({**base, key: junk})
+        (root / metadata.FILE).write_text(text if cut is None else text[:cut])
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            before = metadata.read(root)
+            after_path = metadata.update(root, lambda data: data.setdefault("models", {}).update({"new": {}}))
+        after = json.loads(after_path.read_text())
+        assert metadata._load(root)[1] is None and "new" in after["models"]
+        for table in ("suites", "models"):
+            assert set(before.get(table) or {}) <= set(after[table])
 
     check()

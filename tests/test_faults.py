@@ -706,7 +706,7 @@ def _alter_evidence(side: Path) -> None:
 
 
 EVIDENCE_FAULTS = {"missing": (lambda side: side.unlink(), "is missing"),
-                   "truncated": (lambda side: side.write_bytes(side.read_bytes()[:-30]), "does not parse"),
+                   "truncated": (lambda side: side.write_bytes(side.read_bytes()[:-30]), "was altered or truncated"),
                    "altered": (_alter_evidence, "was altered")}
 
 
@@ -1217,6 +1217,295 @@ def test_report_out_removes_only_what_it_wrote(finished, bench_env, tmp_path, ca
     assert bench("report", "--out", str(out), capsys=capsys)[0] == 0
     assert (out / "card-notes.md").read_text() == mine["card-notes.md"]
     assert (out / "leaderboard-mine.html").read_text() == mine["leaderboard-mine.html"]
+
+
+def test_divergence_of_two_architectures_says_why(bench_env, tmp_path, monkeypatch, capsys):
+    """`bench divergence` of two models of different architectures (hidden size 16 and 32: no tensor shared):
+    exit 2 saying that no tensor matches because the architectures differ, and that no attack logs pair up;
+    nothing is written (it used to report a ratio of 0)."""
+    from bench import registry
+    from tests.conftest import write_tiny_bert
+
+    for name, hidden in (("narrow", 16), ("wide", 32)):
+        spec = registry.ModelSpec(name=name, backbone=str(write_tiny_bert(tmp_path / name, hidden=hidden)),
+                                  pooler="avg", max_len=64)
+        monkeypatch.setitem(registry.MODELS, name, spec)
+    code, _, err = bench("divergence", "narrow", "wide", "--base", "narrow", capsys=capsys)
+    assert code == 2 and "differ in architecture" in err and "no attack setting" in err and "Fix:" in err, err
+    assert not (bench_env.results / "divergence").exists()
+
+
+# --- files the tool reads: models, claims, plugins.json ------------------------------------------------
+
+MODELS_FILE_FAULTS = {
+    "unknown key": ('[a]\nbackbone = "x/y"\npooler = "avg"\npoolr = "cls"\n', "unknown field 'poolr'"),
+    "wrong type": ('[a]\nbackbone = "x/y"\npooler = "avg"\nmax_len = "long"\n', "max_len is 'long', not a whole number"),
+    "recipe not a table": ('[a]\nmethod = "simcse"\nbase = "minilm"\nrecipe = 3\n', "recipe is 3, not a table"),
+    "missing backbone dir": ('[a]\nbackbone = "/no/such/encoder"\npooler = "avg"\n', "no such directory"),
+    "missing provider attribute": ('[a]\nbackbone = "bench.registry:no_such_function"\npooler = "avg"\n',
+                                   "has no attribute 'no_such_function'"),
+}
+
+
+@pytest.mark.parametrize("fault", list(MODELS_FILE_FAULTS))
+def test_invalid_models_file_names_the_key_and_the_fix(bench_env, capsys, fault):
+    """A models.toml entry with an unknown key, a wrong type, a recipe that is not a table, a missing backbone
+    directory or a `module:attr` provider without that attribute: exit 2; the message names the file, the entry,
+    the key and the fix, with no traceback; the built-in bench/models.toml passes the same schema unchanged."""
+    from bench.models_file import read_models_file
+    from bench.registry import BUILTIN_MODELS_FILE, MODELS
+
+    text, shown = MODELS_FILE_FAULTS[fault]
+    path = bench_env.home / "models.toml"
+    path.write_text(text)
+    code, _, err = bench("run", "--suite", "sts", "--model", "a", capsys=capsys)
+    assert code == 2 and f"{path}: [a]:" in err and shown in err and "Traceback" not in err, err
+    assert "Fix:" in err or "Did you mean" in err
+    assert set(read_models_file(BUILTIN_MODELS_FILE, required=True)) <= set(MODELS)
+
+
+CLAIMS_FILE_FAULTS = {
+    "unknown table": (lambda t: t.replace("\n[models]\n", "\n[modles]\n", 1), "[modles]: unknown key"),
+    "wrong type": (lambda t: t.replace("\n[[claim]]\n", '\n[[claim]]\nfigure_only = "yes"\n', 1),
+                   "figure_only is 'yes', not true or false"),
+    "a margin that is text": (lambda t: t.replace("\n[[claim]]\n", '\n[[claim]]\nmargin = "big"\n', 1),
+                              "margin is 'big', not a number"),
+    "a variant that is not a table": (lambda t: t.replace("\n[[claim]]\n", '\n[[claim]]\nvariants = ["frozen"]\n', 1),
+                                      "variants a list of tables"),
+    "seed suffixes not a list": (lambda t: t.replace('suffixes = ["-seed1", "-seed2"]', 'suffixes = "-seed1"'),
+                                 "[seeds]: suffixes is '-seed1', not a list"),
+}
+
+
+@pytest.mark.parametrize("fault", list(CLAIMS_FILE_FAULTS))
+def test_invalid_claims_file_names_the_key_and_the_fix(tmp_path, fault):
+    """A claims.toml with an unknown table, a wrong type, a text margin, a variant that is not a table or seed
+    suffixes that are not a list: exit 2; the message (a BenchError) names the file, the key and the fix; the
+    committed reports/claims.toml loads unchanged."""
+    from bench.errors import BenchError
+    from reports import claims
+
+    change, shown = CLAIMS_FILE_FAULTS[fault]
+    path = tmp_path / "claims.toml"
+    path.write_text(change(claims.CLAIMS_FILE.read_text(encoding="utf-8")), encoding="utf-8")
+    with pytest.raises(BenchError) as err:
+        claims.load(path)
+    assert str(err.value).startswith(f"{path}: ") and shown in str(err.value) and "Fix:" in str(err.value)
+    assert len(claims.load().claims) >= 15
+
+
+def test_damaged_plugins_json_is_named_quarantined_and_never_loses_entries(finished, bench_env, tmp_path, capsys):
+    """A truncated or schema-breaking plugins.json: exit 0; `bench report` names it and the fix, `bench run`
+    moves it to quarantine/ and says that the new file starts afresh (it used to be replaced silently); a run
+    that knows fewer models than the file merges into it, so no model's entry is lost."""
+    from bench import metadata
+
+    path = bench_env.results / "plugins.json"
+    good = json.loads(path.read_text())
+    for damage in (path.read_text()[:40], json.dumps({**good, "models": {"tiny": "not a table"}})):
+        path.write_text(damage)
+        code, _, err = bench("report", "--out", str(tmp_path / "reports"), capsys=capsys)
+        assert code == 0 and str(path) in err and "Fix: restore it" in err, err
+        code, _, err = bench(*RUN, "--task", "stsb", capsys=capsys)
+        assert code == 0 and "moved it to" in err and "holds only this run's" in err, err
+        kept = sorted((bench_env.results / "quarantine").glob("plugins.json.*"))
+        assert kept and kept[-1].read_text() == damage
+        assert metadata._load(bench_env.results)[1] is None  # the new file is valid
+    other = {"backbone": "x", "pooler": "avg", "builtin": False}
+    metadata.update(bench_env.results, lambda data: data["models"].update({"other": other}))
+    assert bench(*RUN, "--task", "stsb", capsys=capsys)[0] == 0  # knows only tiny
+    models = json.loads(path.read_text())["models"]
+    assert models["other"] == other and "tiny" in models
+    assert not list(bench_env.results.glob(".plugins.json.*.tmp"))
+
+
+# --- attack logs ---------------------------------------------------------------------------------
+
+def _cell_with_log(results: Path, records: int = 3):
+    """A cell of model 'a' computed from an attack log of ``records`` records: (store, key, cell, log)."""
+    from bench.store import CellKey, Result, ResultStore
+
+    log = results / "attack_logs" / "a" / "mr" / "pwws" / "seed0-run0-victimabc-12345678.jsonl"
+    log.parent.mkdir(parents=True)
+    header = {"header": {"model": "a", "task": "mr", "recipe": "pwws", "run_seed": 0, "victim": "frozen",
+                         "victim_sha256": "v" * 12}}
+    log.write_text("".join(json.dumps(x) + "\n" for x in [header] + [
+        {"index": i, "result_type": "failed", "original": {"text": f"s{i}"}} for i in range(records)]))
+    store = ResultStore(results)
+    key = CellKey("a", "ab" * 32, "adversarial", "mr", 0, "c" * 16)
+    row = Result(model="a", suite="adversarial", task="mr", split="test", metric="attack_success_rate",
+                 aggregation="mean-of-runs", value=0.0, n=records, attack="pwws", logs=[log])
+    return store, key, store.write(key, [row], {}), log
+
+
+def test_hand_edited_attack_log_is_detected(bench_env, capsys):
+    """An attack log edited by hand after its cell was computed (one outcome flipped): exit 2 from `bench run`'s
+    reuse and from `bench divergence`, naming the log, the cell and the fix (restore it, or --overwrite always);
+    a log that only grew (a later run appended records) and a cell from before cells recorded logs are accepted."""
+    from bench.store import LOGS, BadLog
+
+    store, key, cell, log = _cell_with_log(bench_env.results)
+    record = json.loads(cell.read_text())[LOGS][0]
+    assert record["path"] == log.relative_to(bench_env.results).as_posix() and record["bytes"] == log.stat().st_size
+    with log.open("a") as fh:  # a later run with a larger --limit appends: still the bytes the cell saw
+        fh.write(json.dumps({"index": 3, "result_type": "successful", "original": {"text": "s3"}}) + "\n")
+    assert store.existing(key) == cell
+    log.write_text(log.read_text().replace('"failed"', '"successful"', 1))
+    with pytest.raises(BadLog) as err:
+        store.existing(key)
+    assert str(log) in str(err.value) and str(cell) in str(err.value) and "--overwrite always" in str(err.value)
+    other = bench_env.results / "attack_logs" / "b" / "mr" / "pwws" / log.name
+    other.parent.mkdir(parents=True)
+    other.write_text(log.read_text().replace('"model": "a"', '"model": "b"'))
+    code, _, err = bench("divergence", "a", "b", "--base", "a", capsys=capsys)  # no checkpoints: logs only
+    assert code == 2 and f"Attack log {log} was edited" in err and "Traceback" not in err, err
+    payload = json.loads(cell.read_text())
+    del payload[LOGS]  # as written before cells recorded their logs: not checked
+    cell.write_text(json.dumps(payload))
+    assert store.existing(key) == cell
+
+
+def test_attack_log_records_are_one_per_example(bench_env, recwarn):
+    """An attack log holding two records for one example (a concatenated or hand-edited log), or a line that is
+    not a record: exit 0 for the first, resumed with the first written record of each example and the repeat
+    named in a warning; exit 2 for the second, naming the file and line and the fix (it was a traceback)."""
+    from attacks.log import AttackLog, read_log
+    from bench.errors import BenchError
+
+    log = bench_env.results / "attack_logs" / "x.jsonl"
+    header = {"model": "a"}
+    first, again = ({"index": 1, "result_type": r, "original": {"text": "s"}} for r in ("failed", "successful"))
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(json.dumps(x) + "\n" for x in [{"header": header}, first, again]))
+    with AttackLog(log, header) as resumed:
+        assert resumed.records == {1: first}
+    assert read_log(log)[1] == [first]
+    assert any("more than one record for example(s) 1" in str(w.message) for w in recwarn)
+    log.write_text(log.read_text() + "{not json\n" + json.dumps({"index": 2, "result_type": "failed"}) + "\n")
+    for read in (lambda: AttackLog(log, header).close(), lambda: read_log(log)):
+        with pytest.raises(BenchError, match=f"{re.escape(str(log))}:4: not an attack record.*Fix:"):
+            read()
+
+
+# --- store files: evidence bytes, temporary files -------------------------------------------------------
+
+def test_evidence_is_hashed_before_it_is_decompressed(tiny_stsb_cell, bench_env, monkeypatch, capsys):
+    """An evidence file replaced by a small gzip that would inflate to 64 MiB (a gzip bomb): exit 2 from
+    `bench compare`, refused on its sha256 before any decompression; without a recorded sha256, decompression
+    stops at the limit (EVIDENCE_LIMIT) instead of inflating it whole."""
+    import gzip
+    import zlib
+
+    from bench import store
+    from bench.store import EVIDENCE_HASH
+
+    side = _sidecar(tiny_stsb_cell)
+    side.write_bytes(gzip.compress(b"\0" * (64 << 20), compresslevel=9))
+    assert side.stat().st_size < 200_000
+
+    bomb, decoded, real_decode = side.read_bytes(), [], store._decode_evidence
+    with monkeypatch.context() as m:
+        m.setattr(store, "_decode_evidence", lambda blob, limit=None: decoded.append(blob) or real_decode(blob, limit))
+        code, _, err = bench("compare", "tiny", "twin", "--suite", "sts", "--task", "stsb", capsys=capsys)
+    assert code == 2 and f"its evidence file {side.name} was altered" in err and "Traceback" not in err, err
+    assert bomb not in decoded  # refused on its stored bytes' sha256, never inflated
+    payload = json.loads(tiny_stsb_cell.read_text())
+    del payload[EVIDENCE_HASH]  # a cell from before cells recorded the sha256: decoded, but bounded
+    tiny_stsb_cell.write_text(json.dumps(payload))
+    inflated = []
+    real = zlib.decompressobj
+
+    class Counting:
+        def __init__(self, *a, **k):
+            self.inner = real(*a, **k)
+            self.eof = False
+
+        def decompress(self, blob, max_length=0):
+            out = self.inner.decompress(blob, max_length)
+            inflated.append(len(out))
+            self.eof = self.inner.eof
+            return out
+
+    monkeypatch.setattr(store, "EVIDENCE_LIMIT", 1 << 20)
+    monkeypatch.setattr(store.zlib, "decompressobj", Counting)
+    code, _, err = bench("compare", "tiny", "twin", "--suite", "sts", "--task", "stsb", capsys=capsys)
+    assert code == 2 and "decompresses to more than 1 MiB" in err and max(inflated) <= (1 << 20) + 1, err
+
+
+def test_stale_temporary_files_are_swept_at_the_next_write(finished, bench_env, monkeypatch, capsys):
+    """Temporary files a kill left beside the cells (`.NAME.XXXXXXXX.tmp`, `.write-check-XXXXXXXX`): exit 0; the
+    next write to that directory removes those older than STALE_AFTER_S, and leaves younger ones (a write in
+    flight) and other files (a user's `notes.tmp`) alone."""
+    from bench import data
+
+    cell_dir = next((bench_env.results / "cells").rglob("stsb"))
+    old = time.time() - 3600
+    stale = [cell_dir / ".seed0-abc.json.k3j_x9q2.tmp", bench_env.results / ".write-check-a1b2c3d4"]
+    fresh, mine = cell_dir / ".seed0-abc.json.zz99yy88.tmp", cell_dir / "notes.tmp"
+    for path in (*stale, fresh, mine):
+        path.write_text("x")
+    for path in (*stale, mine):
+        os.utime(path, (old, old))
+    monkeypatch.setattr(data, "_SWEPT", set())  # as in a new process
+    code, _, err = bench(*RUN, "--task", "stsb", "--overwrite", "always", capsys=capsys)
+    assert code == 0, err
+    assert not any(p.exists() for p in stale) and fresh.exists() and mine.exists()
+
+
+# --- training, comparisons, grids ------------------------------------------------------------------------
+
+def test_free_space_check_counts_the_resume_point(bench_env, tiny_bert_dir, tmp_path, monkeypatch, capsys):
+    """`bench train` where $BENCH_HOME has less room than a resume point needs: exit 2 before the first step,
+    naming the space, the parameter count and the resume point's size (weights + AdamW state, 12 bytes a
+    parameter: about 270 MB for MiniLM's 22.7M), and the fix; with room enough it trains."""
+    from collections import namedtuple
+
+    from bench import train
+    from tests.conftest import make_method
+    from tests.test_train import write_corpus
+
+    method, _ = make_method(tiny_bert_dir, "simcse", ["a man"])  # the encoder and SimCSE's own head
+    parameters = sum(p.numel() for p in [*method.model.parameters(), *method.modules.parameters()])
+    space = train.training_space(parameters, resuming=False)
+    assert space["resume"] == 12 * parameters and train.training_space(22_713_216, False)["resume"] // 10**6 == 272
+    usage = namedtuple("usage", "total used free")
+    free = {"bytes": space["needed"] - 1}  # above the 16 MiB every command checks for, below what training needs
+    monkeypatch.setattr(train.shutil, "disk_usage", lambda p: usage(1 << 40, 0, free["bytes"]))
+    args = ["train", "--method", "simcse", "--backbone", str(tiny_bert_dir), "--data",
+            str(write_corpus(tmp_path / "c.txt")), "--steps", "2", "--batch-size", "4", "--eval-every", "0",
+            "--name", "room"]
+    code, _, err = bench(*args, capsys=capsys)
+    assert code == 2 and f"{parameters:,} parameters" in err and "Fix: free space" in err and "Traceback" not in err
+    assert f"each resume point {space['resume'] / 2**20:.0f} MiB" in err
+    assert not (bench_env.home / "train" / "room" / "last").exists()
+    free["bytes"] = space["needed"]
+    assert bench(*args, capsys=capsys)[0] == 0
+
+
+def test_grid_dry_run_is_linear_in_the_seeds_and_shows_progress(bench_env, tiny_model, monkeypatch, capsys):
+    """`bench grid --seeds N --dry-run` with many seeds: exit 0; each task directory is listed once and each cell
+    costs a constant number of steps (a plan of 10x the seeds does 10x the work: the seed list and the store's
+    directory were rescanned per cell), one table row per model, suite and task above TABLE_ROWS cells, and
+    progress lines on stderr."""
+    from bench.commands import grid, grid_runner
+
+    listed, configs = [], []
+    real_glob, real_config = Path.glob, grid_runner.Plan.config
+    monkeypatch.setattr(Path, "glob", lambda self, *a, **k: listed.append(self) or real_glob(self, *a, **k))
+    monkeypatch.setattr(grid_runner.Plan, "config", lambda self, cell: configs.append(cell) or real_config(self, cell))
+    monkeypatch.setattr(grid, "TABLE_ROWS", 50)
+    counts = {}
+    for seeds in (40, 400):
+        listed.clear(), configs.clear()
+        code, out, err = bench("grid", "--models", "tiny", "--suites", "sts", "--tasks", "stsb", "--seeds", str(seeds),
+                               "--dry-run", "--allow-unverified-data", capsys=capsys)
+        assert code == 0, err
+        counts[seeds] = (len(listed), len(configs))
+        assert f"{2 * seeds} cell(s) without a stored result" in " ".join(out.split())
+        assert "planning cells" in err and f"/{2 * seeds}" in err
+        assert out.count("stsb") == 1  # one row for the task, its seeds summed
+    assert counts[40][0] == counts[400][0]  # directory listings: as many for 400 seeds as for 40
+    assert counts[400][1] <= 10 * counts[40][1]
 
 
 def test_reliability_page_table_is_current():

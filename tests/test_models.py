@@ -57,7 +57,7 @@ def test_models_file_declares_models(tmp_path):
 
 @pytest.mark.parametrize("entry, message", [
     ('[a]\nbackbone = "x"\npooler = "avg"\npoolr = 1\n', "unknown field 'poolr'. Did you mean: pooler"),
-    ('[a]\nbackbone = "x"\npooler = "avg"\nmax_len = "long"\n', "max_len must be int"),
+    ('[a]\nbackbone = "x"\npooler = "avg"\nmax_len = "long"\n', "max_len is 'long', not a whole number"),
     ('[a]\nbackbone = "x"\npooler = "mean"\n', "pooler 'mean' is not one of"),
     ('[minilm]\nbackbone = "x"\npooler = "avg"\n', "is a built-in model"),
     ('[a]\npooler = "avg"\n', "give backbone"),

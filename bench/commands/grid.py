@@ -92,8 +92,21 @@ def build_plan(args):
     settings = CellSettings(profile=args.profile, limit=args.limit, batch_size=args.batch_size, device=device,
                             options=options, allow_unverified_data=args.allow_unverified_data,
                             dtype=args.dtype)
-    return Plan(models=models, tasks=select_tasks(suites, split_list(args.tasks)), seeds=list(range(args.seeds)),
+    return Plan(models=models, tasks=select_tasks(suites, split_list(args.tasks)), seeds=range(args.seeds),
                 settings=settings, paths=paths)
+
+
+def cell_cost(plan, timings, cell) -> tuple[list[str], float | None, str]:
+    """A planned cell's stored weights (sha prefixes), its estimated cost and how it is shown ("~": rough)."""
+    from bench.commands.grid_runner import estimate
+
+    shas = plan.stored_any_weights(cell)
+    cost = 0.0 if cell.summary else estimate(timings, cell, plan.config(cell))  # summaries only aggregate
+    shown = fmt_s(cost)
+    if cost is None:  # a setting never run: cells of the same suite and task under other settings
+        cost = estimate(timings, cell, plan.config(cell), rough=True)
+        shown = f"~{fmt_s(cost)}" if cost is not None else shown
+    return shas, cost, shown
 
 
 def fmt_s(seconds) -> str:
@@ -103,13 +116,23 @@ def fmt_s(seconds) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
 
+TABLE_ROWS = 500  # a larger plan gets one row per model, suite and task (its seeds summed), and progress lines
+
+
 def dry_run(plan, console: Console) -> int:
-    from bench.commands.grid_runner import estimate, past_timings, training_estimate
+    import sys
+    from contextlib import nullcontext
+
+    from bench.commands.grid_runner import past_timings, training_estimate
+    from bench.progress import progress, track
 
     timings = past_timings(plan.paths.results)
-    table = Table(title=f"bench grid --dry-run: {len(plan.cells())} cells (results: {plan.paths.results})")
-    for col, justify in (("model", "left"), ("suite", "left"), ("task", "left"), ("seed", "right"),
-                         ("in store", "left"), ("est. cost", "right")):
+    count = plan.cell_count()
+    per_cell = count <= TABLE_ROWS
+    table = Table(title=f"bench grid --dry-run: {count} cells (results: {plan.paths.results})"
+                        + ("" if per_cell else "; one row per model, suite and task"))
+    for col, justify in (("model", "left"), ("suite", "left"), ("task", "left"),
+                         ("seed" if per_cell else "seeds", "right"), ("in store", "left"), ("est. cost", "right")):
         table.add_column(col, justify=justify)
     total, unknown, to_run, training, rough = 0.0, 0, 0, 0.0, 0
     for spec in plan.models:
@@ -119,20 +142,28 @@ def dry_run(plan, console: Console) -> int:
             unknown += cost is None
             table.add_row(spec.name, "[yellow]train first[/yellow]", f"{spec.method} from {spec.base}", "", "no",
                           fmt_s(cost))
-    for cell in plan.cells():
-        shas = plan.stored_any_weights(cell)
-        cost = 0.0 if cell.summary else estimate(timings, cell, plan.config(cell))  # summaries only aggregate
-        shown = fmt_s(cost)
-        if cost is None:  # a setting never run: cells of the same suite and task under other settings
-            cost = estimate(timings, cell, plan.config(cell), rough=True)
-            shown = f"~{fmt_s(cost)}" if cost is not None else shown
-        if not shas:
-            to_run += 1
-            total += cost or 0.0
-            unknown += cost is None
-            rough += shown.startswith("~")
-        stored = f"yes (weights {', '.join(s[:8] for s in shas)})" if shas else "no"
-        table.add_row(cell.model, cell.suite, cell.task, str(cell.seed), stored, shown)
+    groups: dict[tuple, list] = {}  # (model, suite, task) -> [seeds, stored, cost, never timed, rough]
+    with (nullcontext() if per_cell else progress(sys.stderr)) as bar:
+        for cell in track(bar, plan.iter_cells(), count, "bench grid --dry-run: planning cells"):
+            shas, cost, shown = cell_cost(plan, timings, cell)
+            if not shas:
+                to_run += 1
+                total += cost or 0.0
+                unknown += cost is None
+                rough += shown.startswith("~")
+            if per_cell:
+                stored = f"yes (weights {', '.join(s[:8] for s in shas)})" if shas else "no"
+                table.add_row(cell.model, cell.suite, cell.task, str(cell.seed), stored, shown)
+                continue
+            group = groups.setdefault((cell.model, cell.suite, cell.task), [0, 0, 0.0, 0, 0])
+            group[0] += 1
+            group[1] += bool(shas)
+            group[2] += 0.0 if shas else cost or 0.0
+            group[3] += not shas and cost is None
+            group[4] += not shas and shown.startswith("~")
+    for (model, suite, task), (seeds, stored, cost, never, approx) in groups.items():
+        shown = fmt_s(cost) + (f" (+{never} never timed)" if never else "")
+        table.add_row(model, suite, task, str(seeds), f"{stored} of {seeds}", f"~{shown}" if approx else shown)
     console.print(table)
     console.print(f"{to_run} cell(s) without a stored result for this configuration; estimated "
                   f"{fmt_s(total + training)} of CPU-slot time ({fmt_s(training)} training, {fmt_s(total)} cells)"

@@ -80,29 +80,48 @@ class Cell:
 class Plan:
     models: list[ModelSpec]
     tasks: dict[str, list[str]]  # suite name -> task names, in suite order
-    seeds: list[int]
+    seeds: list[int] | range  # in increasing order
     settings: CellSettings
     paths: Paths
+    _listings: dict = field(default_factory=dict, repr=False, compare=False)  # stored_any_weights' directory lists
 
-    def suite_seeds(self, suite) -> list[int]:
-        """The seeds a suite runs for the grid's seeds (Suite.seeds may expand one seed into several)."""
-        out = []
+    def suite_seeds(self, suite):
+        """The seeds a suite runs for the grid's seeds (Suite.seeds may expand one seed into several), in order,
+        each once; lazily, remembering only seeds an expansion added, so a long range costs no memory."""
+        extra: set[int] = set()
         for seed in self.seeds:
-            out += [s for s in suite.seeds(self.settings.context(self.paths, seed)) if s not in out]
-        return out
+            for s in suite.seeds(self.settings.context(self.paths, seed)):
+                if s == seed and s not in extra:
+                    yield s
+                elif s != seed and s not in extra and not (s < seed and s in self.seeds):
+                    extra.add(s)
+                    yield s
 
-    def cells(self) -> list[Cell]:
+    def iter_cells(self):
+        """The grid's cells, in order, one at a time (``cells`` is the list)."""
         from suites import get_suite
 
-        cells = []
         for spec in self.models:
             for suite_name, task_names in self.tasks.items():
                 suite = get_suite(suite_name)
                 for seed in self.suite_seeds(suite):
-                    cells += [Cell(spec.name, suite_name, t, seed) for t in task_names]
+                    yield from (Cell(spec.name, suite_name, t, seed) for t in task_names)
                     if suite.summary_task is not None:
-                        cells.append(Cell(spec.name, suite_name, suite.summary_task.name, seed, summary=True))
-        return cells
+                        yield Cell(spec.name, suite_name, suite.summary_task.name, seed, summary=True)
+
+    def cells(self) -> list[Cell]:
+        return list(self.iter_cells())
+
+    def cell_count(self) -> int:
+        """How many cells ``iter_cells`` yields, counted without making them."""
+        from suites import get_suite
+
+        count = 0
+        for suite_name, task_names in self.tasks.items():
+            suite = get_suite(suite_name)
+            seeds = sum(1 for _ in self.suite_seeds(suite))
+            count += seeds * (len(task_names) + (suite.summary_task is not None))
+        return count * len(self.models)
 
     def spec(self, name: str) -> ModelSpec:
         return next(s for s in self.models if s.name == name)
@@ -132,10 +151,16 @@ class Plan:
         return ResultStore(self.paths.results).existing(key)
 
     def stored_any_weights(self, cell: Cell) -> list[str]:
-        """Weights-sha prefixes of stored cells with this configuration (no model load: for --dry-run)."""
-        pattern = (f"cells/{model_dir(cell.model)}/{cell.suite}/{cell.task}/"
-                   f"seed{cell.seed}-*-{self.config_hash(cell)[:8]}.json")
-        return sorted(p.name.split("-")[1] for p in self.paths.results.glob(pattern))
+        """Weights-sha prefixes of stored cells with this configuration (no model load: for --dry-run). Each
+        task directory is listed once per plan, so a grid of many seeds stays linear in their number."""
+        listing = self._listings.get((cell.model, cell.suite, cell.task))
+        if listing is None:
+            listing = {}
+            for path in (self.paths.results / "cells" / model_dir(cell.model) / cell.suite / cell.task).glob("*.json"):
+                seed, sha, config = (path.stem.split("-", 2) + ["", ""])[:3]
+                listing.setdefault((seed, config), []).append(sha)
+            self._listings[(cell.model, cell.suite, cell.task)] = listing
+        return sorted(listing.get((f"seed{cell.seed}", self.config_hash(cell)[:8]), []))
 
 
 def split_list(text: str | None) -> list[str]:
@@ -286,9 +311,21 @@ def work_units(config: dict) -> tuple[int | None, int]:
     return config.get("limit"), runs * recipes
 
 
-def past_timings(results: Path) -> dict[tuple[str, str, str], list[tuple[dict, float]]]:
+class Timings(dict):
+    """(model, suite, task) -> [(configuration, wall seconds)], with every model's entries of one suite and task
+    gathered once (``same_task``), so estimating many cells costs each a lookup."""
+
+    def same_task(self, suite: str, task: str) -> list[tuple[dict, float]]:
+        if not hasattr(self, "_by_task"):
+            self._by_task: dict[tuple[str, str], list] = {}
+            for (_, s, t), entries in self.items():
+                self._by_task.setdefault((s, t), []).extend(entries)
+        return self._by_task.get((suite, task), [])
+
+
+def past_timings(results: Path) -> Timings:
     """(model, suite, task) -> (configuration, wall seconds) of the cells already in the store."""
-    out: dict[tuple[str, str, str], list[tuple[dict, float]]] = {}
+    out = Timings()
     for path in ResultStore(results).cells():
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
@@ -334,7 +371,8 @@ def estimate(timings: dict, cell: Cell, planned: dict | None = None, rough: bool
             return [wall for _, wall in entries]
         return [c for c in (scaled_cost(cfg, wall, planned, ignore) for cfg, wall in entries) if c is not None]
 
-    same_task = [e for (m, s, t), entries in timings.items() if (s, t) == (cell.suite, cell.task) for e in entries]
+    same_task = (timings.same_task(cell.suite, cell.task) if isinstance(timings, Timings) else
+                 [e for (m, s, t), entries in timings.items() if (s, t) == (cell.suite, cell.task) for e in entries])
     relaxed = [ROUGH_SETTINGS[:k] for k in range(1, len(ROUGH_SETTINGS) + 1)] if rough else [()]
     for ignore in relaxed:
         for entries in (timings.get((cell.model, cell.suite, cell.task), ()), same_task):

@@ -9,7 +9,6 @@ leaderboard. `bench report --results-dir results` then regenerates reports/gener
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -29,7 +28,6 @@ def add_arguments(parser):
 
 def main(args) -> int:
     from bench import metadata
-    from bench.data import atomic_write_text
     from bench.paths import PUBLISHED_RESULTS, Paths
     from bench.store import ResultStore, model_dir
 
@@ -67,15 +65,17 @@ def main(args) -> int:
             shutil.copyfile(src, tmp)
             tmp.replace(target)
     # The metadata of what was copied: the models' entries and the suites' descriptions.
-    src_meta, dst_meta = metadata.read(source), metadata.read(dest)
+    src_meta = metadata.read(source)
     suites = {c.parent.parent.name for c in chosen}
-    for key, names in (("models", set(args.models)), ("suites", suites)):
-        merged = dict(dst_meta.get(key) or {})
-        merged.update({k: v for k, v in (src_meta.get(key) or {}).items() if k in names})
-        dst_meta[key] = dict(sorted(merged.items()))
-    for key in ("bench_version", "package_versions"):
-        dst_meta.setdefault(key, src_meta.get(key))
-    atomic_write_text(dest / metadata.FILE, json.dumps(dst_meta, indent=1, default=str) + "\n")
+
+    def merge(dst_meta: dict) -> None:  # under plugins.json's lock; entries are merged, never dropped
+        for key, names in (("models", set(args.models)), ("suites", suites)):
+            dst_meta.setdefault(key, {}).update({k: v for k, v in (src_meta.get(key) or {}).items() if k in names})
+        for key in ("bench_version", "package_versions"):
+            if src_meta.get(key):
+                dst_meta.setdefault(key, src_meta[key])
+
+    metadata.update(dest, merge)
     board = ResultStore(dest).write_leaderboard()
     print(f"Published {len(chosen)} cell(s) of {', '.join(args.models)} to {dest} (leaderboard {board}).")
     print(f"Regenerate the reports with: bench report --results-dir {dest}")

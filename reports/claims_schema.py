@@ -1,0 +1,91 @@
+"""The schema of ``reports/claims.toml``: every table and key it may hold, with its type. ``reports.claims.load``
+checks the file against it before anything else, so a misspelt key, a wrong type or a variant that is not a
+table is named with its key and the fix (exit 2) rather than ignored or met later as a traceback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+
+from bench.cell_schema import explain
+
+Text = StrictStr
+Name = Field(min_length=1)
+
+
+class Claim(BaseModel):
+    """One [[claim]] table (the meaning of each key: the comment atop claims.toml)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Text = Name
+    paper: Text = Name
+    table: Text = Name
+    claim: Text = Name
+    suite: Text = Name
+    task: Text = Name
+    metric: Text = Name
+    aggregation: Text = Name
+    method: Text = Name
+    baseline: Text = Name
+    paper_method: Text = Name
+    paper_baseline: Text = Name
+    direction: Text = Name
+    differs: Text = Name
+    attack: Text = ""
+    split: Text = ""
+    paper_task: Text = ""
+    paper_attack: Text | None = None
+    paper_split: Text | None = None
+    paper_metric: Text = ""
+    run: dict[str, Any] = {}
+    variants: list[dict[str, Any]] = [{}]
+    tasks: list[Text] = []
+    task_run: dict[str, Any] = {}
+    margin: StrictInt | StrictFloat | None = None
+    unit: Text = ""
+    figure_only: StrictBool = False
+    not_testable: Text = ""
+
+
+class Seeds(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    suffixes: list[Text] = []
+
+
+class ClaimsFile(BaseModel):
+    """The file's top level: [run_defaults], [seeds], [models], [costs] and the [[claim]] tables (each checked
+    by ``Claim`` in ``claim_problem``, so its message names the claim)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_defaults: dict[str, Any] = {}
+    seeds: Seeds = Seeds()
+    models: dict[str, Text] = {}
+    costs: dict[str, Any] = {}
+    claim: list[dict[str, Any]] = []
+
+
+def file_problem(data: dict) -> tuple[str, str, str] | None:
+    """(where, problem, fix) of the first problem in the file's top level, or None."""
+    try:
+        ClaimsFile.model_validate(data)
+    except ValidationError as exc:
+        key, problem, fix = explain(exc.errors(include_url=False)[0], list(ClaimsFile.model_fields))
+        if key.startswith("claim["):
+            return f"claim #{int(key[6:key.index(']')]) + 1}", "is not a table", "write each claim as a [[claim]] table"
+        table, _, inner = key.partition(".")
+        return f"[{table}]", f"{inner} {problem}" if inner else problem, fix
+    return None
+
+
+def claim_problem(entry: dict) -> tuple[str, str] | None:
+    """(problem, fix) of the first problem in one [[claim]] table, or None."""
+    try:
+        Claim.model_validate(entry)
+    except ValidationError as exc:
+        key, problem, fix = explain(exc.errors(include_url=False)[0], list(Claim.model_fields))
+        return f"{key} {problem}", fix
+    return None
