@@ -21,7 +21,7 @@ from pathlib import Path
 def sequential(plan) -> float:
     from bench.encoder import open_encoder
     from suites import get_suite
-    from suites.base import run_suite
+    from bench.runner import run_suite
 
     start = time.perf_counter()
     for spec in plan.models:

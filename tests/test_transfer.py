@@ -271,7 +271,7 @@ def toy_run(tmp_path, monkeypatch):
 
     def run(overwrite="only-missing", mode="fasttest", tasks=None):
         from bench.encoder import Encoder
-        from suites.base import run_suite
+        from bench.runner import run_suite
 
         encoder = Encoder.from_spec(spec, device="cpu", batch_size=16)
         # the fixture is not the reference data: its content is fingerprinted, not checked

@@ -1,5 +1,5 @@
 """``bench.evaluate``: the Python entry point (not a subcommand). Any encoder, from a notebook, through the run
-path of `bench run` (``bench.commands.run.run_plan``): the same cells, keys, provenance and evidence.
+path of `bench run` (``bench.runner.run_plan``): the same cells, keys, provenance and evidence.
 
     import bench
     result = bench.evaluate(SentenceTransformer(path), name="st-minilm", suites=["sts"])
@@ -24,7 +24,7 @@ ROW_COLUMNS = ("model", "suite", "task", "split", "metric", "aggregation", "atta
 
 @dataclass
 class Evaluation:
-    """What ``evaluate`` did: per suite, its task and summary outcomes (``suites.base.TaskOutcome``)."""
+    """What ``evaluate`` did: per suite, its task and summary outcomes (``bench.runner.TaskOutcome``)."""
 
     model: str
     results_dir: Path
@@ -69,11 +69,9 @@ def evaluate(model, *, name: str | None = None, suites, tasks=None, profile: str
     (``victim="frozen"``, ``recipes=["textfooler"]``, ...), as `bench run` flags. Returns an ``Evaluation``
     (``.to_pandas()``, ``.cells``). A BenchError (the CLI's exit 2) names the fix for bad input.
     """
-    from bench.commands.run import check_data, check_fits, run_plan
     from bench.paths import Paths
+    from bench.runner import RunContext, check_data, check_fits, get_suite, run_plan
     from bench.store import ResultStore
-    from suites import get_suite
-    from suites.base import RunContext
 
     log = log or _console_log()
     paths = Paths.from_env().with_results(results_dir)

@@ -54,7 +54,7 @@ def add_arguments(parser):
     add_dtype_argument(parser)
     from bench.plugins import add_option_flags
     from bench.registry import add_model_flags
-    from suites import all_suites
+    from bench.runner import all_suites
 
     add_model_flags(parser)
     add_option_flags(parser, all_suites())
@@ -85,7 +85,7 @@ def build_plan(args):
     if args.dtype == "fp16" and not device.startswith("cuda"):
         raise BenchError(f"--dtype fp16 is a CUDA option (cells run on {device}); use --dtype bf16 or fp32.")
     from bench.plugins import options_from_args
-    from suites import all_suites
+    from bench.runner import all_suites
 
     given = options_from_args(args, all_suites())
     options = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in given.items()))

@@ -5,11 +5,11 @@ A cell is (model, suite, task, seed), the same unit the result store keys on. Th
 1. prepares each model once, as a Ray task (``prepare_model``): that loads the encoder through
    ``bench.encoder.open_encoder`` (given ``bench.train.train_registered``, which trains a registered
    method model whose checkpoint is missing) and returns the weights sha256 that every cell key needs;
-2. keys each of the model's cells with ``suites.base.cell_key`` and skips those already in the
+2. keys each of the model's cells with ``bench.runner.cell_key`` and skips those already in the
    store (the only-missing rule of ``bench run``);
-3. runs each missing cell as a Ray task through ``suites.base.run_cell``, the function
+3. runs each missing cell as a Ray task through ``bench.runner.run_cell``, the function
    ``bench run`` calls per task, and a suite's summary cell (the STS average) through
-   ``suites.base.run_summary`` once that seed's task cells are all finished.
+   ``bench.runner.run_summary`` once that seed's task cells are all finished.
 
 Workers write cells straight into the driver's results directory (atomic rename), so on a
 cluster BENCH_HOME, BENCH_DATA_DIR and BENCH_RESULTS_DIR must be one shared filesystem mounted
@@ -50,7 +50,7 @@ class CellSettings:
 
     def context(self, paths: Paths, seed: int):
         from bench.encoder import dtype_name, resolve_dtype
-        from suites.base import RunContext
+        from bench.runner import RunContext
 
         return RunContext(paths=paths, seed=seed, device=self.device, batch_size=self.batch_size,
                           dtype=dtype_name(resolve_dtype(self.device, self.dtype)),
@@ -92,7 +92,7 @@ class Plan:
         return out
 
     def cells(self) -> list[Cell]:
-        from suites import get_suite
+        from bench.runner import get_suite
 
         cells = []
         for spec in self.models:
@@ -109,10 +109,7 @@ class Plan:
 
     def config(self, cell: Cell) -> dict:
         """The cell's configuration, as ``bench run`` would store it."""
-        from suites import get_suite
-        from suites.base import summary_config
-
-        from suites.base import for_model
+        from bench.runner import for_model, get_suite, summary_config
 
         suite = get_suite(cell.suite)
         ctx = for_model(self.settings.context(self.paths, cell.seed), self.spec(cell.model))
@@ -144,7 +141,7 @@ def split_list(text: str | None) -> list[str]:
 
 def select_tasks(suite_names: list[str], task_filter: list[str]) -> dict[str, list[str]]:
     """suite -> task names. A filter item is ``task`` (every chosen suite that has it) or ``suite/task``."""
-    from suites import get_suite
+    from bench.runner import get_suite
 
     suites = {name: get_suite(name) for name in dict.fromkeys(suite_names)}
     if not task_filter:
@@ -222,8 +219,7 @@ def run_grid_cell(spec: ModelSpec, suite_name: str, task_name: str, seed: int, p
     """One task cell, through the code ``bench run`` uses per task."""
     import socket
 
-    from suites import get_suite
-    from suites.base import run_cell
+    from bench.runner import get_suite, run_cell
 
     _tell_board(board, label, socket.gethostname())
     _check_shared(paths)
@@ -240,8 +236,7 @@ def run_grid_summary(spec: ModelSpec, suite_name: str, task_names: list[str], fr
     so the summary is rewritten exactly when ``bench run`` would rewrite it."""
     import socket
 
-    from suites import get_suite
-    from suites.base import run_cell, run_summary
+    from bench.runner import get_suite, run_cell, run_summary
 
     _tell_board(board, label, socket.gethostname())
     suite = get_suite(suite_name)
@@ -535,7 +530,7 @@ class GridRunner:
         if any(st.state == "done" for st in self.states.values()):
             ResultStore(self.plan.paths.results).write_leaderboard()  # once, after the concurrent writers
             from bench.metadata import export as export_metadata
-            from suites import get_suite
+            from bench.runner import get_suite
 
             export_metadata(self.plan.paths.results, suites=[get_suite(n) for n in self.plan.tasks],
                             models=self.plan.models, models_dir=self.plan.paths.models)

@@ -63,14 +63,14 @@ def _recipes(args) -> list[dict]:
 
 
 def _suites(args) -> list[dict]:
-    from suites import all_suites
+    from bench.runner import all_suites
 
     return [{"suite": s.name, "tasks": ", ".join(t.name for t in s.tasks), "description": s.description}
             for s in all_suites()]
 
 
 def _tasks(args) -> list[dict]:
-    from suites import all_suites, get_suite
+    from bench.runner import all_suites, get_suite
 
     return [{"suite": suite.name, "task": t.name, "dataset": t.dataset, "split": t.split,
              "main score": f"{t.main_metric} ({t.main_aggregation})", "description": t.description}

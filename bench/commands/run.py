@@ -40,7 +40,7 @@ def add_arguments(parser):
                              "`--results-dir results` writes the checkout's published leaderboard")
     from bench.plugins import add_option_flags
     from bench.registry import add_model_flags
-    from suites import all_suites
+    from bench.runner import all_suites
 
     add_model_flags(parser)
     add_option_flags(parser, all_suites())
@@ -48,7 +48,7 @@ def add_arguments(parser):
 
 def suite_options(args) -> dict:
     from bench.plugins import options_from_args
-    from suites import all_suites
+    from bench.runner import all_suites
 
     return options_from_args(args, all_suites())
 
@@ -81,43 +81,13 @@ def results_table(outcomes, title: str) -> Table:
     return table
 
 
-def check_data(plan, ctx, log) -> None:
-    """Check every data file the plan's tasks read (a BenchError names a file that differs), before any work;
-    files let through by --allow-unverified-data are logged."""
-    from suites.base import data_config
-
-    datasets = [d for suite, names in plan
-                for t in ([suite.task(n) for n in names] if names else suite.default_tasks()) for d in suite.datasets(t)]
-    for item in data_config(datasets, ctx).get("data_unverified", []):
-        log(f"[yellow]Unverified data (--allow-unverified-data; recorded in each row):[/yellow] {item}")
-
-
-def check_fits(plan, encoder, ctx) -> None:
-    """A BenchError (exit 2) when a suite of ``plan`` needs a network ``encoder`` does not expose."""
-    from suites.base import check_encoder_fits
-
-    for suite, _ in plan:
-        check_encoder_fits(suite, encoder, ctx)
-
-
-def run_plan(spec, plan, ctx, encoder) -> list[tuple[object, list]]:
-    """Run each (suite, task names or None for all) of ``plan`` on ``encoder``: the run path of `bench run` and
-    ``bench.evaluate``. Every suite is checked to fit the encoder first (``check_encoder_fits``)."""
-    from suites.base import run_suite
-
-    ctx = replace(ctx, device=encoder.device, dtype=encoder.dtype)
-    check_fits(plan, encoder, ctx)
-    return [(suite, run_suite(suite, spec, ctx, encoder, names)) for suite, names in plan]
-
-
 def main(args) -> int:
     from bench.encoder import open_encoder
     from bench.paths import Paths
     from bench.registry import resolve_model
     from bench.store import ResultStore, model_dir
+    from bench.runner import RunContext, check_data, get_suite, run_plan
     from bench.train import train_registered
-    from suites import get_suite
-    from suites.base import RunContext
 
     console = output_console()
     start = time.perf_counter()
