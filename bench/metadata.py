@@ -56,7 +56,7 @@ def export(results_dir: Path, *, suites=(), models=(), known: dict | None = None
     """Merge ``suites`` and ``models`` (ModelSpecs; with ``models_dir``, the training facts of their cards) into
     ``plugins.json``: each describes itself (``describe()``), so this module imports neither suites nor the
     registry, and reports can read the file through it."""
-    from bench import __version__
+    from bench.version import __version__
     from bench.store import package_versions
 
     data = read(results_dir)

@@ -35,7 +35,7 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-from bench import __version__
+from bench.version import __version__
 from bench.cell_schema import CellError, validate_cell
 from bench.data import atomic_write_bytes, atomic_write_text
 from bench.errors import BenchError, BenchWarning

@@ -147,7 +147,7 @@ def test_import_bench_stays_light():
     import sys
 
     out = subprocess.run([sys.executable, "-c", "import sys, bench; print([m for m in ('torch', 'suites', 'pandas', "
-                          "'bench.commands') if m in sys.modules])"], capture_output=True, text=True, check=True)
+                          "'bench.api') if m in sys.modules])"], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 

@@ -1,12 +1,12 @@
-"""``bench.evaluate``: the Python entry point (not a subcommand). Any encoder, from a notebook, through the run
-path of `bench run` (``bench.runner.run_plan``): the same cells, keys, provenance and evidence.
+"""``bench.evaluate``: the Python entry point. Any encoder, from a notebook, through the run path of `bench run`
+(``bench.runner.run_plan``): the same cells, keys, provenance and evidence.
 
     import bench
     result = bench.evaluate(SentenceTransformer(path), name="st-minilm", suites=["sts"])
     result.to_pandas()
 
-It lives in the app layer because it runs suites (the kernel imports none); ``bench/__init__.py`` re-exports it
-lazily, so ``import bench`` stays light. docs/python.md.
+It sits on top of the kernel, over the runner (which reaches the suites through its registry); ``bench/__init__.py``
+re-exports it lazily, so ``import bench`` stays light. docs/python.md.
 """
 
 from __future__ import annotations
@@ -96,9 +96,12 @@ def evaluate(model, *, name: str | None = None, suites, tasks=None, profile: str
 
 
 def _console_log():
-    from bench.commands import output_console
+    """A rich console's print; when stdout is not a terminal, wide enough to keep table values whole."""
+    import sys
 
-    return output_console().print
+    from rich.console import Console
+
+    return (Console() if sys.stdout.isatty() else Console(width=100_000)).print
 
 
 def task_plan(suites, tasks) -> list[tuple[object, list[str] | None]]:
