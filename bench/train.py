@@ -16,7 +16,7 @@
   is saved at every evaluation, at the end and on Ctrl-C; re-running the same command continues
   from it and the next step's loss is exactly what an uninterrupted run computes;
 - devices: the loop always runs through ``accelerate`` (one CPU process here), so
-  ``accelerate launch -m bench.cli train ...`` (or ``bench train --launcher accelerate``) runs it
+  ``accelerate launch -m app.cli train ...`` (or ``bench train --launcher accelerate``) runs it
   with DDP on several GPUs (per-process batch = ``batch_size``, in-batch negatives per process);
 - precision: ``TrainJob.dtype`` (auto|fp32|bf16|fp16) through ``bench.encoder.resolve_dtype``, set as
   accelerate's ``mixed_precision``, so the loss and every extra pass of a method (RobustEmbed's

@@ -43,8 +43,8 @@ def main() -> None:
 
     import ray
 
-    from bench.commands.grid import add_arguments, build_plan
-    from bench.commands.grid_runner import connect, run_grid
+    from app.commands.grid import add_arguments, build_plan
+    from app.commands.grid_runner import connect, run_grid
 
     grid_parser = argparse.ArgumentParser()
     add_arguments(grid_parser)

@@ -29,7 +29,7 @@ def _rows(cell):
 
 
 def _main(*args) -> int:
-    from bench.cli import main
+    from app.cli import main
 
     return main(["run", "--suite", "adversarial", "--model", "tiny", "--device", "cpu", *args])
 

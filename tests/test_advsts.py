@@ -146,7 +146,7 @@ def test_adversarial_file_round_trips_through_the_sts_loader(tmp_path, task_name
 
 def test_advsts_end_to_end_with_resume(bench_env, tiny_model, monkeypatch, textattack_ready, capsys):
     from attacks.recipes import RECIPES
-    from bench.cli import main
+    from app.cli import main
     from bench.data import read_stsb
 
     monkeypatch.setenv("BENCH_OFFLINE", "1")
@@ -188,7 +188,7 @@ def test_advsts_end_to_end_with_resume(bench_env, tiny_model, monkeypatch, texta
 def test_sick_is_scored_on_its_own_1_to_5_scale(bench_env, tiny_model, monkeypatch, textattack_ready):
     """SICK-R's gold is 1-5: cosine maps to 1 + 4·clip(cos, 0, 1), with a margin of a fifth of that range."""
     from attacks.recipes import RECIPES
-    from bench.cli import main
+    from app.cli import main
     from bench.encoder import Encoder
     from bench.registry import get_model
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from bench.cli import main
+from app.cli import main
 from bench.errors import BenchError
 from suites import anli
 from tests.conftest import register_fixture_dataset

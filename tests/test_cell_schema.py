@@ -107,7 +107,7 @@ COMMANDS = st.sampled_from([("compare",), ("report", "--card"), ("divergence",),
 def test_argument_strings_give_documented_exits(tmp_path, monkeypatch, capsys):
     """Hypothesis: cheap commands with hostile names exit 0, 1 or 2 with no traceback and write nothing outside
     BENCH_HOME and the results dir."""
-    from bench.cli import main
+    from app.cli import main
 
     home, results = tmp_path / "home", tmp_path / "results"
     home.mkdir()

@@ -351,7 +351,7 @@ def test_every_claims_command_parses_as_bench_run(tmp_path):
     """The "not run yet" commands of the committed claims use options `bench run` has, with valid values."""
     import argparse
 
-    from bench.commands import run as run_command
+    from app.commands import run as run_command
 
     parser = argparse.ArgumentParser(exit_on_error=False)
     run_command.add_arguments(parser)

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from bench.cli import main
+from app.cli import main
 from bench.store import CellKey, Result, ResultStore
 from bench.uncertainty import apply_uncertainty, compare_models, stored_evidence
 

@@ -90,7 +90,7 @@ def test_divergence_command_on_tiny_checkpoints(bench_env, tmp_path_factory, mon
     from safetensors.torch import load_file, save_file
 
     from bench import registry
-    from bench.cli import main
+    from app.cli import main
     from tests.conftest import write_tiny_bert
 
     dirs = {}

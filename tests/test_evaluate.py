@@ -44,7 +44,7 @@ def _stsb(result) -> float:
 
 def test_sentence_transformer_matches_bench_run_on_the_same_weights(bench_env, tiny_model, tiny_bert_dir):
     import bench
-    from bench.cli import main
+    from app.cli import main
     from bench.encoder import state_dict_sha256
 
     assert main(["run", "--suite", "sts", "--model", "tiny", "--task", "stsb"]) == 0
@@ -89,7 +89,7 @@ def test_function_identity_is_its_probe_embeddings_and_a_changed_function_gets_n
 
 def test_object_with_encode_and_a_model_name(bench_env, tiny_model):
     import bench
-    from bench.cli import main
+    from app.cli import main
 
     class Embedder:
         def encode(self, sentences):

@@ -12,7 +12,7 @@ import pytest
 
 import suites.base as base
 from attacks.recipes import RECIPES
-from bench.commands.ls import LISTERS
+from app.commands.ls import LISTERS
 from bench.methods import METHODS
 from bench.paths import Paths
 from bench.protocols import protocol

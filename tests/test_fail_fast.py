@@ -10,7 +10,7 @@ import socket
 import pytest
 
 from bench import hub
-from bench.cli import main
+from app.cli import main
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def test_grid_checks_its_models_before_ray_starts(isolated, monkeypatch, listeni
     """Offline, a grid over a model on a Hub backbone stops at once; online without GPU cells, a paper-profile
     model needs the opt-in, as with bench run."""
     pytest.importorskip("ray")
-    from bench.commands import grid_runner
+    from app.commands import grid_runner
 
     monkeypatch.setattr(grid_runner, "run_grid", lambda *a, **k: pytest.fail("Ray started"))
     code, out, err = bench("grid", "--models", "robustembed-bert", "--suites", "sts", capsys=capsys)

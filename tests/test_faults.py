@@ -25,7 +25,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO)) if __name__ == "__main__" else None  # `python tests/test_faults.py --table`
 
-from bench.cli import main  # noqa: E402
+from app.cli import main  # noqa: E402
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -377,7 +377,7 @@ def command_paths() -> list[tuple[str, ...]]:
     subcommand a command adds with add_subparsers."""
     import argparse
 
-    from bench.cli import COMMANDS, build_parser
+    from app.cli import COMMANDS, build_parser
 
     def children(parser, prefix):
         found = []
@@ -396,7 +396,7 @@ def command_paths() -> list[tuple[str, ...]]:
 def test_help_of_every_command(capsys):
     """`bench --help` and `bench COMMAND --help` for every registered command: exit 0; each prints its usage
     (`bench --help` used to crash on the "%" of "95% CI")."""
-    from bench.cli import COMMANDS
+    from app.cli import COMMANDS
 
     paths = command_paths()
     assert {p[0] for p in paths if p} == set(COMMANDS)
@@ -832,7 +832,7 @@ import json, os, sys, time
 from pathlib import Path
 
 from bench import data, registry
-from bench.cli import main
+from app.cli import main
 from tests.conftest import register_fixture_dataset
 
 setup = json.loads(os.environ["FAULT_SETUP"])
@@ -1178,7 +1178,7 @@ def test_ascii_only_stdout(finished, bench_env, tiny_bert_dir, tmp_path):
     title escaped (it used to crash with UnicodeEncodeError)."""
     import io
 
-    from bench.cli import main
+    from app.cli import main
 
     out, err = io.BytesIO(), io.BytesIO()
     stdout, stderr = io.TextIOWrapper(out, encoding="ascii"), io.TextIOWrapper(err, encoding="ascii")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main as cli
+from app.cli import main as cli
 from bench.errors import BenchError, UnknownName
 from bench.paths import Paths
 from bench.registry import ModelSpec, directory_name, resolve_model

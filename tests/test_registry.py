@@ -8,7 +8,7 @@ from bench.registry import MODELS, get_model
 
 
 def test_listing_models_does_not_import_torch():
-    code = ("import sys; from bench.cli import main; rc = main(['ls', 'models']); "
+    code = ("import sys; from app.cli import main; rc = main(['ls', 'models']); "
             "assert rc == 0; heavy = [m for m in ('torch', 'transformers', 'textattack') if m in sys.modules]; "
             "assert not heavy, heavy")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
@@ -30,7 +30,7 @@ def test_offline_default_and_released_checkpoints_are_registered():
 
 def test_one_registry_helper_serves_every_kind():
     from attacks.recipes import RECIPES
-    from bench.cli import COMMANDS
+    from app.cli import COMMANDS
     from bench.methods import METHODS
     from bench.plugins import Registry
     from suites import SUITES

@@ -151,7 +151,7 @@ def generated(tmp_path_factory) -> dict:
 
 def _bench(*args, env_extra=None, cwd=None):
     env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "bench.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, env=env,
                           cwd=cwd)
 
 
@@ -588,7 +588,7 @@ def test_latex_compiles(generated, tmp_path):
 
 
 def test_reports_import_no_torch_suites_or_attacks():
-    code = ("import sys, reports, reports.specs, reports.card, bench.commands.report, bench.commands.compare; "
+    code = ("import sys, reports, reports.specs, reports.card, app.commands.report, app.commands.compare; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'suites', 'attacks', 'transformers')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -136,7 +136,7 @@ def test_built_stand_ins_serve_every_role(paths):
 
 @needs_wordnet
 def test_resources_status_command_reports_each_role(paths, monkeypatch, capsys):
-    from bench.cli import main
+    from app.cli import main
 
     monkeypatch.setenv("BENCH_HOME", str(paths.home))
     monkeypatch.setenv("COLUMNS", "250")  # rich wraps cells in narrow consoles

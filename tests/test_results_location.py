@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main as cli
+from app.cli import main as cli
 from bench.paths import PUBLISHED_RESULTS, REPO_ROOT, Paths
 
 IN_GIT = (REPO_ROOT / ".git").exists() and shutil.which("git") is not None
@@ -53,7 +53,7 @@ from pathlib import Path
 from tests.conftest import write_sts_fixtures
 mp = pytest.MonkeyPatch()
 write_sts_fixtures(mp, Path({str(tmp_path / 'data')!r}))
-from bench.cli import main
+from app.cli import main
 rc = main(["run", "--device", "cpu", "--suite", "sts", "--model", "tiny", "--task", "stsb"])
 rc = rc or main(["report", "--suite", "sts"])
 sys.exit(rc)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main as cli
+from app.cli import main as cli
 
 WORDS = "a man woman child dog cat is are was playing eating running sitting on the in with guitar ball food".split()
 
@@ -171,7 +171,7 @@ def test_paper_model_offline_names_the_missing_backbone(tmp_path, bench_env, mon
 
 
 def test_training_modules_keep_torch_out_of_the_cli():
-    code = ("import sys, bench.cli, bench.commands.train, bench.methods, bench.registry; "
+    code = ("import sys, app.cli, app.commands.train, bench.methods, bench.registry; "
             "sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 

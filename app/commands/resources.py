@@ -6,7 +6,7 @@ import time
 
 from rich.table import Table
 
-from bench.commands import output_console, positive_int
+from app.commands import output_console, positive_int
 
 # part -> (builder "module:function", what it builds). Each builder takes (paths, force, log, options).
 PARTS = {
@@ -34,7 +34,7 @@ def add_arguments(parser):
     parser.add_argument("--mlm-resume", action="store_true",
                         help="continue training the built masked LM for --mlm-steps (or --mlm-minutes) more")
     parser.add_argument("--offline", action="store_true", help="status: do not probe the network for real resources")
-    from bench.commands import add_dtype_argument
+    from app.commands import add_dtype_argument
 
     add_dtype_argument(parser)  # the masked LM's training and evaluation read it (bench.encoder.requested_dtype)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from bench.commands import output_console
+from app.commands import output_console
 from bench.errors import BenchError
 
 

@@ -10,7 +10,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from bench.commands import (add_unverified_data_flag, device_name, nonnegative_float, nonnegative_int, output_console,
+from app.commands import (add_unverified_data_flag, device_name, nonnegative_float, nonnegative_int, output_console,
                             positive_float, positive_int)
 from bench.errors import BenchError
 
@@ -43,13 +43,13 @@ def add_arguments(parser):
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--limit", type=positive_int, help="use only the first N examples of each task")
     add_unverified_data_flag(parser)
-    from bench.commands import add_cpu_paper_profile_flag
+    from app.commands import add_cpu_paper_profile_flag
 
     add_cpu_paper_profile_flag(parser)
     parser.add_argument("--results-dir", type=Path,
                         help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
                              "`--results-dir results` writes the checkout's published leaderboard")
-    from bench.commands import add_dtype_argument
+    from app.commands import add_dtype_argument
 
     add_dtype_argument(parser)
     from bench.plugins import add_option_flags
@@ -61,7 +61,7 @@ def add_arguments(parser):
 
 
 def build_plan(args):
-    from bench.commands.grid_runner import CellSettings, Plan, select_tasks, split_list
+    from app.commands.grid_runner import CellSettings, Plan, select_tasks, split_list
     from bench.paths import Paths
     from bench.registry import resolve_model
 
@@ -104,7 +104,7 @@ def fmt_s(seconds) -> str:
 
 
 def dry_run(plan, console: Console) -> int:
-    from bench.commands.grid_runner import estimate, past_timings, training_estimate
+    from app.commands.grid_runner import estimate, past_timings, training_estimate
 
     timings = past_timings(plan.paths.results)
     table = Table(title=f"bench grid --dry-run: {len(plan.cells())} cells (results: {plan.paths.results})")
@@ -267,7 +267,7 @@ def check_models(plan, models_file, allow_cpu_paper_profile: bool, log) -> None:
 def main(args) -> int:
     from rich.live import Live
 
-    from bench.commands.grid_runner import import_ray, run_grid
+    from app.commands.grid_runner import import_ray, run_grid
 
     plan = build_plan(args)
     console = output_console()  # piped: whole values, no '…'

@@ -81,7 +81,7 @@ def weights_section(args, paths) -> dict:
 def _print(report: dict) -> None:
     from rich.table import Table
 
-    from bench.commands import output_console
+    from app.commands import output_console
     from bench.stats import format_number, format_p
 
     console = output_console()

@@ -1,4 +1,4 @@
-"""The ``bench`` command line. Subcommands live in ``bench/commands/<name>.py`` and are
+"""The ``bench`` command line. Subcommands live in ``app/commands/<name>.py`` and are
 imported only when used; nothing here imports torch.
 
 Exit codes: 0 success, 2 bad usage or input (the message names the fix), 1 failure during work (one line naming
@@ -33,7 +33,7 @@ COMMANDS = Registry("command", helps={
     "export": "write a model's result cells in mteb's results format (plus bench's robustness JSON)",
 })
 for _name in COMMANDS.helps:
-    COMMANDS.register(_name, f"bench.commands.{_name}")
+    COMMANDS.register(_name, f"app.commands.{_name}")
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:

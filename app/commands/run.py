@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from bench.commands import add_unverified_data_flag, local_device, nonnegative_int, output_console, positive_int
+from app.commands import add_unverified_data_flag, local_device, nonnegative_int, output_console, positive_int
 
 
 def add_arguments(parser):
@@ -25,14 +25,14 @@ def add_arguments(parser):
     parser.add_argument("--device", type=local_device, default="auto", help="auto|cpu|cuda|cuda:N|mps (auto: cuda, mps, cpu)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--limit", type=positive_int, help="use only the first N examples of each task")
-    from bench.commands import add_dtype_argument
+    from app.commands import add_dtype_argument
 
     add_dtype_argument(parser)
     parser.add_argument("--overwrite", choices=["never", "only-missing", "always"], default="only-missing",
                         help="never: keep any existing cell; only-missing (default): compute cells missing for "
                              "this configuration; always: recompute")
     add_unverified_data_flag(parser)
-    from bench.commands import add_cpu_paper_profile_flag
+    from app.commands import add_cpu_paper_profile_flag
 
     add_cpu_paper_profile_flag(parser)
     parser.add_argument("--results-dir", type=Path,

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from bench.commands import (add_unverified_data_flag, local_device, nonnegative_int, positive_float,
+from app.commands import (add_unverified_data_flag, local_device, nonnegative_int, positive_float,
                             positive_int)
 from bench.errors import BenchError
 
@@ -35,7 +35,7 @@ def add_arguments(parser):
     parser.add_argument("--steps", type=positive_int, help="stop after N optimiser steps (N >= 1)")
     parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--device", type=local_device, default="auto", help="auto|cpu|cuda|cuda:N|mps")
-    from bench.commands import add_dtype_argument
+    from app.commands import add_dtype_argument
 
     add_dtype_argument(parser)
     parser.add_argument("--batch-size", type=positive_int)
@@ -89,7 +89,7 @@ def relaunch_with_accelerate(args, argv: list[str]) -> int:
     # trainer's Accelerator(cpu=True) joins them over gloo, which is how the DDP path can be tried here).
     mode = ["--multi_gpu"] if processes > 1 else ([] if torch.cuda.is_available() else ["--cpu"])
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(processes), *mode,
-           "-m", "bench.cli", *rest]
+           "-m", "app.cli", *rest]
     print("Launching:", " ".join(cmd))
     return subprocess.call(cmd, env={**os.environ, "BENCH_LAUNCHED": "1"})
 

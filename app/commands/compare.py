@@ -69,7 +69,7 @@ def main(args) -> int:
         return refuse_bad_evidence(store)
     if not diffs and store.bad_evidence:  # nothing left to show: no empty table
         return refuse_bad_evidence(store)
-    from bench.commands import output_console
+    from app.commands import output_console
 
     console = output_console()
     if not counts["shared_cells"]:
