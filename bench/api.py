@@ -71,7 +71,7 @@ def evaluate(model, *, name: str | None = None, suites, tasks=None, profile: str
     """
     from bench.paths import Paths
     from bench.runner import RunContext, check_data, check_fits, get_suite, run_plan
-    from bench.store import ResultStore
+    from bench.results.store import ResultStore
 
     log = log or _console_log()
     paths = Paths.from_env().with_results(results_dir)
@@ -168,9 +168,9 @@ def open_model(model, name: str | None, paths, ctx, dtype: str, models_file):
 def _open_named(text: str, name, paths, ctx, dtype, models_file):
     from functools import partial
 
-    from bench import hub
-    from bench.encoder import open_encoder, pick_device, resolve_dtype, use_dtype
-    from bench.registry import known_models, resolve_model
+    from bench.models import hub
+    from bench.models.encoder import open_encoder, pick_device, resolve_dtype, use_dtype
+    from bench.models.registry import known_models, resolve_model
     from bench.train import train_registered
     from bench.train_cost import announce_training
 
@@ -191,9 +191,9 @@ def _open_named(text: str, name, paths, ctx, dtype, models_file):
 
 
 def _open_object(model, name, paths, ctx, models_file):
-    from bench.model_objects import wrap
-    from bench.models_file import NAME_PATTERN
-    from bench.registry import ModelSpec, known_models
+    from bench.models.model_objects import wrap
+    from bench.models.models_file import NAME_PATTERN
+    from bench.models.registry import ModelSpec, known_models
 
     if not name:
         raise BenchError("bench.evaluate: a model object needs name='...' (how its rows and cells are named).")

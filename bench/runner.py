@@ -4,7 +4,7 @@ on first use, so the kernel imports no suite module).
 A suite only says how to score one task with an encoder (``run_task``); this module owns the rest: the cache
 check, the cell key, progress, timing, provenance, uncertainty and atomic writes. ``bench run`` passes its
 arguments down once: ``app.commands.run:main`` → ``run_plan`` → ``run_suite`` → ``run_cell`` → the suite's
-``run_task`` → ``bench.store.ResultStore.write``. ``bench.evaluate`` (``bench/api.py``) and the grid's Ray
+``run_task`` → ``bench.results.store.ResultStore.write``. ``bench.evaluate`` (``bench/api.py``) and the grid's Ray
 workers (``run_cell``, ``run_summary``) take the same path.
 """
 
@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from bench.errors import BenchError
-from bench.metadata import export as export_metadata
+from bench.results.metadata import export as export_metadata
 from bench.papers import paper_values
 from bench.paths import Paths
 from bench.plugins import Registry
-from bench.registry import ModelSpec, key_config
-from bench.store import CellKey, Result, ResultStore, config_hash, git_commit, now_iso, package_versions
-from bench.uncertainty import apply_uncertainty, summary_uncertainty
+from bench.models.registry import ModelSpec, key_config
+from bench.results.store import CellKey, Result, ResultStore, config_hash, git_commit, now_iso, package_versions
+from bench.results.uncertainty import apply_uncertainty, summary_uncertainty
 
 # name -> "module:SUITE". Adding a suite is one module (subclassing suites.base.Suite) plus one line here.
 SUITES = Registry("suite", {
@@ -65,8 +65,8 @@ class RunContext:
     dtype: str = "float32"  # what the network runs in (Encoder.dtype): 'float32', 'bfloat16', ...
     progress: object | None = None  # a rich Progress, or None when quiet
     log: Callable[[str], None] = print
-    allow_unverified_data: bool = False  # use data files whose sha256 differs from bench/data_files.tsv
-    model_config: dict = field(default_factory=dict)  # the model's key settings (bench.registry.key_config)
+    allow_unverified_data: bool = False  # use data files whose sha256 differs from bench/data/data_files.tsv
+    model_config: dict = field(default_factory=dict)  # the model's key settings (bench.models.registry.key_config)
 
     def __post_init__(self):
         if self.overwrite not in OVERWRITE_MODES:
@@ -135,11 +135,11 @@ def precision_config(ctx: RunContext) -> dict:
 
 def data_config(datasets, ctx: RunContext) -> dict:
     """``{"data": {dataset: fingerprint}}`` after checking every file's sha256 against
-    bench/data_files.tsv (cached by file identity, so a re-run re-reads nothing). A mismatch is a
+    bench/data/data_files.tsv (cached by file identity, so a re-run re-reads nothing). A mismatch is a
     BenchError naming the file, unless ``ctx.allow_unverified_data``: then the differing files are
     listed under ``data_unverified`` (so in every row's config) and the fingerprint keeps those cells
     apart from cells on the reference data."""
-    from bench.data import check_content
+    from bench.data.datasets import check_content
 
     checks = [check_content(ctx.paths.data, name, ctx.paths.cache, ctx.allow_unverified_data)
               for name in dict.fromkeys(datasets)]
@@ -208,7 +208,7 @@ def run_cell(suite: SuitePlugin, spec: ModelSpec, ctx: RunContext, encoder, task
     rows = suite.run_task(task, encoder, ctx)
     wall = time.perf_counter() - start
     rows = [_stamp(r, spec, encoder, ctx, task, cfg, key.config_hash, wall, ctx.seed) for r in rows]
-    evidence = apply_uncertainty(rows)  # 95% CIs from the rows' per-example evidence (bench/stats.py)
+    evidence = apply_uncertainty(rows)  # 95% CIs from the rows' per-example evidence (bench/scoring/stats.py)
     path = store.write(key, rows, cfg, evidence=evidence)
     return TaskOutcome(task.name, store.read(path)["results"], path, False, wall)
 
@@ -236,7 +236,7 @@ def run_summary(suite: SuitePlugin, spec: ModelSpec, ctx: RunContext, encoder, t
 def check_encoder_fits(suite: SuitePlugin, encoder, ctx: RunContext) -> None:
     """A BenchError (exit 2) before any work when ``suite`` with these options fine-tunes the encoder and
     ``encoder`` exposes no network (a function or another object known only by its embeddings)."""
-    from bench.model_objects import has_network
+    from bench.models.model_objects import has_network
 
     reason = suite.needs_network(ctx)
     if not reason or has_network(encoder):

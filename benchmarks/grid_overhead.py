@@ -19,7 +19,7 @@ from pathlib import Path
 
 
 def sequential(plan) -> float:
-    from bench.encoder import open_encoder
+    from bench.models.encoder import open_encoder
     from suites import get_suite
     from bench.runner import run_suite
 
@@ -51,7 +51,7 @@ def main() -> None:
     plan = build_plan(grid_parser.parse_args(["--models", args.model, "--suites", args.suites, "--seeds",
                                               str(args.seeds), "--limit", str(args.limit)]))
     n = len(plan.cells())
-    from bench.encoder import open_encoder
+    from bench.models.encoder import open_encoder
 
     open_encoder(plan.models[0], plan.paths, "cpu", 8)  # warm-up: torch imported, weights in the page cache
     with tempfile.TemporaryDirectory() as tmp:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from bench.errors import lookup
 from bench.plugins import Option
 from bench.runner import RunContext, TaskOutcome, data_config, precision_config  # noqa: F401 (for suites)
-from bench.store import Result
-from bench.uncertainty import AverageOf  # noqa: F401 (for suites' summary rows)
+from bench.results.store import Result
+from bench.results.uncertainty import AverageOf  # noqa: F401 (for suites' summary rows)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,7 +72,7 @@ class Suite:
         return [t for t in tasks if t.name in protocol(self.named_protocol).averaged]
 
     def describe(self) -> dict:
-        """The suite's self-description, exported beside the results (``bench.metadata``) for reports."""
+        """The suite's self-description, exported beside the results (``bench.results.metadata``) for reports."""
         tasks = list(self.tasks) + ([self.summary_task] if self.summary_task is not None else [])
         return {"name": self.name, "label": self.label or self.name, "description": self.description,
                 "version": self.version, "options": [o.describe() for o in self.options],
@@ -124,7 +124,7 @@ def row(task: Task, metric: str, value, n: int | None, aggregation: str | None =
         split: str | None = None, **extra) -> Result:
     """A Result for ``task`` with the provenance fields left for the runner to stamp.
 
-    ``evidence=`` (a ``bench.stats.Evidence``: per-pair predictions and gold, per-example outcomes)
+    ``evidence=`` (a ``bench.scoring.stats.Evidence``: per-pair predictions and gold, per-example outcomes)
     is what the base turns into the row's 95% CI and stores beside the cell for paired tests; a
     summary row passes ``evidence=AverageOf(task rows)`` for an average over tasks."""
     return Result(model="", suite=task.suite, task=task.name, split=split or task.split, metric=metric,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.registry import MODELS, ModelSpec, key_config
-from bench.store import config_hash
+from bench.models.registry import MODELS, ModelSpec, key_config
+from bench.results.store import config_hash
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "results" / "cells"

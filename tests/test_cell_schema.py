@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.cell_schema import METRICS, CellError, validate_cell
-from bench.store import CellKey, Result, ResultStore
+from bench.results.cell_schema import METRICS, CellError, validate_cell
+from bench.results.store import CellKey, Result, ResultStore
 
 REPO = Path(__file__).resolve().parents[1]
 BOUNDED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -94,7 +94,7 @@ def test_data_verify_flags_corruption(bench_env, capsys):
 
 def test_data_fetch_from_loopback_server(tmp_path, monkeypatch):
     """A SentEval-style tar served over HTTP on 127.0.0.1 is fetched, unpacked and verified."""
-    from bench import data
+    from bench.data import datasets as data
     from tests.conftest import register_fixture_dataset
 
     served = tmp_path / "served"

@@ -16,7 +16,7 @@ from app.commands.ls import LISTERS
 from bench.methods import METHODS
 from bench.paths import Paths
 from bench.protocols import protocol
-from bench.store import config_hash
+from bench.results.store import config_hash
 from suites import SUITES, get_suite
 from suites.base import RunContext
 

@@ -238,7 +238,7 @@ def test_cell_computed_on_other_data_is_not_reused(finished, bench_env, monkeypa
 def test_data_hashes_are_cached_by_file_identity(finished, bench_env, monkeypatch, capsys):
     """Re-runs on unchanged data: exit 0; no data file is hashed again (cache keyed by path, size, mtime and
     ctime under $BENCH_HOME), in this process or a fresh one; a touched file is hashed once more."""
-    from bench import data
+    from bench.data import datasets as data
 
     hashed = []
     original = data._sha256_file
@@ -276,7 +276,7 @@ def test_missing_backbone_offline(finished, bench_env, monkeypatch, capsys):
     import huggingface_hub.constants
     import transformers.utils.hub
 
-    from bench import registry
+    from bench.models import registry
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(transformers.utils.hub, "_is_offline_mode", True)
@@ -294,7 +294,7 @@ def test_refused_pickle_weights_say_so(finished, bench_env, tiny_bert_dir, tmp_p
 
     import torch
 
-    from bench import registry
+    from bench.models import registry
 
     model_dir = tmp_path / "pickled"
     shutil.copytree(tiny_bert_dir, model_dir)
@@ -313,7 +313,7 @@ def test_truncated_safetensors_weights(finished, bench_env, tiny_bert_dir, tmp_p
     it again (was a SafetensorError traceback); no cell is written for the model."""
     import shutil
 
-    from bench import registry
+    from bench.models import registry
 
     model_dir = tmp_path / "torn"
     shutil.copytree(tiny_bert_dir, model_dir)
@@ -429,7 +429,7 @@ def test_device_is_checked_when_parsed(finished, bench_env, tiny_bert_dir, no_ac
                                        command, device, shown):
     """`--device bogus`, or `mps`/`cuda` on a machine without one, for run, train (and grid's syntax): exit 2; when
     the flag is parsed, before any model loads, naming the choices and the fix (train used to run on the CPU)."""
-    from bench import encoder
+    from bench.models import encoder
 
     monkeypatch.setattr(encoder.Encoder, "from_spec", lambda *a, **k: pytest.fail("a model was loaded"))
     args = {"run": (*RUN[:1], *RUN[3:], "--task", "stsb"),
@@ -642,7 +642,7 @@ def test_non_numeric_cell_value_is_quarantined(finished, bench_env, tmp_path, ca
 def test_checkpoint_files_get_the_results_permissions(bench_env, tiny_bert_dir, corpus, tmp_path, capsys):
     """A trained checkpoint under umask 022: exit 0; its files (weights included) and resume state get 0644 like
     result files, and its directories 0755 (safetensors wrote the weights 0600)."""
-    from bench.data import atomic_write_text
+    from bench.data.datasets import atomic_write_text
 
     old = os.umask(0o022)
     try:
@@ -679,7 +679,7 @@ def test_result_files_respect_the_umask(finished, bench_env, capsys):
 def tiny_stsb_cell(finished, bench_env, tiny_bert_dir, monkeypatch, capsys):
     """tiny's STS-B cell, and a second model ('twin': tiny's weights under another name) with its own, so
     `bench compare tiny twin` has a shared cell; returns tiny's cell path."""
-    from bench import registry
+    from bench.models import registry
 
     monkeypatch.setitem(registry.MODELS, "twin", registry.ModelSpec(
         name="twin", backbone=str(tiny_bert_dir), pooler="avg", max_len=64))
@@ -689,7 +689,7 @@ def tiny_stsb_cell(finished, bench_env, tiny_bert_dir, monkeypatch, capsys):
 
 
 def _sidecar(cell: Path) -> Path:
-    from bench.store import ResultStore
+    from bench.results.store import ResultStore
 
     return ResultStore.evidence_path(cell)
 
@@ -716,7 +716,7 @@ def test_bad_evidence_is_reported_and_recomputed(tiny_stsb_cell, bench_env, tmp_
     from `bench compare`, naming the cell and the `bench run` that redoes it (it printed an empty table, exit 0);
     `bench report` names it (exit 0); `bench run` moves the cell and its evidence to quarantine/ and recomputes
     them instead of reusing them."""
-    from bench.store import EVIDENCE_HASH
+    from bench.results.store import EVIDENCE_HASH
 
     side = _sidecar(tiny_stsb_cell)
     damage, shown = EVIDENCE_FAULTS[fault]
@@ -743,7 +743,7 @@ def test_cells_without_a_recorded_evidence_hash(tiny_stsb_cell, bench_env, capsy
     """Cells written before cells recorded their evidence sha256: exit 0; their evidence is used once it parses
     (an unparsable file is named, exit 2 from compare); `python -m bench.store backfill-evidence-hashes DIR`
     records the sha256 of each sidecar that parses (exit 0), after which an altered file is caught."""
-    from bench.store import EVIDENCE_HASH
+    from bench.results.store import EVIDENCE_HASH
 
     side = _sidecar(tiny_stsb_cell)
     good = side.read_bytes()
@@ -756,7 +756,7 @@ def test_cells_without_a_recorded_evidence_hash(tiny_stsb_cell, bench_env, capsy
     code, _, err = bench("compare", "tiny", "twin", "--suite", "sts", "--task", "stsb", capsys=capsys)
     assert code == 2 and f"{tiny_stsb_cell}: its evidence file {side.name} does not parse" in err
 
-    backfill = [sys.executable, "-m", "bench.store", "backfill-evidence-hashes", str(bench_env.results)]
+    backfill = [sys.executable, "-m", "bench.results.store", "backfill-evidence-hashes", str(bench_env.results)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(backfill, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
     assert done.returncode == 2 and f"not recorded: Result cell {tiny_stsb_cell}: its evidence file" in done.stderr
@@ -784,7 +784,7 @@ def test_publish_refuses_bad_evidence(tiny_stsb_cell, bench_env, tmp_path, capsy
 
 
 def _writer(root: str, writer: int, count: int) -> None:
-    from bench.store import CellKey, Result, ResultStore
+    from bench.results.store import CellKey, Result, ResultStore
 
     store = ResultStore(Path(root))
     for i in range(count):
@@ -800,7 +800,7 @@ def test_two_concurrent_writers_lose_no_cell(tmp_path):
     import csv
     import multiprocessing
 
-    from bench.store import ResultStore
+    from bench.results.store import ResultStore
 
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, 25)) for w in (1, 2)]
@@ -831,7 +831,8 @@ DRIVER = r'''
 import json, os, sys, time
 from pathlib import Path
 
-from bench import data, registry
+from bench.data import datasets as data
+from bench.models import registry
 from app.cli import main
 from tests.conftest import register_fixture_dataset
 
@@ -855,7 +856,7 @@ def stall(marker):
 
 
 if os.environ.get("FAULT_STALL_AFTER_WRITES"):  # after N cells are written (bench run)
-    from bench.store import ResultStore
+    from bench.results.store import ResultStore
 
     original, done = ResultStore.write, []
 
@@ -883,7 +884,7 @@ sys.exit(main(sys.argv[1:]))
 
 
 def _driver(tmp_path: Path, bench_env, tiny_bert_dir):
-    from bench import data
+    from bench.data import datasets as data
 
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
@@ -958,7 +959,7 @@ def test_kill_9_during_training_then_resume(bench_env, tiny_bert_dir, corpus, tm
 def test_piped_tables_keep_whole_values(finished, bench_env, capsys):
     """Piped output (not a terminal): exit 0; `bench ls models` prints tab-separated whole values, `--json`
     parses, and the results table of `bench run` cuts no cell to '…'."""
-    from bench.registry import MODELS
+    from bench.models.registry import MODELS
 
     code, out, _ = bench("ls", "models", capsys=capsys)
     assert code == 0 and "…" not in out
@@ -1162,7 +1163,7 @@ def test_unexpected_error_is_one_line_unless_debug(finished, bench_env, monkeypa
     and the fix, no traceback; with --debug the stack too (it used to be a bare traceback)."""
     import errno as _errno
 
-    from bench.store import ResultStore
+    from bench.results.store import ResultStore
 
     def full(*a, **k):
         raise OSError(_errno.ENOSPC, "No space left on device", str(bench_env.results / "leaderboard.csv"))

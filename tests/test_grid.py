@@ -1,7 +1,7 @@
 """bench grid on a local Ray instance, with a tiny random BERT and tiny STS-B / SICK fixtures.
 
 Ray workers are separate processes, so a monkeypatched dataset registry would not reach them:
-the fixtures are written at the reference byte sizes of bench/data_files.tsv instead (the last
+the fixtures are written at the reference byte sizes of bench/data/data_files.tsv instead (the last
 column is padded with spaces, which the readers collapse), and every command runs with
 --allow-unverified-data, since their bytes (so their sha256) are not the reference data's.
 """
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from bench.data import get_dataset
+from bench.data.datasets import get_dataset
 from bench.errors import BenchError
-from bench.store import ResultStore
+from bench.results.store import ResultStore
 from tests.conftest import STS_PAIRS
 
 
@@ -200,7 +200,7 @@ def test_grid_modules_import_neither_torch_nor_ray():
 
 
 def test_dry_run_lists_stored_cells_training_and_costs_from_earlier_runs(grid_env, tiny_model, monkeypatch, capsys):
-    from bench import registry
+    from bench.models import registry
     from app.commands.grid_runner import Cell, estimate, past_timings
 
     trained = registry.ModelSpec(name="tiny-simcse", backbone=tiny_model.backbone, pooler="avg", max_len=64,
@@ -289,7 +289,7 @@ def test_rough_estimate_borrows_from_other_victim_and_constraint_settings_only()
 def test_training_estimate_reads_cards_of_the_same_method_and_profile(tmp_path, monkeypatch):
     import json
 
-    from bench import registry
+    from bench.models import registry
     from app.commands.grid_runner import training_estimate
 
     base = registry.ModelSpec(name="b", backbone="x")

@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from app.cli import main as cli  # noqa: E402
-from bench.encoder import (Encoder, autocast, dtype_name, load_hf, native_bf16, requested_dtype,  # noqa: E402
+from bench.models.encoder import (Encoder, autocast, dtype_name, load_hf, native_bf16, requested_dtype,  # noqa: E402
                            resolve_dtype, use_dtype)
 from bench.errors import BenchError  # noqa: E402
 
@@ -133,7 +133,7 @@ def test_encoder_runs_in_the_resolved_dtype_with_embeddings_close_to_fp32(tiny_b
 # --- cells -----------------------------------------------------------------------------------
 
 def test_bf16_run_writes_a_separate_cell_and_fp32_cells_keep_their_configuration(tiny_model, bench_env, capsys):
-    from bench.store import ResultStore
+    from bench.results.store import ResultStore
     from suites import get_suite
     from suites.base import RunContext
 

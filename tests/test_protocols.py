@@ -22,7 +22,7 @@ from bench.errors import UnknownName
 from bench.methods import METHODS
 from bench.paths import Paths
 from bench.protocols import PROTOCOLS, parse, protocol
-from bench.store import config_hash
+from bench.results.store import config_hash
 from suites import SUITES, get_suite
 from suites.base import RunContext, Task
 

@@ -319,8 +319,8 @@ def test_synonym_proposals_count_the_word_and_its_synonyms(tiny_backbone):
 
 
 def test_minilm_mlm_model_is_the_built_masked_lm(tmp_path, monkeypatch):
-    from bench.encoder import resolve_backbone
-    from bench.registry import MODELS
+    from bench.models.encoder import resolve_backbone
+    from bench.models.registry import MODELS
 
     monkeypatch.setenv("BENCH_HOME", str(tmp_path))
     spec = MODELS["minilm-mlm"]

@@ -44,7 +44,7 @@ def test_a_run_from_the_checkout_leaves_git_status_clean(tmp_path, tiny_bert_dir
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / "models.toml").write_text(f'[tiny]\nbackbone = "{tiny_bert_dir}"\npooler = "avg"\n'
                                                    f'max_len = 64\n')
-    # fixtures are registered by monkeypatching bench.data in-process, so the run happens in a child
+    # fixtures are registered by monkeypatching bench.data.datasets in-process, so the run happens in a child
     # that applies the same patch
     code = f"""
 import sys

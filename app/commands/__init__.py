@@ -76,7 +76,7 @@ local_device.__name__ = device_name.__name__ = "device"
 
 def add_unverified_data_flag(parser) -> None:
     parser.add_argument("--allow-unverified-data", action="store_true",
-                        help="use data files whose sha256 differs from bench/data_files.tsv (your own data); "
+                        help="use data files whose sha256 differs from bench/data/data_files.tsv (your own data); "
                              "rows record the differing files in their config and never share cells with "
                              "results on the reference data")
 
@@ -102,7 +102,7 @@ def output_console(**kwargs):
 
 def add_dtype_argument(parser) -> None:
     """--dtype, common to the commands that run the network (run, train, grid, resources build)."""
-    from bench.encoder import DTYPES
+    from bench.models.encoder import DTYPES
 
     parser.add_argument("--dtype", choices=DTYPES, default="auto",
                         help="precision of every forward pass (weights stay fp32). auto: bf16 autocast where the "

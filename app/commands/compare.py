@@ -56,7 +56,7 @@ def _short_method(method: str) -> str:
 
 def main(args) -> int:
     from bench.paths import Paths
-    from bench.store import ResultStore
+    from bench.results.store import ResultStore
 
     store = ResultStore(Paths.from_env().with_results(args.results_dir).results)
     check_models(store, args.model_a, args.model_b)
@@ -119,8 +119,8 @@ def check_metrics(store, args) -> None:
 
 def paired_rows(store, args) -> tuple[list, dict]:
     """The paired differences B − A the flags ask for, and the shared/one-sided cell counts."""
-    from bench.store import EvidenceWarning
-    from bench.uncertainty import compare_models
+    from bench.results.store import EvidenceWarning
+    from bench.results.uncertainty import compare_models
 
     def include(key: dict) -> bool:
         if args.metrics and key["metric"] not in args.metrics:
@@ -138,8 +138,8 @@ def paired_rows(store, args) -> tuple[list, dict]:
 def difference_table(model_a: str, model_b: str, diffs: list):
     from rich.table import Table
 
-    from bench.stats import display_decimals, format_number, format_p
-    from bench.uncertainty import UNVERIFIED
+    from bench.scoring.stats import display_decimals, format_number, format_p
+    from bench.results.uncertainty import UNVERIFIED
 
     table = Table(title=f"{model_b} − {model_a} (paired, 95% CI)")
     with_settings = any(d.setting for d in diffs)  # a task stored under several settings: say which row is which
@@ -166,7 +166,7 @@ def difference_table(model_a: str, model_b: str, diffs: list):
 
 def footnotes(model_a: str, model_b: str, diffs: list, counts: dict) -> list[str]:
     """What the table's marks and intervals mean, and what it leaves out."""
-    from bench.uncertainty import UNVERIFIED
+    from bench.results.uncertainty import UNVERIFIED
 
     notes = [f"{counts['shared_cells']} shared cell(s); cells only {model_a}: {counts['only_a']}, only "
              f"{model_b}: {counts['only_b']}. *: the 95% CI of B − A excludes 0 and p < 0.05. CIs: paired bootstrap "

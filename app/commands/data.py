@@ -14,7 +14,7 @@ def add_arguments(parser):
 
 
 def main(args) -> int:
-    from bench.data import DATASETS, fetch, get_dataset, problems
+    from bench.data.datasets import DATASETS, fetch, get_dataset, problems
     from bench.paths import Paths
 
     paths = Paths.from_env()

@@ -37,9 +37,9 @@ def output_path(results: Path, model_a: str, model_b: str) -> Path:
 
 
 def _weights_dir(name: str, paths) -> Path:
-    from bench.encoder import resolve_backbone
+    from bench.models.encoder import resolve_backbone
     from bench.errors import BenchError
-    from bench.registry import resolve_model
+    from bench.models.registry import resolve_model
 
     spec = resolve_model(name, paths)
     where = Path(resolve_backbone(spec, paths.models))
@@ -58,8 +58,8 @@ def _file_sha256(path: Path) -> str:
 
 def weights_section(args, paths) -> dict:
     from bench.errors import BenchError
-    from bench.registry import resolve_model
-    from bench.weights import weight_distances
+    from bench.models.registry import resolve_model
+    from bench.models.weights import weight_distances
 
     base = args.base or resolve_model(args.model_a, paths).base
     if not base:
@@ -82,7 +82,7 @@ def _print(report: dict) -> None:
     from rich.table import Table
 
     from app.commands import output_console
-    from bench.stats import format_number, format_p
+    from bench.scoring.stats import format_number, format_p
 
     console = output_console()
     w = report["weights"]
@@ -109,7 +109,7 @@ def _print(report: dict) -> None:
 
 def main(args) -> int:
     from attacks.agreement import agreement
-    from bench.data import atomic_write_text
+    from bench.data.datasets import atomic_write_text
     from bench.errors import BenchError
     from bench.paths import Paths
 

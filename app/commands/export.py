@@ -62,7 +62,7 @@ def main(args) -> int:
 
 def export_mteb(results_dir: Path, model: str, out: Path) -> dict[str, list[Path]]:
     """Write the model's cells under ``out`` (see the module doc); {revision: files written}."""
-    from bench.store import ResultStore
+    from bench.results.store import ResultStore
 
     store = ResultStore(results_dir)
     by_revision: dict[str, list[tuple[Path, dict]]] = {}
@@ -78,7 +78,7 @@ def export_mteb(results_dir: Path, model: str, out: Path) -> dict[str, list[Path
 
 
 def _export_revision(model: str, revision: str, cells, results_dir: Path, out: Path) -> list[Path]:
-    from bench.data import atomic_write_text
+    from bench.data.datasets import atomic_write_text
 
     folder = out / model.replace("/", "__") / revision
     chosen = _mteb_cells(cells)

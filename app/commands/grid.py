@@ -53,7 +53,7 @@ def add_arguments(parser):
 
     add_dtype_argument(parser)
     from bench.plugins import add_option_flags
-    from bench.registry import add_model_flags
+    from bench.models.registry import add_model_flags
     from bench.runner import all_suites
 
     add_model_flags(parser)
@@ -63,7 +63,7 @@ def add_arguments(parser):
 def build_plan(args):
     from app.commands.grid_runner import CellSettings, Plan, select_tasks, split_list
     from bench.paths import Paths
-    from bench.registry import resolve_model
+    from bench.models.registry import resolve_model
 
     paths = Paths.from_env().with_results(getattr(args, "results_dir", None))
     models = [resolve_model(name, paths, pooler=args.pooler, models_file=args.models_file)
@@ -254,8 +254,8 @@ def report(result, plan, console: Console) -> None:
 def check_models(plan, models_file, allow_cpu_paper_profile: bool, log) -> None:
     """Before Ray starts: every model can be had (offline Hub models fail now, with one message), and each
     one trained on demand is announced with its estimate (a paper-profile one on CPU cells needs the opt-in)."""
-    from bench import hub
-    from bench.registry import known_models
+    from bench.models import hub
+    from bench.models.registry import known_models
     from bench.train_cost import announce_training
 
     known = known_models(plan.paths, models_file)
@@ -275,7 +275,7 @@ def main(args) -> int:
         return dry_run(plan, console)
     import_ray()  # exit 2 with the install hint before anything starts
     check_models(plan, args.models_file, args.allow_cpu_paper_profile, console.print)
-    from bench.store import ResultStore
+    from bench.results.store import ResultStore
 
     ResultStore(plan.paths.results).check_writable()  # a read-only or full results dir: exit 2 before any cell
     options = dict(address=args.address, num_cpus=args.num_cpus, gpus_per_cell=args.gpus_per_cell,

@@ -3,7 +3,7 @@
 A cell is (model, suite, task, seed), the same unit the result store keys on. The grid:
 
 1. prepares each model once, as a Ray task (``prepare_model``): that loads the encoder through
-   ``bench.encoder.open_encoder`` (given ``bench.train.train_registered``, which trains a registered
+   ``bench.models.encoder.open_encoder`` (given ``bench.train.train_registered``, which trains a registered
    method model whose checkpoint is missing) and returns the weights sha256 that every cell key needs;
 2. keys each of the model's cells with ``bench.runner.cell_key`` and skips those already in the
    store (the only-missing rule of ``bench run``);
@@ -27,8 +27,8 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.paths import Paths
-from bench.registry import ModelSpec
-from bench.store import ResultStore, config_hash, model_dir
+from bench.models.registry import ModelSpec
+from bench.results.store import ResultStore, config_hash, model_dir
 
 INSTALL_HINT = 'Ray is not installed. Install the grid extra: pip install -e ".[grid]"  (or: pip install "ray>=2.40")'
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024**2  # cells return a few paths and numbers: keep shared memory small
@@ -45,11 +45,11 @@ class CellSettings:
     batch_size: int = 64
     device: str = "cpu"
     options: tuple = ()  # suite options as sorted (key, value) pairs
-    dtype: str = "auto"  # requested precision (bench.encoder.resolve_dtype), resolved where the cell runs
+    dtype: str = "auto"  # requested precision (bench.models.encoder.resolve_dtype), resolved where the cell runs
     allow_unverified_data: bool = False
 
     def context(self, paths: Paths, seed: int):
-        from bench.encoder import dtype_name, resolve_dtype
+        from bench.models.encoder import dtype_name, resolve_dtype
         from bench.runner import RunContext
 
         return RunContext(paths=paths, seed=seed, device=self.device, batch_size=self.batch_size,
@@ -123,7 +123,7 @@ class Plan:
 
     def stored_path(self, cell: Cell, weights_sha256: str) -> Path | None:
         """The finished cell in the store for these weights and this configuration, if any."""
-        from bench.store import CellKey
+        from bench.results.store import CellKey
 
         key = CellKey(cell.model, weights_sha256, cell.suite, cell.task, cell.seed, self.config_hash(cell))
         return ResultStore(self.paths.results).existing(key)
@@ -174,10 +174,10 @@ _ENCODER: dict = {}  # one loaded encoder per worker process: consecutive cells 
 
 
 def _encoder(spec: ModelSpec, paths: Paths, settings: CellSettings, seed: int):
-    from bench.encoder import open_encoder
+    from bench.models.encoder import open_encoder
     from bench.train import train_registered
 
-    from bench.encoder import use_dtype
+    from bench.models.encoder import use_dtype
 
     use_dtype(settings.dtype)  # for code without a dtype argument (the masked-LM stand-in)
     key = (repr(spec), str(paths.models), settings.device, settings.batch_size, settings.dtype)
@@ -342,7 +342,7 @@ def estimate(timings: dict, cell: Cell, planned: dict | None = None, rough: bool
 def training_estimate(spec: ModelSpec, models_dir: Path) -> float | None:
     """Wall seconds to train ``spec``: the median over finished models' cards with the same method and
     profile (so the same steps and batch); None when there is no such card."""
-    from bench.registry import MODELS
+    from bench.models.registry import MODELS
 
     walls = []
     for other in MODELS.values():
@@ -529,7 +529,7 @@ class GridRunner:
             st.attempts = attempts.get(st.cell.label, 0)
         if any(st.state == "done" for st in self.states.values()):
             ResultStore(self.plan.paths.results).write_leaderboard()  # once, after the concurrent writers
-            from bench.metadata import export as export_metadata
+            from bench.results.metadata import export as export_metadata
             from bench.runner import get_suite
 
             export_metadata(self.plan.paths.results, suites=[get_suite(n) for n in self.plan.tasks],

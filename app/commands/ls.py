@@ -29,7 +29,7 @@ TITLES = {
 
 def _models(args) -> list[dict]:
     from bench.paths import Paths
-    from bench.registry import MODELS, known_models
+    from bench.models.registry import MODELS, known_models
 
     out = []
     for spec in known_models(Paths.from_env(), args.models_file).values():
@@ -78,7 +78,7 @@ def _tasks(args) -> list[dict]:
 
 
 def _datasets(args) -> list[dict]:
-    from bench.data import DATASETS
+    from bench.data.datasets import DATASETS
 
     return [{"dataset": d.name, "root": d.root, "files": len(d.files), "optional": d.optional,
              "description": d.description} for d in DATASETS.values()]

@@ -28,10 +28,10 @@ def add_arguments(parser):
 
 
 def main(args) -> int:
-    from bench import metadata
-    from bench.data import atomic_write_text
+    from bench.results import metadata
+    from bench.data.datasets import atomic_write_text
     from bench.paths import PUBLISHED_RESULTS, Paths
-    from bench.store import ResultStore, model_dir
+    from bench.results.store import ResultStore, model_dir
 
     source = (args.source or Paths.from_env().results).expanduser().resolve()
     dest = (args.dest or PUBLISHED_RESULTS).expanduser().resolve()
@@ -50,7 +50,7 @@ def main(args) -> int:
     for cell in chosen:  # corrupt input (a cell, or its evidence against the sha256 it records) is refused first
         ResultStore(source).check_evidence(cell, ResultStore.read(cell), decode=False)
     if not args.dry_run:  # a --to that is a file, read-only or full: refused before anything is copied
-        from bench.store import check_writable
+        from bench.results.store import check_writable
 
         check_writable(dest, "publish target", "--to")
     if args.dry_run:

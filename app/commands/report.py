@@ -13,7 +13,7 @@ import warnings
 from pathlib import Path
 
 from bench.errors import BenchWarning
-from bench.store import EvidenceWarning, ResultStore
+from bench.results.store import EvidenceWarning, ResultStore
 
 FORMAT_NAMES = ("md", "tex", "csv", "html")
 
@@ -53,7 +53,7 @@ def main(args) -> int:
         console.print("Wrote " + ", ".join(str(p) for p in written))
         return 0
     if not args.check:  # it writes the reports and the leaderboards: refuse a read-only or full disk first
-        from bench.store import check_writable
+        from bench.results.store import check_writable
 
         check_writable(paths.results, "results directory", "BENCH_RESULTS_DIR")
         check_writable(out, "reports directory", "--out")
@@ -97,7 +97,7 @@ def main(args) -> int:
         for name in stale:
             (out / name).unlink(missing_ok=True)
         if reports.manifest(out) is not None:  # the removed names leave the manifest too
-            from bench.data import atomic_write_text
+            from bench.data.datasets import atomic_write_text
 
             kept = sorted(reports.manifest(out) - set(stale))
             atomic_write_text(out / reports.MANIFEST, json.dumps({"written": kept}, indent=0) + "\n")

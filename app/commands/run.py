@@ -39,7 +39,7 @@ def add_arguments(parser):
                         help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
                              "`--results-dir results` writes the checkout's published leaderboard")
     from bench.plugins import add_option_flags
-    from bench.registry import add_model_flags
+    from bench.models.registry import add_model_flags
     from bench.runner import all_suites
 
     add_model_flags(parser)
@@ -82,10 +82,10 @@ def results_table(outcomes, title: str) -> Table:
 
 
 def main(args) -> int:
-    from bench.encoder import open_encoder
+    from bench.models.encoder import open_encoder
     from bench.paths import Paths
-    from bench.registry import resolve_model
-    from bench.store import ResultStore, model_dir
+    from bench.models.registry import resolve_model
+    from bench.results.store import ResultStore, model_dir
     from bench.runner import RunContext, check_data, get_suite, run_plan
     from bench.train import train_registered
 
@@ -97,14 +97,14 @@ def main(args) -> int:
     tasks = [suite.task(name) for name in args.tasks or []] or suite.default_tasks()  # unknown names fail here
     # Everything that can be refused is refused before the model loads or any work starts.
     ResultStore(paths.results).check_writable()
-    from bench import hub
-    from bench.registry import known_models
+    from bench.models import hub
+    from bench.models.registry import known_models
 
     hub.require_model(spec, paths.models, known_models(paths, args.models_file))  # offline: one message, now
     # e.g. attack resources not built: exit 2 in seconds, naming the build (before torch is imported)
     suite.preflight(tasks, RunContext(paths=paths, limit=args.limit, profile=args.profile,
                                       options=suite_options(args)))
-    from bench.encoder import pick_device, resolve_dtype, slow_dtype_note, use_dtype
+    from bench.models.encoder import pick_device, resolve_dtype, slow_dtype_note, use_dtype
 
     use_dtype(args.dtype)  # for code without a dtype argument (the masked-LM stand-in)
     device = pick_device(args.device)

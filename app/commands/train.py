@@ -95,7 +95,7 @@ def relaunch_with_accelerate(args, argv: list[str]) -> int:
 
 
 def main(args) -> int:
-    from bench.encoder import pick_device, resolve_dtype, use_dtype
+    from bench.models.encoder import pick_device, resolve_dtype, use_dtype
     from bench.paths import Paths
     from bench.train import build_job, run_training
 
@@ -103,7 +103,7 @@ def main(args) -> int:
         return relaunch_with_accelerate(args, sys.argv[1:])
     start = time.perf_counter()
     paths = Paths.from_env()
-    from bench.registry import MODELS, NAME_PATTERN
+    from bench.models.registry import MODELS, NAME_PATTERN
 
     if args.name is not None and not NAME_PATTERN.match(args.name):
         raise BenchError(f"--name {args.name!r}: use letters, digits and . _ + - (it names a directory and a "
@@ -112,7 +112,7 @@ def main(args) -> int:
         raise BenchError(f"--name {args.name} is a built-in model ({MODELS[args.name].method} from "
                          f"{MODELS[args.name].base}); choose another name for this run.")
 
-    from bench.store import check_writable
+    from bench.results.store import check_writable
 
     check_writable(paths.home, "BENCH_HOME directory (checkpoints, resume state)", "BENCH_HOME")
     resolve_dtype(pick_device(args.device), args.dtype)  # fp16 off CUDA fails here (exit 2), before any data loads
@@ -142,8 +142,8 @@ def register_trained(job, paths):
     """Declare the trained model in $BENCH_HOME/models.toml (method, base, profile, the --set recipe and
     its pooler), so `bench run --model NAME` finds it at once and can re-train it with the same recipe.
     Built-in models are declared already; returns the file written, or None."""
-    from bench.models_file import write_entry
-    from bench.registry import MODELS
+    from bench.models.models_file import write_entry
+    from bench.models.registry import MODELS
 
     if job.name in MODELS:
         return None

@@ -15,8 +15,8 @@ from typing import Callable, Iterable
 import numpy as np
 
 from bench.errors import BenchError
-from bench.poolers import NEEDS_HIDDEN_STATES, POOLERS
-from bench.registry import ModelSpec
+from bench.models.poolers import NEEDS_HIDDEN_STATES, POOLERS
+from bench.models.registry import ModelSpec
 
 
 class CheckpointMissing(BenchError):
@@ -193,7 +193,7 @@ def autocast_dtype(device: str):
 
 def load_hf(name_or_path: str, spec_name: str = "", revision: str | None = None):
     """(model, tokenizer) from a directory or a Hub id (at ``revision``), with an actionable error offline."""
-    from bench import hub
+    from bench.models import hub
 
     if hub.is_hub_id(name_or_path):  # not cached and the Hub unreachable: one message now, not retries
         hub.require(name_or_path, revision, owner=spec_name)
@@ -295,7 +295,7 @@ class Encoder:
     def from_spec(cls, spec: ModelSpec, models_dir: Path | None = None, device: str = "auto",
                   batch_size: int = 64, dtype: str = "auto") -> "Encoder":
         if spec.loader:  # external encoder (e.g. a SentEval batcher): same encode() contract
-            from bench.senteval_adapter import load_encoder
+            from bench.models.senteval_adapter import load_encoder
 
             return load_encoder(spec, device=pick_device(device), batch_size=batch_size)
         backbone = resolve_backbone(spec, models_dir)

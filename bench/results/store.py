@@ -36,8 +36,8 @@ from importlib import metadata
 from pathlib import Path
 
 from bench.version import __version__
-from bench.cell_schema import CellError, validate_cell
-from bench.data import atomic_write_bytes, atomic_write_text
+from bench.results.cell_schema import CellError, validate_cell
+from bench.data.datasets import atomic_write_bytes, atomic_write_text
 from bench.errors import BenchError, BenchWarning
 from bench.paths import REPO_ROOT, file_name
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.errors import BenchError
-from bench.stats import weight_distance_ratio
+from bench.scoring.stats import weight_distance_ratio
 
 PREFIXES = ("bert.", "roberta.", "model.")
 LAYER = re.compile(r"(?:^|\.)layer\.(\d+)\.")

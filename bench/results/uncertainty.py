@@ -17,10 +17,10 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.stats import (BOOTSTRAP_SEED, EVIDENCE_FORMAT, RESAMPLES, Difference, Evidence, evidence_from_dict,
+from bench.scoring.stats import (BOOTSTRAP_SEED, EVIDENCE_FORMAT, RESAMPLES, Difference, Evidence, evidence_from_dict,
                          evidence_to_dict, sample_from_dict, sample_to_dict)
-from bench.stats_cache import StatsCache
-from bench.store import ResultStore
+from bench.results.stats_cache import StatsCache
+from bench.results.store import ResultStore
 
 KEY_FIELDS = ("metric", "aggregation", "attack", "split")
 UNVERIFIED = "‡"  # marks a number computed on data that failed its sha256 check, wherever it is shown

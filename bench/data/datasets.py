@@ -62,7 +62,7 @@ class DatasetSpec:
 
 @lru_cache(maxsize=1)
 def _reference_files() -> tuple[FileSpec, ...]:
-    text = resources.files("bench").joinpath("data_files.tsv").read_text()
+    text = resources.files("bench.data").joinpath("data_files.tsv").read_text()
     rows = csv.DictReader(io.StringIO(text), delimiter="\t")
     return tuple(FileSpec(r["path"], int(r["bytes"]), int(r["newlines"]), r["sha256"]) for r in rows)
 
@@ -108,7 +108,7 @@ _DATASETS = [
                 optional=True),
     DatasetSpec("imdb", "imdb", "IMDB (aclImdb v1) 25000/25000 as jsonl {id,label,rating,text}",
                 (Source("https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz", into="imdb/raw"),),
-                convert="bench.data:convert_aclimdb"),
+                convert="bench.data.datasets:convert_aclimdb"),
     DatasetSpec("textfooler", "textfooler_attack_sets", "TextFooler's 1000-example attack sets",
                 _github_files("jind11/TextFooler/master/data", "textfooler_attack_sets",
                               ["mr", "imdb", "yelp", "snli", "mnli", "mnli_matched", "mnli_mismatched", "ag"])),

@@ -76,7 +76,7 @@ def entry_address(path: Path, name: str) -> str:
 
 def _check_fields(where: str, entry: dict) -> None:
     from bench.errors import UnknownName
-    from bench.poolers import POOLERS
+    from bench.models.poolers import POOLERS
 
     for key, value in entry.items():
         if key not in FIELD_TYPES:
@@ -126,7 +126,7 @@ _HEADER = re.compile(r"^\s*\[(?!\[)\s*(\"(?:[^\"\\]|\\.)*\"|'[^']*'|[A-Za-z0-9_.
 
 def write_entry(path: Path, name: str, fields: dict, comment: str = "") -> Path:
     """Add or replace ``[name]`` in ``path`` (atomically), keeping every other line as it was."""
-    from bench.data import atomic_write_text
+    from bench.data.datasets import atomic_write_text
 
     path = Path(path)
     text = path.read_text(encoding="utf-8") if path.is_file() else (

@@ -162,7 +162,7 @@ def _bench_path(st, name: str, batch_size: int):
     if (network is None or prompts or getattr(st, "default_prompt_name", None)
             or getattr(st[0], "do_lower_case", False)):
         return None
-    from bench.encoder import Encoder
+    from bench.models.encoder import Encoder
 
     module, tokenizer, pooler, max_len = network
     inner = Encoder(module, tokenizer, pooler=pooler, max_len=max_len, device=_module_device_dtype(st)[0],
@@ -211,7 +211,7 @@ def wrap(model, *, name: str, batch_size: int = 64) -> ObjectEncoder:
     device, dtype = _module_device_dtype(model) if is_module else ("cpu", "float32")
     sha = note = None
     if is_module:
-        from bench.encoder import state_dict_sha256
+        from bench.models.encoder import state_dict_sha256
 
         sha, note = state_dict_sha256(model), "sha256 of its weights (state_dict)"
     encoder = ObjectEncoder(call, name=name, batch_size=batch_size, chunk=chunk, device=device, dtype=dtype,
