@@ -3,7 +3,7 @@
 Two logs pair up when their headers agree on everything but the model and its victim's weights
 (task, recipe, run seed, victim protocol, constraints, resources served and built), so each pair is
 one attack setting run against two encoders. Examples match by index, and must hold the same
-original text. The table and its tests are ``bench.stats.outcome_agreement``.
+original text. The table and its tests are ``bench.scoring.stats.outcome_agreement``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import math
 from pathlib import Path
 
 from attacks.log import read_log
-from bench.store import ResultStore, model_dir
+from bench.results.store import ResultStore, model_dir
 from bench.errors import BenchError
-from bench.stats import outcome_agreement
+from bench.scoring.stats import outcome_agreement
 
 OWN_KEYS = ("model", "victim_sha256", "victim_base_sha256")  # what differs between two models' logs of one setting
 OUTCOME = {"successful": 1.0, "failed": 0.0, "skipped": math.nan}

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.data import atomic_write_text, require
+from bench.data.datasets import atomic_write_text, require
 from bench.errors import BenchError
 
 NEIGHBOURS = 100  # columns of the nearest-neighbour matrix besides the word itself (TextFooler uses 50)
@@ -264,7 +264,7 @@ def build(data_root: Path, out_dir: Path, hyper: Hyper = Hyper(), log=print, pro
 
 def build_for(paths, force: bool, log, options: dict) -> str:
     """`bench resources build --only counterfit`."""
-    from bench.resources_layout import Layout
+    from bench.data.resources_layout import Layout
 
     out_dir = Layout(paths.resources).counterfit
     if (out_dir / "report.json").is_file() and not force:

@@ -30,9 +30,9 @@ from bench.errors import BenchError
 IMDB_MAX_WORDS = 256  # training reviews are cut here; the victim's tokenizer truncates further
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 YELP_TRAIN = "yelp/train.csv"
-SNLI_TRAIN = "snli_1.0/snli_1.0_train.jsonl"  # bench data fetch snli-1.0 (bench/data.py)
+SNLI_TRAIN = "snli_1.0/snli_1.0_train.jsonl"  # bench data fetch snli-1.0 (bench/data/datasets.py)
 SNLI_TRAIN_SENTEVAL = "senteval/downstream/SNLI/s1.train"  # SentEval's copy, where it has train
-MNLI_TRAIN = "multinli_1.0/multinli_1.0_train.jsonl"  # bench data fetch mnli (bench/data.py)
+MNLI_TRAIN = "multinli_1.0/multinli_1.0_train.jsonl"  # bench data fetch mnli (bench/data/datasets.py)
 
 
 @dataclass

@@ -5,7 +5,7 @@ example starts, so a run killed at any moment loses at most the example in fligh
 line (killed mid-write) is cut off on open; every complete line is kept and never recomputed.
 A line that is not a record is named with its line number; of two records for one example the
 first written is used (``KEEP_RULE``) and the others are named. A result cell records the sha256
-of the logs it was computed from (``bench.store.LOGS``); ``read_log`` checks it before parsing.
+of the logs it was computed from (``bench.results.store.LOGS``); ``read_log`` checks it before parsing.
 """
 
 from __future__ import annotations
@@ -155,9 +155,9 @@ class AttackLog:
 
 def read_log(path: Path, recorded: tuple[Path, dict] | None = None) -> tuple[dict, list[dict]]:
     """A log's header and records, read only (a torn last line from a killed writer is ignored). With
-    ``recorded`` (the cell computed from it and its ``bench.store.LOGS`` record), the bytes are checked
+    ``recorded`` (the cell computed from it and its ``bench.results.store.LOGS`` record), the bytes are checked
     against the recorded sha256 before they are parsed: an edited log is a BadLog (exit 2)."""
-    from bench.store import BadLog, log_bytes_problem
+    from bench.results.store import BadLog, log_bytes_problem
 
     raw = Path(path).read_bytes()
     if recorded is not None:

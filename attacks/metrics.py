@@ -48,12 +48,12 @@ def mean_std(values: list[float | None]) -> tuple[float | None, float | None]:
 
 
 def attack_evidence(records: list[dict]) -> dict[str, object]:
-    """Per-example outcomes behind each rate in ``attack_metrics`` (bench.stats.Evidence, ids = attack-set
+    """Per-example outcomes behind each rate in ``attack_metrics`` (bench.scoring.stats.Evidence, ids = attack-set
     index), so the base suite can give each row its CI and a paired test can match two victims' examples.
     NaN marks an example a metric does not count (e.g. a skipped example for the success rate)."""
     import numpy as np
 
-    from bench.stats import Evidence, Sample
+    from bench.scoring.stats import Evidence, Sample
 
     kinds = [r["result_type"] for r in records]
     nan = float("nan")

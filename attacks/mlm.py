@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from bench.data import atomic_write_text, require
+from bench.data.datasets import atomic_write_text, require
 from bench.errors import BenchError
 
 HELD_OUT = 300  # last wiki-sample lines, evaluation only
@@ -574,7 +574,7 @@ def build_for(paths, force: bool, log, options: dict) -> str:
     import torch
 
     from attacks import nltk_data
-    from bench.resources_layout import Layout
+    from bench.data.resources_layout import Layout
 
     layout = Layout(paths.resources)
     out_dir = layout.mlm

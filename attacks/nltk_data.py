@@ -19,9 +19,9 @@ import os
 import shutil
 from pathlib import Path
 
-from bench.data import atomic_write_text
+from bench.data.datasets import atomic_write_text
 from bench.errors import BenchError
-from bench.resources_layout import APT_PACKAGES, SYSTEM_WORDNET, Layout
+from bench.data.resources_layout import APT_PACKAGES, SYSTEM_WORDNET, Layout
 
 # WordNet 3.0 lexicographer files, lexnames(5WN): number, name, syntactic category (1 n, 2 v, 3 a, 4 r).
 LEXNAMES = (

@@ -30,8 +30,8 @@ from typing import Callable
 
 from attacks import nltk_data
 from bench.errors import BenchError
-from bench.hub import connection_problem
-from bench.resources_layout import Layout, read_plain_pickle  # noqa: F401  (read_plain_pickle: part of this module's API)
+from bench.models.hub import connection_problem
+from bench.data.resources_layout import Layout, read_plain_pickle  # noqa: F401  (read_plain_pickle: part of this module's API)
 
 BUILD_HINT = "run `bench resources build`"
 BUILD_TIME = ("`bench resources build` takes about 1–1.5 CPU-hours on two cores, most of it the masked LM; "

@@ -15,7 +15,7 @@ from textattack.constraints.semantics.sentence_encoders import SentenceEncoder
 from textattack.shared import WordEmbedding
 from textattack.transformations import WordSwapHomoglyphSwap, WordSwapMaskedLM, WordSwapWordNet
 
-from bench.resources_layout import read_plain_pickle
+from bench.data.resources_layout import read_plain_pickle
 
 # --- word embeddings --------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ class CachedModelWrapper:
         self.batch_size = batch_size
         self.cache_size = cache_size
         self.device = device or next(model.parameters()).device
-        self.amp_dtype = amp_dtype  # autocast of the queries (bench.encoder.resolve_dtype); None: float32
+        self.amp_dtype = amp_dtype  # autocast of the queries (bench.models.encoder.resolve_dtype); None: float32
         self._cache: OrderedDict = OrderedDict()
         # We pad pre-tokenized ids on purpose (tokenize once, sort by length); silence the hint.
         getattr(tokenizer, "deprecation_warnings", {})["Asking-to-pad-a-fast-tokenizer"] = True
@@ -77,7 +77,7 @@ class CachedModelWrapper:
     def _forward(self, items: list) -> np.ndarray:
         import torch
 
-        from bench.encoder import autocast
+        from bench.models.encoder import autocast
 
         encoded = self._tokenize(items)
         order = sorted(range(len(items)), key=lambda i: len(encoded[i]["input_ids"]))

@@ -4,13 +4,13 @@
 imported on first use, so ``import bench`` imports nothing heavy.
 """
 
-__version__ = "0.1.0"
+from bench.version import __version__
 __all__ = ["evaluate", "Evaluation", "__version__"]
 
 
 def __getattr__(name: str):
     if name in ("evaluate", "Evaluation"):
-        from bench.commands import api
+        from bench import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'bench' has no attribute {name!r}")

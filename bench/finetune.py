@@ -2,7 +2,7 @@
 
 Two protocols (``PROTOCOLS``), both "this encoder plus a linear layer", never another architecture:
 
-- ``finetune``: the encoder and a linear head on its own pooler (``bench/poolers.py``), trained end
+- ``finetune``: the encoder and a linear head on its own pooler (``bench/models/poolers.py``), trained end
   to end (``finetune``). Pairs use the tokenizer's pair encoding, so a pair is read as one sequence.
 - ``frozen``: the encoder frozen, a linear head (multinomial logistic regression) on its sentence
   embedding, ``Encoder.encode`` (``train_frozen_head``). It isolates the robustness of the
@@ -46,10 +46,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from bench.data import atomic_write_text, read_json, umask_permissions
-from bench.encoder import autocast, dtype_name
+from bench.data.datasets import atomic_write_text, read_json, umask_permissions
+from bench.models.encoder import autocast, dtype_name
 from bench.errors import BenchError
-from bench.poolers import NEEDS_HIDDEN_STATES, POOLERS
+from bench.models.poolers import NEEDS_HIDDEN_STATES, POOLERS
 
 Text = Union[str, tuple[str, str]]
 CARD = "card.json"
@@ -142,7 +142,7 @@ class FinetunedClassifier(_Classifier):
         self.tokenizer = tokenizer
         self.max_len, self.device, self.batch_size = max_len, device, batch_size
         self.card = card or {}
-        self.amp_dtype = amp_dtype  # autocast dtype (bench.encoder.resolve_dtype); None: float32
+        self.amp_dtype = amp_dtype  # autocast dtype (bench.models.encoder.resolve_dtype); None: float32
         self.queries = 0  # examples scored; attacks report it
 
     @property
@@ -238,7 +238,7 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
     """Train a ``Classifier`` on ``train`` (already mixed and capped). Returns it and training stats.
 
     ``backbone`` is deep-copied: the caller's encoder keeps its weights. ``amp_dtype`` (from
-    ``bench.encoder.resolve_dtype``; None = float32) is the autocast of training and of the returned
+    ``bench.models.encoder.resolve_dtype``; None = float32) is the autocast of training and of the returned
     classifier's queries; weights and optimiser state stay float32.
     """
     from transformers import get_linear_schedule_with_warmup
@@ -368,7 +368,7 @@ def load_or_finetune(encoder, paths, task: str, num_labels: int, train: Sequence
                      log: Callable[[str], None] = print) -> FinetunedClassifier:
     """The cached end-to-end classifier for this request if there is one, else train and cache it.
 
-    ``encoder`` is a ``bench.encoder.Encoder``; its module is copied, never modified.
+    ``encoder`` is a ``bench.models.encoder.Encoder``; its module is copied, never modified.
     ``train`` parts are mixed, shuffled and capped at ``config.max_examples`` (recorded per source).
     """
     def train_fn(data_mix):

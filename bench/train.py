@@ -9,16 +9,16 @@
   (tokenizer, data root, home, resources such as WordNet, found by ``bench.methods.resources``);
 - one AdamW over the method's parameter groups, linear decay to 0 (SimCSE's HF Trainer defaults:
   no warm-up, gradient clipping at 1.0, weight decay 0);
-- STS-B dev Spearman (``bench.metrics.score_pairs`` through ``bench.encoder.Encoder``) before
+- STS-B dev Spearman (``bench.scoring.metrics.score_pairs`` through ``bench.models.encoder.Encoder``) before
   training and every ``eval_every`` steps; the best trained checkpoint is kept (the step-0 score is
   recorded as the "before" number, never selected);
 - resume: the last state (weights of every module, method state, optimiser, schedule, RNG, step)
   is saved at every evaluation, at the end and on Ctrl-C; re-running the same command continues
   from it and the next step's loss is exactly what an uninterrupted run computes;
 - devices: the loop always runs through ``accelerate`` (one CPU process here), so
-  ``accelerate launch -m bench.cli train ...`` (or ``bench train --launcher accelerate``) runs it
+  ``accelerate launch -m app.cli train ...`` (or ``bench train --launcher accelerate``) runs it
   with DDP on several GPUs (per-process batch = ``batch_size``, in-batch negatives per process);
-- precision: ``TrainJob.dtype`` (auto|fp32|bf16|fp16) through ``bench.encoder.resolve_dtype``, set as
+- precision: ``TrainJob.dtype`` (auto|fp32|bf16|fp16) through ``bench.models.encoder.resolve_dtype``, set as
   accelerate's ``mixed_precision``, so the loss and every extra pass of a method (RobustEmbed's
   gradient passes included) run under its autocast; weights and optimiser state stay float32.
   A float32 run's fingerprint is what it was before --dtype existed (checkpoints resume); any other
@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.data import atomic_write_text, umask_permissions
+from bench.data.datasets import atomic_write_text, umask_permissions
 from bench.errors import BenchError
 
 STATE_FILE = "trainer_state.json"
@@ -136,7 +136,7 @@ class TrainJob:
     eval_max_len: int = 512
     device: str = "auto"
     overrides: dict = field(default_factory=dict)  # what the command line / recipe changed
-    dtype: str = "auto"  # requested precision (bench.encoder.resolve_dtype)
+    dtype: str = "auto"  # requested precision (bench.models.encoder.resolve_dtype)
     data_root: Path | None = None  # BENCH_DATA_DIR, for methods that build their own data
 
     def fingerprint(self, data_sha: str, dtype: str = "float32", method_version: int = 1) -> str:
@@ -236,7 +236,7 @@ def make_train_config(method_cls, profile: str, overrides: dict) -> TrainConfig:
 
 def training_data(data_root: Path, data: str | None) -> Path:
     """``--data``: a text file, or "wiki" / None = wiki1m when present, else the 11.9k wiki sample."""
-    from bench.data import available, get_dataset, require
+    from bench.data.datasets import available, get_dataset, require
 
     if data in (None, "", "wiki"):
         if available(data_root, "wiki1m"):
@@ -264,7 +264,7 @@ ST_POOLING = {"cls_before_pooler": "cls", "avg": "mean"}  # our pooler -> senten
 
 def dev_alignment_uniformity(pairs, encode) -> tuple[float, float]:
     """Alignment (gold >= 4 pairs) and uniformity (all sentences) on the dev pairs, as the suite scores them."""
-    from bench.metrics import alignment_uniformity
+    from bench.scoring.metrics import alignment_uniformity
 
     align, uniform, _, _ = alignment_uniformity(pairs, encode)
     return round(align, 6), round(uniform, 6)
@@ -485,7 +485,7 @@ def run_training(job: TrainJob, home: Path, log: Callable[[str], None] = print, 
 def prepare(job: TrainJob, home: Path, log: Callable[[str], None]) -> Run:
     """The configuration, checked; the method's training data; the device and precision; the fingerprint
     that guards resume; the run's directories (a swap cut by a kill is undone first)."""
-    from bench.encoder import dtype_name, pick_device, resolve_dtype
+    from bench.models.encoder import dtype_name, pick_device, resolve_dtype
     from bench.methods import get_method
     from bench.methods.base import TrainContext
     from bench.methods.resources import MethodResources
@@ -505,7 +505,7 @@ def prepare(job: TrainJob, home: Path, log: Callable[[str], None]) -> Run:
         _recover_dir(directory)
     dev_pairs = None
     if job.dev_dir is not None:
-        from bench.data import read_stsb
+        from bench.data.datasets import read_stsb
 
         dev_pairs = read_stsb(job.dev_dir, "dev").limit(cfg.eval_limit or None)
     return Run(job=job, method_cls=method_cls, method_cfg=method_cfg, ctx=ctx, data=data, amp=amp,
@@ -591,7 +591,7 @@ def build(run: Run, progress: Progress, resuming: bool) -> Parts:
     import torch
     from transformers import get_linear_schedule_with_warmup
 
-    from bench.encoder import load_hf
+    from bench.models.encoder import load_hf
 
     cfg = run.cfg
     torch.manual_seed(cfg.seed)
@@ -630,8 +630,8 @@ def training_space(parameters: int, resuming: bool) -> dict[str, int]:
     """What a run of ``parameters`` trained parameters writes under $BENCH_HOME, in bytes: a resume point
     (weights + optimiser state) is written beside the last one before replacing it (two at a time, one more
     when resuming beside the kept one), the best weights are swapped in the same way and the final model is
-    one more copy. "needed" adds the margin every write keeps (``bench.store.MIN_FREE_BYTES``)."""
-    from bench.store import MIN_FREE_BYTES
+    one more copy. "needed" adds the margin every write keeps (``bench.results.store.MIN_FREE_BYTES``)."""
+    from bench.results.store import MIN_FREE_BYTES
 
     weights = WEIGHT_BYTES * parameters
     resume = weights + ADAMW_BYTES * parameters
@@ -727,7 +727,7 @@ def train_steps(run: Run, parts: Parts, progress: Progress, stop_after: int | No
 
 
 def announce(run: Run, parts: Parts) -> None:
-    from bench.encoder import slow_dtype_note
+    from bench.models.encoder import slow_dtype_note
 
     note = slow_dtype_note(run.device, run.amp)
     if note:
@@ -817,8 +817,8 @@ def evaluate(run: Run, parts: Parts) -> tuple[float | None, dict]:
     extras); (None, {}) without dev data or off the main process."""
     if run.dev_pairs is None or not run.main:
         return None, {}
-    from bench.encoder import Encoder, dtype_name
-    from bench.metrics import score_pairs
+    from bench.models.encoder import Encoder, dtype_name
+    from bench.scoring.metrics import score_pairs
 
     encoder = Encoder(parts.method.export_model(), parts.tokenizer, pooler=run.job.pooler, max_len=parts.eval_max_len,
                       device=run.device, batch_size=128, name=run.job.name, dtype=dtype_name(run.amp))
@@ -906,8 +906,8 @@ def commit_pending(run: Run) -> None:
 
 def make_card(run: Run, parts: Parts, progress: Progress) -> dict:
     """The model card of the weights as they are now."""
-    from bench.encoder import dtype_name
-    from bench.store import git_commit, now_iso, package_versions
+    from bench.models.encoder import dtype_name
+    from bench.results.store import git_commit, now_iso, package_versions
 
     job, method_cls, cfg, amp = run.job, run.method_cls, run.cfg, run.amp
     progress.wall_s = run.wall_s()
@@ -1010,10 +1010,10 @@ def build_job(method: str, backbone: str, profile: str, paths, *, data: str | No
     """A TrainJob from command-line terms. ``backbone`` is a registry model name, a directory or a
     HF id; a registered trained model with the same (method, base, profile) lends its name,
     pooler and recipe."""
-    from bench.data import available, require
-    from bench.encoder import resolve_backbone
+    from bench.data.datasets import available, require
+    from bench.models.encoder import resolve_backbone
     from bench.methods import get_method
-    from bench.registry import known_models
+    from bench.models.registry import known_models
 
     method_cls = get_method(method)
     settings = dict(settings or {})
@@ -1047,7 +1047,7 @@ def build_job(method: str, backbone: str, profile: str, paths, *, data: str | No
     data_path = None if default_data and not method_cls.unlabeled_sentences else training_data(paths.data, data)
     # Content check (sha256, cached) of the benchmark data the run reads: a corrupt dev set would pick
     # the wrong checkpoint, corrupt training text would train on it. Own --data files are the user's.
-    from bench.data import check_content
+    from bench.data.datasets import check_content
 
     read = (_benchmark_training_data(paths.data, data_path) if data_path is not None
             else method_cls.training_datasets(method_cfg))
@@ -1064,7 +1064,7 @@ def build_job(method: str, backbone: str, profile: str, paths, *, data: str | No
 
 def _benchmark_training_data(data_root: Path, data_path: Path) -> list[str]:
     """The registered dataset(s) whose file is ``data_path`` (none for the user's own --data file)."""
-    from bench.data import DATASETS
+    from bench.data.datasets import DATASETS
 
     return [d.name for d in DATASETS.values() if (data_root / d.root).resolve() == Path(data_path).resolve()]
 
@@ -1074,7 +1074,7 @@ def train_registered(spec, paths, device: str = "auto", seed: int = 0, log: Call
     """Train a registered method model (``bench run`` calls this when its checkpoint is missing); a
     snapshot (``snapshot_of``) is written by training the run it belongs to."""
     if spec.snapshot_of:
-        from bench.registry import resolve_model
+        from bench.models.registry import resolve_model
 
         run = resolve_model(spec.snapshot_of, paths)
         card = train_registered(run, paths, device, seed, log, allow_unverified_data, dtype)

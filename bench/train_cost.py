@@ -85,7 +85,7 @@ def backbone_size(backbone: str) -> tuple[int, str]:
 
 def training_sentences(method_cls, method_cfg, data_root: Path) -> tuple[int, str, str]:
     """(examples one epoch runs over, the data's name, what is counted) for the default training data."""
-    from bench.data import available, get_dataset
+    from bench.data.datasets import available, get_dataset
 
     if method_cls.unlabeled_sentences:
         if available(data_root, "wiki1m"):
@@ -166,9 +166,9 @@ def job_estimate(job, device: str) -> str:
 
 def plan(spec, paths, device: str) -> TrainingPlan:
     """The training ``bench run`` would start for ``spec`` (a trained model without its checkpoint)."""
-    from bench.encoder import resolve_backbone
+    from bench.models.encoder import resolve_backbone
     from bench.methods import get_method
-    from bench.registry import known_models
+    from bench.models.registry import known_models
 
     known = known_models(paths)
     run = known.get(spec.snapshot_of, spec) if spec.snapshot_of else spec  # a snapshot comes from its run

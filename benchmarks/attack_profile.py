@@ -109,8 +109,8 @@ def instrument(attack, victim_model, timer: Timer) -> list:
 def mr_victim(paths, model: str, batch_size: int):
     """(task, attack examples, victim): the adversarial suite's MR victim for ``model`` on the smoke
     profile, run 0 (seed 0), fine-tuned end to end; loaded from its cache, trained first if missing."""
-    from bench.encoder import Encoder
-    from bench.registry import get_model
+    from bench.models.encoder import Encoder
+    from bench.models.registry import get_model
     from suites.adversarial import SUITE, _labelled, replications
     from suites.base import RunContext
 

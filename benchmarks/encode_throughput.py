@@ -1,5 +1,5 @@
 """Sentences/s of our Encoder (`bench run`'s encode path) vs sentence-transformers' encode and vs
-`bench.evaluate`'s encode path for a SentenceTransformer (bench.model_objects: dedupe, cache, then the model's
+`bench.evaluate`'s encode path for a SentenceTransformer (bench.models.model_objects: dedupe, cache, then the model's
 own encode), same model, same sentences, same run.
 
     BENCH_DATA_DIR=../shared/data python benchmarks/encode_throughput.py [--n 2000] [--repeats 3]
@@ -28,11 +28,11 @@ def main() -> None:
 
     from sentence_transformers import SentenceTransformer
 
-    from bench.data import read_stsb, require
-    from bench.encoder import Encoder, resolve_backbone
-    from bench.model_objects import wrap
+    from bench.data.datasets import read_stsb, require
+    from bench.models.encoder import Encoder, resolve_backbone
+    from bench.models.model_objects import wrap
     from bench.paths import Paths
-    from bench.registry import get_model
+    from bench.models.registry import get_model
 
     paths = Paths.from_env()
     root = require(paths.data, "stsb")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 
 def sequential(plan) -> float:
-    from bench.encoder import open_encoder
+    from bench.models.encoder import open_encoder
     from suites import get_suite
-    from suites.base import run_suite
+    from bench.runner import run_suite
 
     start = time.perf_counter()
     for spec in plan.models:
@@ -43,15 +43,15 @@ def main() -> None:
 
     import ray
 
-    from bench.commands.grid import add_arguments, build_plan
-    from bench.commands.grid_runner import connect, run_grid
+    from app.commands.grid import add_arguments, build_plan
+    from app.commands.grid_runner import connect, run_grid
 
     grid_parser = argparse.ArgumentParser()
     add_arguments(grid_parser)
     plan = build_plan(grid_parser.parse_args(["--models", args.model, "--suites", args.suites, "--seeds",
                                               str(args.seeds), "--limit", str(args.limit)]))
     n = len(plan.cells())
-    from bench.encoder import open_encoder
+    from bench.models.encoder import open_encoder
 
     open_encoder(plan.models[0], plan.paths, "cpu", 8)  # warm-up: torch imported, weights in the page cache
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,9 +2,9 @@
 
     BENCH_DATA_DIR=../shared/data python benchmarks/precision.py [--model minilm] [--limit N] [--repeats 1]
 
-For each task both precisions encode the same sentences through ``bench.encoder.Encoder`` (cache
+For each task both precisions encode the same sentences through ``bench.models.encoder.Encoder`` (cache
 cleared before each timing, the two precisions alternating so load changes on a shared machine hit
-both alike) and score them as the STS suite does (``bench.metrics.score_pairs``: Spearman x100 over all
+both alike) and score them as the STS suite does (``bench.scoring.metrics.score_pairs``: Spearman x100 over all
 pairs, SimCSE's headline). It prints, per task, fp32, bf16 and their difference, the smallest cosine
 between a sentence's two embeddings, and the encoding speed of each precision with their ratio.
 The goal: every task within 0.1 points and a ratio of at least 1.8. A CPU without AMX falls
@@ -40,11 +40,11 @@ def main() -> int:
 
     import torch
 
-    from bench.data import require
-    from bench.encoder import Encoder, dtype_name, native_bf16, resolve_dtype
+    from bench.data.datasets import require
+    from bench.models.encoder import Encoder, dtype_name, native_bf16, resolve_dtype
     from bench.paths import Paths
-    from bench.registry import get_model
-    from bench.metrics import score_pairs
+    from bench.models.registry import get_model
+    from bench.scoring.metrics import score_pairs
     from suites.sts import TASKS
 
     paths = Paths.from_env()
@@ -102,7 +102,7 @@ def delta_response(encoders: dict, paths, n: int = 32, epsilons=(1e-3, 5e-3, 1e-
     """Cosine between fp32's and bf16's change of the pooled vector under X + ε·s (s a fixed sign vector)."""
     import torch
 
-    from bench.data import read_stsb, require
+    from bench.data.datasets import read_stsb, require
     from bench.methods.perturb import replace_embedding_output
 
     s1, _, _ = read_stsb(require(paths.data, "stsb"), "dev").all_pairs()

@@ -28,7 +28,7 @@ CACHE = "comparisons.jsonl"
 def render(results: Path, out: Path) -> float:
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "bench.cli", "report", "--results-dir", str(results),
+    done = subprocess.run([sys.executable, "-m", "app.cli", "report", "--results-dir", str(results),
                            "--out", str(out)], cwd=REPO, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     if done.returncode != 0:

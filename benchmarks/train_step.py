@@ -13,7 +13,7 @@ machine hit all alike; the medians are compared. ``--json FILE`` writes the figu
 threads and batch), which the model cards cite.
 
 With ``--dtype bf16`` (or fp16 on CUDA) each method also runs its step under that autocast
-(``bench.encoder.autocast``, as ``bench train --dtype`` does) and the fp32/bf16 ratio is printed.
+(``bench.models.encoder.autocast``, as ``bench train --dtype`` does) and the fp32/bf16 ratio is printed.
 
 What to expect for RobustEmbed (Algorithm 1), in units F = one forward pass over the B sentences, a full
 backward costing 2F and a backward to δ only (no weight-gradient matmuls) about 1F:
@@ -49,7 +49,7 @@ def build(name: str, path: str, pooler: str, settings: dict, home: Path, amp=Non
     """One method on its own copy of the encoder, as the trainer builds it: (method, optimiser, amp)."""
     import torch
 
-    from bench.encoder import load_hf
+    from bench.models.encoder import load_hf
     from bench.methods import get_method
     from bench.methods.base import TrainContext
     from bench.methods.resources import MethodResources
@@ -65,7 +65,7 @@ def build(name: str, path: str, pooler: str, settings: dict, home: Path, amp=Non
 
 
 def time_step(run, examples: list, step_index: int) -> float:
-    from bench.encoder import autocast
+    from bench.models.encoder import autocast
 
     method, optimizer, amp = run
     start = time.perf_counter()
@@ -107,9 +107,9 @@ def main() -> int:
 
     import torch
 
-    from bench.encoder import dtype_name, native_bf16, resolve_backbone, resolve_dtype
+    from bench.models.encoder import dtype_name, native_bf16, resolve_backbone, resolve_dtype
     from bench.paths import Paths
-    from bench.registry import MODELS
+    from bench.models.registry import MODELS
     from bench.train import read_sentences, training_data
 
     paths = Paths.from_env()

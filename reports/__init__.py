@@ -16,13 +16,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.data import atomic_write_text
+from bench.data.datasets import atomic_write_text
 from bench.errors import UnknownName
 from bench.paths import inside
 from bench.progress import track
-from bench.stats_cache import CACHE_FILE, StatsCache
-from bench.stats_cache import shared as shared_cache
-from bench.store import ResultStore
+from bench.results.stats_cache import CACHE_FILE, StatsCache
+from bench.results.stats_cache import shared as shared_cache
+from bench.results.store import ResultStore
 from reports import figures as fig
 from reports import pivot, scale, site
 from reports.paper import PAPER_VALUES, PaperValues
@@ -56,7 +56,7 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
 def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_dir: Path | None,
               progress=None) -> Artifacts:
     rows = load_rows(results_dir)
-    catalog = Catalog.load(results_dir)  # labels and model facts the runs exported (bench/metadata.py)
+    catalog = Catalog.load(results_dir)  # labels and model facts the runs exported (bench/results/metadata.py)
     paper = PaperValues.load(paper_values)
     known = sorted({s for spec in TABLES + FIGURES for s in spec.suites} | {r["suite"] for r in rows})
     for name in suites or []:

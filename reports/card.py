@@ -14,10 +14,10 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.paths import file_name
-from bench.stats import display_decimals, format_number, format_p
-from bench.stats_cache import StatsCache
-from bench.store import ResultStore
-from bench.uncertainty import UNVERIFIED, compare_models, model_cells, row_key, unverified_data
+from bench.scoring.stats import display_decimals, format_number, format_p
+from bench.results.stats_cache import StatsCache
+from bench.results.store import ResultStore
+from bench.results.uncertainty import UNVERIFIED, compare_models, model_cells, row_key, unverified_data
 from reports.results import CODE_PATH, Catalog, resource_pairs
 from reports.pivot import metric_words
 from reports.site import page

@@ -21,10 +21,10 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bench import metadata
+from bench.results import metadata
 from bench.errors import BenchError
-from bench.stats import LEVEL, Difference, Pooled, holm, minimum_detectable_effect
-from bench.store import ResultStore
+from bench.scoring.stats import LEVEL, Difference, Pooled, holm, minimum_detectable_effect
+from bench.results.store import ResultStore
 from reports.claims_schema import claim_problem, file_problem
 from reports.paper import PAPER_VALUES, PaperRef, PaperValues
 from reports.paper import by_label as paper_by_label
@@ -356,7 +356,7 @@ def _row_key(claim: Claim):
 def task_evidence(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict):
     """(Evidence, stored value) of the claim's row in the model's newest matching cell of ``task``;
     None when no cell matches, (None, value) when the cell has no per-example evidence."""
-    from bench.uncertainty import _key_tuple, model_cells, row_key, stored_evidence
+    from bench.results.uncertainty import _key_tuple, model_cells, row_key, stored_evidence
 
     include = _row_key(claim)
     cells = [p for p in model_cells(store, model, claim.suite, task).values()
@@ -372,7 +372,7 @@ def task_evidence(store: ResultStore, model: str, claim: Claim, task: str, wante
 def seed_evidence(store: ResultStore, ledger: Ledger, claim: Claim, model: str, variant: dict):
     """The model's evidence for the claim's row: one task's, or, for a claim over several tasks, their
     equal-weight average (each task resampled within itself). Returns (evidence, value, missing tasks)."""
-    from bench.stats import Evidence
+    from bench.scoring.stats import Evidence
 
     parts, values, missing = [], [], []
     for task in claim.task_list:
@@ -529,13 +529,13 @@ def judge(effect: Effect, p_adjusted: float | None) -> Effect:
 
 def ledger(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None,
            cache=None) -> tuple[Ledger, list[Row]]:
-    """The claims and their effects, judged; bootstraps from ``cache`` (bench.stats_cache.StatsCache,
+    """The claims and their effects, judged; bootstraps from ``cache`` (bench.results.stats_cache.StatsCache,
     default: the one beside the results), as `bench report` shares one for every table, card and claim.
 
     The family: the first variant of every testable claim that has a pooled p (its primary line). Holm's
     procedure holds the chance of any false direction among them to ALPHA; further variants (another victim
     protocol) are shown beside, judged at their own p, outside the family."""
-    from bench.stats_cache import StatsCache
+    from bench.results.stats_cache import StatsCache
 
     book = load(path, paper_values)
     store = ResultStore(Path(results_dir))

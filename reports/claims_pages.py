@@ -12,7 +12,7 @@ import json
 import math
 from pathlib import Path
 
-from bench.stats import display_decimals, format_number, format_p
+from bench.scoring.stats import display_decimals, format_number, format_p
 from reports import claims as c
 from reports.paper import PaperValues
 from reports.site import page

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
-from bench.cell_schema import explain
+from bench.schema_words import explain
 
 Text = StrictStr
 Name = Field(min_length=1)

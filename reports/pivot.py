@@ -12,7 +12,7 @@ import html
 import re
 from dataclasses import dataclass, field
 
-from bench.stats import display_decimals, format_number
+from bench.scoring.stats import display_decimals, format_number
 from reports.results import EMPTY, Catalog, EvidenceIndex, Stat, mean_of, stat
 from reports.tables import _over_runs_interval, _with_interval
 

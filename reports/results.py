@@ -1,6 +1,6 @@
 """Result rows -> statistics for one table cell: select the rows, pick one setting, average over seeds.
 
-Reads only result files (through bench.store.ResultStore) and the plug-in metadata exported beside them.
+Reads only result files (through bench.results.store.ResultStore) and the plug-in metadata exported beside them.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import metadata
+from bench.results import metadata
 from bench.errors import BenchError
-from bench.stats import NO_INTERVAL, Evidence, Interval, t_interval
-from bench.stats_cache import StatsCache
-from bench.store import ResultStore
-from bench.uncertainty import row_key, stored_evidence
+from bench.scoring.stats import NO_INTERVAL, Evidence, Interval, t_interval
+from bench.results.stats_cache import StatsCache
+from bench.results.store import ResultStore
+from bench.results.uncertainty import row_key, stored_evidence
 
 # Config keys that differ between rows of one setting: the cell's identity, and a replication's own
 # record (run k's sample and victim seed), so the rows of a cell's runs stay one setting.
@@ -27,7 +27,7 @@ CODE_PATH = re.compile(r"[\w.]+:[\w.]+")  # a loader named as module:function
 
 @dataclass(frozen=True)
 class Catalog:
-    """What the runs exported beside the results (bench/metadata.py, ``plugins.json``): model facts
+    """What the runs exported beside the results (bench/results/metadata.py, ``plugins.json``): model facts
     (family, method, recipe, display order) and the suites' labels. Reports know models and labels
     from here only, never from the registry or the plug-ins themselves."""
 
@@ -124,7 +124,7 @@ def load_rows(results_dir: Path) -> list[dict]:
 
 class EvidenceIndex:
     """The stored per-example evidence of result rows (cell sidecars), read once per cell, and the
-    bootstrap results already computed from it (``cache``, see bench/stats_cache.py)."""
+    bootstrap results already computed from it (``cache``, see bench/results/stats_cache.py)."""
 
     def __init__(self, results_dir: Path, cache: StatsCache | None = None):
         self.store = ResultStore(results_dir)

@@ -15,9 +15,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.stats import display_decimals, format_number, format_p
-from bench.store import ResultStore
-from bench.uncertainty import compare_cells, model_cells
+from bench.scoring.stats import display_decimals, format_number, format_p
+from bench.results.store import ResultStore
+from bench.results.uncertainty import compare_cells, model_cells
 from reports.figures import figure_bytes
 
 

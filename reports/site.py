@@ -11,7 +11,7 @@ import html
 import re
 from collections import Counter
 
-from bench.uncertainty import distinguishing_settings
+from bench.results.uncertainty import distinguishing_settings
 
 STYLE = (
     "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;color:#1d1d1f;"

@@ -1,9 +1,9 @@
 """The tables and figures `bench report` makes. Adding one is one spec here; nothing else changes.
 
-Row conventions are the suites' (bench/store.py Result): suite, task, split, metric, aggregation, attack.
+Row conventions are the suites' (bench/results/store.py Result): suite, task, split, metric, aggregation, attack.
 Metric and task names of suites that are still moving (adversarial, advsts, anli) are spelled once,
 in the constants below, so that a rename is a one-line change. Labels (STS-B, TextFooler, ...) are
-the suites' own, read from the metadata the runs export (bench/metadata.py), never spelled here.
+the suites' own, read from the metadata the runs export (bench/results/metadata.py), never spelled here.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Rules every table follows:
 - a missing cell is "–"; an average over fewer cells than it names is marked "†" and never bold;
 - bold is the best per column within a backbone group (and within a block, e.g. one attack), when
   the group has two or more results there and a paired test on the stored per-example evidence
-  (bench/stats.py: the 95% CI of best − runner-up excludes 0, and p < 0.05) says it is better; a best value the
+  (bench/scoring/stats.py: the 95% CI of best − runner-up excludes 0, and p < 0.05) says it is better; a best value the
   test cannot separate from the runner-up is marked "n.s."; without stored evidence, neither;
 - tables with ``paper_rows`` also list the paper's own rows as reference lines ("paper · <row>");
 - each backbone group's header appears once (blocks, e.g. attacks, are a column within it);
@@ -23,8 +23,8 @@ import io
 import json
 from dataclasses import dataclass, field, replace
 
-from bench.stats import NO_INTERVAL, Evidence, Interval, format_number
-from bench.uncertainty import UNVERIFIED
+from bench.scoring.stats import NO_INTERVAL, Evidence, Interval, format_number
+from bench.results.uncertainty import UNVERIFIED
 from reports.paper import PaperRef, PaperValues, reference_rows
 from reports.site import page
 from reports.paper import by_label as paper_by_label

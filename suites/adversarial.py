@@ -51,7 +51,7 @@ from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, 
 from bench.errors import BenchError, lookup
 from bench.plugins import Option
 from bench.protocols import protocol as protocol_named
-from bench.store import model_dir
+from bench.results.store import model_dir
 from suites.base import RunContext, Suite, Task, row
 
 RATE_METRICS = ("attack_success_rate", "original_accuracy", "accuracy_under_attack", "accuracy_reduction",
@@ -343,7 +343,7 @@ class AdversarialSuite(Suite):
 
     def attack_rows(self, task, recipe, examples, plan, victims, encoder, resources, ctx):
         from attacks.recipes import build_attack
-        from bench.store import config_hash
+        from bench.results.store import config_hash
 
         parameters = recipe_parameters([recipe], ctx.options, ctx.profile).get(recipe, {})
         protocol = self.protocol(ctx)
@@ -385,7 +385,7 @@ class AdversarialSuite(Suite):
                                  "logs": str(path.parent.relative_to(ctx.paths.results))}, sort_keys=True)
         # The composed recipe, as TextAttack prints it, and the recipe's parameters.
         config = {"attack": repr(attack), **({"recipe_parameters": parameters} if parameters else {})}
-        # each row names the logs it was computed from: the cell records their sha256 (bench.store.LOGS)
+        # each row names the logs it was computed from: the cell records their sha256 (bench.results.store.LOGS)
         return [replace(r, logs=logs) for metric in RATE_METRICS
                 for r in _run_rows(task, metric, per_run, plan, provenance, config, recipe, evidence=evidence)]
 
@@ -477,7 +477,7 @@ def clean_scores(victim, examples, task: "AdvTask") -> dict:
     asks for it, the Matthews correlation (a bootstrap; GLUE's CoLA metric)."""
     import numpy as np
 
-    from bench.stats import Evidence, Sample
+    from bench.scoring.stats import Evidence, Sample
 
     data = _labelled(examples, f"{task.name}:attack")
     pred, gold = np.asarray(victim.predict(data.inputs)), np.asarray(data.labels)
@@ -494,7 +494,7 @@ def _run_rows(task, metric: str, per_run: list[dict], plan: list[Replication], p
     """The mean over runs (with its std and what varied) and, with several runs, one row per run.
     ``n``: examples per run (default: the run's sample size). ``evidence`` (per run: metric -> per-example
     Evidence) is what the base suite turns into CIs: Wilson or a bootstrap per run, a t-interval over runs."""
-    from bench.stats import Evidence
+    from bench.scoring.stats import Evidence
 
     value, std = mean_std([m[metric] for m in per_run])
     varied = what_varied(plan)

@@ -20,7 +20,7 @@ resumes at the next pair. From the log we write the adversarial set in the task'
 ``$BENCH_RESULTS_DIR/advsts/<model>/<recipe>/<run>/AdvSTS-B/sts-test.csv`` (STS-B columns: genre
 ``AdvSTS-B``, file = recipe, year = result type, id = original index, gold, s1, s2) and
 ``AdvSICK-R/SICK_test_annotated.txt`` (SICK columns, the original entailment label kept), readable
-by ``bench.data.read_stsb`` / ``read_sick`` and so by the STS suite. The adversarial pair of an
+by ``bench.data.datasets.read_stsb`` / ``read_sick`` and so by the STS suite. The adversarial pair of an
 example is the attack's final text: the successful perturbation, or for a failed attack the most
 damaging text the search reached (possibly the original).
 
@@ -46,7 +46,7 @@ from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, 
                              RECIPE_PARAMETERS, RECIPES, RECIPES_OPTION, constraints_config, recipe_parameters,
                              recipe_roles)
 from attacks.regression import COLUMNS, PERTURBED, SuccessRule
-from bench.data import PairSet, _norm, atomic_write_text, read_sick, read_stsb, require
+from bench.data.datasets import PairSet, _norm, atomic_write_text, read_sick, read_stsb, require
 from bench.errors import BenchError, lookup
 from bench.protocols import protocol as protocol_named
 from suites.base import RunContext, Suite, Task, row
@@ -131,9 +131,9 @@ def pair_metrics(records: list[dict]) -> dict[str, float | None]:
 
 
 def pair_evidence(records: list[dict]) -> dict:
-    """metric -> per-pair Evidence (bench.stats) for the rows' CIs and paired tests: the attack rates as in
+    """metric -> per-pair Evidence (bench.scoring.stats) for the rows' CIs and paired tests: the attack rates as in
     the adversarial suite, the correlations and errors over the clean and adversarial pairs."""
-    from bench.stats import Evidence, Sample
+    from bench.scoring.stats import Evidence, Sample
 
     gold = [r["gold"] for r in records]
     columns = {"gold": gold}
@@ -218,7 +218,7 @@ class AdvSTSSuite(Suite):
 
     def attack_recipe(self, task, recipe, data, encoder, resources, ctx):
         from attacks.regression import SimilarityWrapper, goal_function
-        from bench.store import config_hash
+        from bench.results.store import config_hash
         from suites.adversarial import attack_logged
 
         s1, s2, gold, extra = data

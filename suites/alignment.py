@@ -5,7 +5,7 @@
 embeddings are L2-normalised first. Lower is better for both; values are not x100.
 
 CIs: alignment's is a bootstrap over positive pairs; uniformity's a bootstrap over sentences of its
-per-sentence pseudo-values (the U-statistic's first-order variance; ``bench.metrics``), which also
+per-sentence pseudo-values (the U-statistic's first-order variance; ``bench.scoring.metrics``), which also
 pairs two models' uniformity sentence by sentence in ``bench compare``.
 
 Open choice: the split. SimCSE's figures use STS-B; we use the test split (1379 pairs) so the
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.data import read_stsb, require
-from bench.metrics import POSITIVE_THRESHOLD, alignment_uniformity, normalise, uniformity_pseudo_values
-from bench.stats import Evidence, Sample
+from bench.data.datasets import read_stsb, require
+from bench.scoring.metrics import POSITIVE_THRESHOLD, alignment_uniformity, normalise, uniformity_pseudo_values
+from bench.scoring.stats import Evidence, Sample
 from suites.base import RunContext, Suite, Task, row
 
 
@@ -34,7 +34,7 @@ class AlignmentSuite(Suite):
         pairs = read_stsb(require(ctx.paths.data, task.dataset), task.split).limit(ctx.limit)
         align, uniform, n_pos, n_sentences = alignment_uniformity(pairs, encoder.encode)
         # Per positive pair (embeddings cached by the encoder), for the CI (a bootstrap of the mean) and
-        # paired tests; uniformity's from per-sentence pseudo-values (bench.metrics.uniformity_pseudo_values),
+        # paired tests; uniformity's from per-sentence pseudo-values (bench.scoring.metrics.uniformity_pseudo_values),
         # ids = positions in the distinct-sentence list, the same sentences for every model on this data.
         s1, s2, gold = pairs.all_pairs()
         sentences = list(dict.fromkeys(s1 + s2))

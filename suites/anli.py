@@ -42,10 +42,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from bench.data import SICK_FILES, malformed, require
+from bench.data.datasets import SICK_FILES, malformed, require
 from bench.errors import BenchError
 from bench.plugins import Option
-from bench.stats import Evidence, Sample
+from bench.scoring.stats import Evidence, Sample
 from suites.base import RunContext, Suite, Task, data_config, row
 
 LABELS = ("entailment", "neutral", "contradiction")
@@ -175,9 +175,9 @@ class MixPart:
     cap: int | None = None
     upsample: int = 1
     required: bool = False
-    fetch: str = ""  # `bench data fetch <fetch>` gets it (bench/data.py)
+    fetch: str = ""  # `bench data fetch <fetch>` gets it (bench/data/datasets.py)
     skip: int = 0  # leading examples left out: a held-out check's share of the same split
-    dataset: str = ""  # its registered dataset (bench/data.py), fingerprinted in the cell key by the study mix
+    dataset: str = ""  # its registered dataset (bench/data/datasets.py), fingerprinted in the cell key by the study mix
 
     def present(self, data_root: Path) -> bool:
         return (data_root / self.path).exists()
@@ -221,7 +221,7 @@ def _anli_part(rnd: str, split: str, **kw) -> MixPart:
     return MixPart(f"anli:{rnd}:{split}", f"anli/{rnd}/{split}.jsonl", _anli(rnd, split), fetch="anli", **kw)
 
 
-# Paper-profile sources that the offline bundle does not hold (declared in bench/data.py for fetching).
+# Paper-profile sources that the offline bundle does not hold (declared in bench/data/datasets.py for fetching).
 SNLI_TRAIN = "snli_1.0/snli_1.0_train.jsonl"
 MNLI_TRAIN = "multinli_1.0/multinli_1.0_train.jsonl"
 FEVER_TRAIN = "nli_fever/train_fitems.jsonl"

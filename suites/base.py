@@ -1,28 +1,19 @@
-"""What every suite shares: the Task record, the Suite base class and the loop that runs them.
+"""What a suite declares: the Task record, the Suite base class and the ``row`` helper.
 
-The base owns the loop (cache check, progress, timing, provenance, atomic writes); a suite
-only says how to score one task with an encoder.
+A suite only says how to score one task with an encoder; the kernel runs it (``bench/runner.py``: the cache
+check, progress, timing, provenance, atomic writes). ``RunContext`` (what a run passes to the suite),
+``TaskOutcome``, ``data_config`` and ``precision_config`` are the runner's, re-exported here for suites.
 """
 
 from __future__ import annotations
 
-import json
-import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Callable
+from dataclasses import dataclass
 
-from bench.errors import BenchError, lookup
-from bench.metadata import export as export_metadata
-from bench.papers import paper_values
+from bench.errors import lookup
 from bench.plugins import Option
-from bench.paths import Paths
-from bench.registry import ModelSpec, key_config
-from bench.store import CellKey, Result, ResultStore, config_hash, git_commit, now_iso, package_versions
-from bench.uncertainty import AverageOf, apply_uncertainty, summary_uncertainty  # noqa: F401 (AverageOf: for suites)
-
-OVERWRITE_MODES = ("never", "only-missing", "always")
+from bench.runner import RunContext, TaskOutcome, data_config, precision_config  # noqa: F401 (for suites)
+from bench.results.store import Result
+from bench.results.uncertainty import AverageOf  # noqa: F401 (for suites' summary rows)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,58 +35,6 @@ class Task:
         return {"name": self.name, "label": self.label or self.name, "dataset": self.dataset, "split": self.split,
                 "main_metric": self.main_metric, "main_aggregation": self.main_aggregation,
                 "description": self.description, "paper_ref": self.paper_ref, "version": self.version}
-
-
-@dataclass
-class RunContext:
-    paths: Paths
-    seed: int = 0
-    device: str = "auto"
-    batch_size: int = 64
-    limit: int | None = None
-    profile: str = "smoke"
-    overwrite: str = "only-missing"
-    options: dict = field(default_factory=dict)  # suite options by name (each suite declares its own)
-    dtype: str = "float32"  # what the network runs in (Encoder.dtype): 'float32', 'bfloat16', ...
-    progress: object | None = None  # a rich Progress, or None when quiet
-    log: Callable[[str], None] = print
-    allow_unverified_data: bool = False  # use data files whose sha256 differs from bench/data_files.tsv
-    model_config: dict = field(default_factory=dict)  # the model's key settings (bench.registry.key_config)
-
-    def __post_init__(self):
-        if self.overwrite not in OVERWRITE_MODES:
-            raise BenchError(f"--overwrite must be one of {', '.join(OVERWRITE_MODES)}")
-
-    @property
-    def store(self) -> ResultStore:
-        return ResultStore(self.paths.results)
-
-    def track(self, iterable, total: int | None = None, description: str = ""):
-        """Iterate with progress (done/total, time left) when a progress is attached (bench/progress.py)."""
-        from bench.progress import track
-
-        yield from track(self.progress, iterable, total, description)
-
-    @contextmanager
-    def counter(self, description: str, total: int):
-        """A callable ``advance(n)`` that reports ``n`` more of ``total`` done (e.g. sentences encoded)."""
-        if self.progress is None:
-            yield lambda n=1: None
-            return
-        task_id = self.progress.add_task(description, total=total)
-        try:
-            yield lambda n=1: self.progress.advance(task_id, n)
-        finally:
-            self.progress.remove_task(task_id)
-
-
-@dataclass
-class TaskOutcome:
-    task: str
-    rows: list[dict]
-    path: Path
-    cached: bool
-    wall_s: float
 
 
 class Suite:
@@ -133,7 +72,7 @@ class Suite:
         return [t for t in tasks if t.name in protocol(self.named_protocol).averaged]
 
     def describe(self) -> dict:
-        """The suite's self-description, exported beside the results (``bench.metadata``) for reports."""
+        """The suite's self-description, exported beside the results (``bench.results.metadata``) for reports."""
         tasks = list(self.tasks) + ([self.summary_task] if self.summary_task is not None else [])
         return {"name": self.name, "label": self.label or self.name, "description": self.description,
                 "version": self.version, "options": [o.describe() for o in self.options],
@@ -181,152 +120,11 @@ class Suite:
         return []
 
 
-def precision_config(ctx: RunContext) -> dict:
-    """The precision in a cell's configuration: float32 (the reference) adds nothing, so cells written
-    before --dtype existed stay valid; any other dtype is a separate cell."""
-    return {} if ctx.dtype == "float32" else {"dtype": ctx.dtype}
-
-
-def data_config(datasets, ctx: RunContext) -> dict:
-    """``{"data": {dataset: fingerprint}}`` after checking every file's sha256 against
-    bench/data_files.tsv (cached by file identity, so a re-run re-reads nothing). A mismatch is a
-    BenchError naming the file, unless ``ctx.allow_unverified_data``: then the differing files are
-    listed under ``data_unverified`` (so in every row's config) and the fingerprint keeps those cells
-    apart from cells on the reference data."""
-    from bench.data import check_content
-
-    checks = [check_content(ctx.paths.data, name, ctx.paths.cache, ctx.allow_unverified_data)
-              for name in dict.fromkeys(datasets)]
-    out: dict = {"data": {c.dataset: c.fingerprint for c in checks}} if checks else {}
-    unverified = [f"{c.dataset}/{u}" for c in checks for u in c.unverified]
-    if unverified:
-        out["data_unverified"] = unverified
-    return out
-
-
-def _stamp(row: Result, spec: ModelSpec, encoder, ctx: RunContext, task: Task | None, cfg: dict,
-           cfg_hash: str, wall_s: float, seed: int) -> Result:
-    main = task is not None and (row.metric, row.aggregation) == (task.main_metric, task.main_aggregation)
-    paper, paper_source = (row.paper_value, row.paper_source) if row.paper_value is not None else (None, "")
-    if main and paper is None:  # the one source of paper values: reports/paper_values.csv
-        paper, paper_source = paper_values().for_row(spec.name, row.suite, row.task, row.metric, row.attack,
-                                                     row.split, prefer=spec.paper_ref)
-    return replace(
-        row, model=spec.name, seed=seed, pooler=spec.pooler, method=spec.method or "",
-        weights_sha256=encoder.weights_sha256, model_source=spec.model_source, batch_size=ctx.batch_size,
-        dtype=encoder.dtype,
-        device=encoder.device, profile=ctx.profile, config_hash=cfg_hash,
-        # A row may add its own settings (e.g. the attack's repr) to the run configuration.
-        config=json.dumps({**cfg, **(json.loads(row.config) if row.config else {})}, sort_keys=True, default=str),
-        paper_value=paper, paper_source=paper_source,
-        package_versions=package_versions(), git_commit=git_commit(), created_at=now_iso(),
-        wall_s=row.wall_s if row.wall_s is not None else wall_s,
-    )
-
-
-def for_model(ctx: RunContext, spec: ModelSpec) -> RunContext:
-    """``ctx`` with the model's pooler and maximum length in it where they enter the key (``key_config``)."""
-    return replace(ctx, model_config=key_config(spec))
-
-
-def cell_key(suite: Suite, spec: ModelSpec, weights_sha256: str, task: Task, ctx: RunContext) -> CellKey:
-    """The store key of one (model, weights, suite, task, seed, config) cell; ``ctx`` carries the seed."""
-    ctx = for_model(ctx, spec)
-    return CellKey(spec.name, weights_sha256, suite.name, task.name, ctx.seed, config_hash(suite.config(task, ctx)))
-
-
-def summary_config(suite: Suite, tasks: list[Task], ctx: RunContext) -> dict:
-    # Options as the suite resolves them (e.g. transfer's default mode), so an omitted option and its
-    # explicit default share one summary cell, as their task cells do.
-    tasks = suite.summarized(tasks)
-    resolved = suite.config(tasks[0], ctx) if tasks else {}
-    return {"suite": suite.name, "summary_of": sorted(t.name for t in tasks), "limit": ctx.limit,
-            "scorer_version": f"{suite.name}-{suite.version}." + ".".join(str(t.version) for t in tasks),
-            "profile": ctx.profile, **{o.name: resolved.get(o.name, ctx.options.get(o.name)) for o in suite.options
-                                        if o.changes_numbers},
-            # the summary averages cells computed on this data: another data set is another summary cell
-            **data_config([d for t in tasks for d in suite.datasets(t)], ctx), **ctx.model_config,
-            **precision_config(ctx)}
-
-
-def run_cell(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task: Task, store=None) -> TaskOutcome:
-    """One task cell at ``ctx.seed``: reused from the store under ``ctx.overwrite``, else computed and written."""
-    store = store or ctx.store
-    ctx = for_model(ctx, spec)
-    cfg = suite.config(task, ctx)
-    key = cell_key(suite, spec, encoder.weights_sha256, task, ctx)
-    found = None if ctx.overwrite == "always" else store.existing(key, any_config=ctx.overwrite == "never")
-    if found is not None:
-        return TaskOutcome(task.name, store.read(found)["results"], found, True, 0.0)
-    start = time.perf_counter()
-    rows = suite.run_task(task, encoder, ctx)
-    wall = time.perf_counter() - start
-    rows = [_stamp(r, spec, encoder, ctx, task, cfg, key.config_hash, wall, ctx.seed) for r in rows]
-    evidence = apply_uncertainty(rows)  # 95% CIs from the rows' per-example evidence (bench/stats.py)
-    path = store.write(key, rows, cfg, evidence=evidence)
-    return TaskOutcome(task.name, store.read(path)["results"], path, False, wall)
-
-
-def run_summary(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, tasks: list[Task],
-                seed_outcomes: list[TaskOutcome], store=None) -> TaskOutcome | None:
-    """The suite's summary cell (e.g. the STS average) over one seed's task outcomes, if it has one."""
-    store = store or ctx.store
-    ctx = for_model(ctx, spec)
-    seed_outcomes = [o for o in seed_outcomes if o.rows]
-    summary = suite.summarize([r for o in seed_outcomes for r in o.rows], ctx)
-    if not summary:
-        return None
-    cfg = summary_config(suite, tasks, ctx)
-    key = CellKey(spec.name, encoder.weights_sha256, suite.name, summary[0].task, ctx.seed, config_hash(cfg))
-    found = store.existing(key)
-    if found is not None and all(o.cached for o in seed_outcomes):
-        return TaskOutcome(summary[0].task, store.read(found)["results"], found, True, 0.0)
-    rows = [_stamp(r, spec, encoder, ctx, suite.summary_task, cfg, key.config_hash, 0.0, ctx.seed) for r in summary]
-    evidence = summary_uncertainty(rows, [(o.path, o.rows) for o in seed_outcomes], store)
-    path = store.write(key, rows, cfg, evidence=evidence)
-    return TaskOutcome(summary[0].task, store.read(path)["results"], path, False, 0.0)
-
-
-def check_encoder_fits(suite: Suite, encoder, ctx: RunContext) -> None:
-    """A BenchError (exit 2) before any work when ``suite`` with these options fine-tunes the encoder and
-    ``encoder`` exposes no network (a function or another object known only by its embeddings)."""
-    from bench.model_objects import has_network
-
-    reason = suite.needs_network(ctx)
-    if not reason or has_network(encoder):
-        return
-    from suites import all_suites
-
-    fine = [s.name for s in all_suites() if not s.needs_network(replace(ctx, options={}))]
-    raise BenchError(f"Model '{encoder.name}' is known only by its embeddings (no network to fine-tune), and the "
-                     f"{suite.name} suite {reason}. What works for it: the suites {', '.join(fine)}; "
-                     f"{'; '.join(h for s in all_suites() if (h := s.embedding_only_hint()))}.")
-
-
-def run_suite(suite: Suite, spec: ModelSpec, ctx: RunContext, encoder, task_names=None) -> list[TaskOutcome]:
-    """Run (or reuse) each task cell, then the suite's summary cell, then refresh the leaderboard."""
-    tasks = [suite.task(n) for n in task_names] if task_names else suite.default_tasks()
-    store = ctx.store
-    outcomes: list[TaskOutcome] = []
-    for seed in suite.seeds(ctx):
-        seeded = replace(ctx, seed=seed)
-        seed_outcomes = [run_cell(suite, spec, seeded, encoder, task, store)
-                         for task in ctx.track(tasks, len(tasks), f"{suite.name} {spec.name} seed {seed}: tasks")]
-        outcomes += seed_outcomes
-        summary = run_summary(suite, spec, seeded, encoder, tasks, seed_outcomes, store)
-        if summary is not None:
-            outcomes.append(summary)
-    store.write_leaderboard()
-    export_metadata(ctx.paths.results, suites=[suite], models=[spec],  # labels, model facts, dev curves for reports
-                    models_dir=ctx.paths.models)
-    return outcomes
-
-
 def row(task: Task, metric: str, value, n: int | None, aggregation: str | None = None,
         split: str | None = None, **extra) -> Result:
     """A Result for ``task`` with the provenance fields left for the runner to stamp.
 
-    ``evidence=`` (a ``bench.stats.Evidence``: per-pair predictions and gold, per-example outcomes)
+    ``evidence=`` (a ``bench.scoring.stats.Evidence``: per-pair predictions and gold, per-example outcomes)
     is what the base turns into the row's 95% CI and stores beside the cell for paired tests; a
     summary row passes ``evidence=AverageOf(task rows)`` for an average over tasks."""
     return Result(model="", suite=task.suite, task=task.name, split=split or task.split, metric=metric,

@@ -16,7 +16,7 @@ Rows (lower displacement = the embedding moves less; values not x100):
   near 1) is not rewarded for its small raw distances;
 - ``control_displacement`` = the same for the random swaps; ``vs_control`` = mean d(x, x') / mean d(x, x~);
 - ``cos_perturbed``, ``cos_control``, ``cos_unrelated``: the raw mean cosines.
-Ratios take numerator and denominator over the same resampled originals (bench.stats.ratio_of_means).
+Ratios take numerator and denominator over the same resampled originals (bench.scoring.stats.ratio_of_means).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.errors import BenchError
-from bench.metrics import cosine
-from bench.stats import Evidence, Sample
+from bench.scoring.metrics import cosine
+from bench.scoring.stats import Evidence, Sample
 from suites.base import RunContext, Suite, Task, row
 
 DATA_DIR = Path(__file__).resolve().parent / "data"

@@ -8,7 +8,7 @@ Pearson under two aggregations:
 An ``avg`` row averages the main score (Spearman, all) over the tasks that ran among those of the
 ``robustembed-table1`` protocol (bench/protocols.toml), which are also the tasks run by default.
 
-95% CIs (bench/stats.py, applied by the base suite): percentile bootstrap over pairs, 1,000
+95% CIs (bench/scoring/stats.py, applied by the base suite): percentile bootstrap over pairs, 1,000
 resamples, seeded; ``wmean`` resamples within each subset; ``avg`` bootstraps the average of the
 tasks' own resamples. Per-pair predicted cosines and gold scores are stored beside each cell.
 """
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.data import PairSet, read_semeval_sts, read_sick, read_stsb, require
-from bench.metrics import correlations, cosine
-from bench.stats import Evidence, Sample
-from bench.uncertainty import AverageOf
+from bench.data.datasets import PairSet, read_semeval_sts, read_sick, read_stsb, require
+from bench.scoring.metrics import correlations, cosine
+from bench.scoring.stats import Evidence, Sample
+from bench.results.uncertainty import AverageOf
 from suites.base import RunContext, Suite, Task, row
 
 
@@ -83,7 +83,7 @@ def pair_sample(pairs: PairSet, encode) -> Sample:
 
 
 def score_sample(sample: Sample) -> dict[tuple[str, str], float]:
-    """As ``bench.metrics.score_pairs``, from a pair sample: ``all`` over every pair, ``wmean`` by subset."""
+    """As ``bench.scoring.metrics.score_pairs``, from a pair sample: ``all`` over every pair, ``wmean`` by subset."""
     per_subset, sizes = [], []
     for name in dict.fromkeys(sample.strata.tolist()):
         members = np.flatnonzero(sample.strata == name)

@@ -38,12 +38,12 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.data import require
+from bench.data.datasets import require
 from bench.errors import BenchError
 from bench.plugins import Option
 from bench.protocols import protocol as protocol_named
-from bench.stats import Evidence, Sample
-from bench.uncertainty import AverageOf
+from bench.scoring.stats import Evidence, Sample
+from bench.results.uncertainty import AverageOf
 from suites.base import RunContext, Suite, Task, row
 from suites.senteval_classifier import (L2_GRID, SENTEVAL_SEED, Outcome, Protocol, inner_kfold, kfold,
                                         protocol, single_thread, split)
@@ -302,7 +302,7 @@ def embedder(encoder, ctx: RunContext, task: TransferTask, data):
         np.zeros((0, 0), dtype=np.float32)
 
 
-EXTRA_STATISTICS = {"f1": "f1"}  # extra test metric -> bench.stats statistic of (pred, gold)
+EXTRA_STATISTICS = {"f1": "f1"}  # extra test metric -> bench.scoring.stats statistic of (pred, gold)
 
 
 def test_sample(result: TaskScores) -> Sample | None:

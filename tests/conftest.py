@@ -45,7 +45,7 @@ def tiny_bert_dir(tmp_path_factory) -> Path:
 
 def register_fixture_dataset(monkeypatch, data_root: Path, name: str, root: str) -> None:
     """Point dataset `name` at fixture files under data_root/root, with their real sizes and hashes."""
-    from bench import data
+    from bench.data import datasets as data
 
     files = []
     base = data_root / root
@@ -114,7 +114,7 @@ def bench_env(tmp_path, monkeypatch):
 @pytest.fixture
 def tiny_model(tiny_bert_dir, monkeypatch):
     """Register the tiny BERT as model 'tiny' (avg pooler) for the duration of a test."""
-    from bench import registry
+    from bench.models import registry
 
     spec = registry.ModelSpec(name="tiny", backbone=str(tiny_bert_dir), pooler="avg", max_len=64,
                               description="random 2-layer BERT for tests")
@@ -126,7 +126,7 @@ def make_method(backbone_dir: Path, name: str, sentences: list[str], **cfg):
     """A registered training method on a freshly loaded (seed 0) model, plus a tokenised batch."""
     import torch
 
-    from bench.encoder import load_hf
+    from bench.models.encoder import load_hf
     from bench.methods import get_method
 
     torch.manual_seed(0)

@@ -39,7 +39,7 @@ def adv_env(bench_env, tiny_model, monkeypatch):
 
 
 def _run(*extra) -> int:
-    from bench.cli import main
+    from app.cli import main
 
     return main(["run", "--suite", "adversarial", "--model", "tiny", "--task", "mr", "--recipe", "pwws",
                  "--limit", "4", *extra])
@@ -98,7 +98,7 @@ def test_pwws_end_to_end_then_resume_after_kill(adv_env, monkeypatch):
     # the cell records the log's sha256; a hand-edited log stops the reuse (exit 2), never a silent number
     import hashlib
 
-    from bench.store import LOGS
+    from bench.results.store import LOGS
 
     (recorded,) = json.loads(cell.read_text())[LOGS]
     assert recorded["path"] == log_path.relative_to(adv_env.results).as_posix()
@@ -111,7 +111,7 @@ def test_pwws_end_to_end_then_resume_after_kill(adv_env, monkeypatch):
 
 
 def test_unknown_recipe_is_a_usage_error(adv_env, capsys):
-    from bench.cli import main
+    from app.cli import main
 
     code = main(["run", "--suite", "adversarial", "--model", "tiny", "--task", "mr", "--recipe", "textfoolr"])
     assert code == 2
@@ -152,7 +152,7 @@ def test_real_attack_sets_and_victim_data():
 
 def test_yelp_without_training_data_is_skipped_with_a_message(adv_env, capsys):
     (adv_env.data / "textfooler_attack_sets/yelp").write_text("1 great food\n0 bad service\n")
-    from bench.cli import main
+    from app.cli import main
 
     assert main(["run", "--suite", "adversarial", "--model", "tiny", "--task", "yelp", "--recipe", "pwws"]) == 0
     assert "Skipping 'yelp'" in " ".join(capsys.readouterr().out.split())

@@ -78,7 +78,7 @@ def test_log_refuses_another_configuration(tmp_path):
 def classifier(tiny_bert_dir):
     import torch
 
-    from bench.encoder import load_hf
+    from bench.models.encoder import load_hf
     from bench.finetune import Classifier
 
     model, tokenizer = load_hf(str(tiny_bert_dir))

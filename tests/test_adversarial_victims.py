@@ -29,7 +29,7 @@ def _rows(cell):
 
 
 def _main(*args) -> int:
-    from bench.cli import main
+    from app.cli import main
 
     return main(["run", "--suite", "adversarial", "--model", "tiny", "--device", "cpu", *args])
 
@@ -230,8 +230,8 @@ def test_frozen_protocol_trains_a_head_and_attacks_through_the_encoder(adv_env):
               if json.loads(p.read_text().splitlines()[0])["header"]["victim"] == "frozen"]
     records = [json.loads(x) for x in log.read_text().splitlines()[1:]]
     assert [r["index"] for r in records] == [0, 1]
-    from bench.encoder import Encoder
-    from bench.registry import get_model
+    from bench.models.encoder import Encoder
+    from bench.models.registry import get_model
 
     enc = Encoder.from_spec(get_model("tiny"), device="cpu")
     clf = FrozenHeadClassifier.load(adv_env.home / "victims/tiny/mr" / dirs[1], enc)

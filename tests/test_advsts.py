@@ -146,8 +146,8 @@ def test_adversarial_file_round_trips_through_the_sts_loader(tmp_path, task_name
 
 def test_advsts_end_to_end_with_resume(bench_env, tiny_model, monkeypatch, textattack_ready, capsys):
     from attacks.recipes import RECIPES
-    from bench.cli import main
-    from bench.data import read_stsb
+    from app.cli import main
+    from bench.data.datasets import read_stsb
 
     monkeypatch.setenv("BENCH_OFFLINE", "1")
     monkeypatch.setitem(RECIPES, "swap", swap_recipe(["dog", "sad", "terrible", "question"]))
@@ -188,9 +188,9 @@ def test_advsts_end_to_end_with_resume(bench_env, tiny_model, monkeypatch, texta
 def test_sick_is_scored_on_its_own_1_to_5_scale(bench_env, tiny_model, monkeypatch, textattack_ready):
     """SICK-R's gold is 1-5: cosine maps to 1 + 4·clip(cos, 0, 1), with a margin of a fifth of that range."""
     from attacks.recipes import RECIPES
-    from bench.cli import main
-    from bench.encoder import Encoder
-    from bench.registry import get_model
+    from app.cli import main
+    from bench.models.encoder import Encoder
+    from bench.models.registry import get_model
 
     assert advsts.SICK_RULE.describe()["lo"] == 1.0 and advsts.SICK_RULE.margin == pytest.approx(0.2 * 4)
     np.testing.assert_allclose(advsts.SICK_RULE.to_scale([-0.5, 0.0, 0.5, 1.0]), [1.0, 1.0, 3.0, 5.0])

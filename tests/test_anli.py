@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from bench.cli import main
+from app.cli import main
 from bench.errors import BenchError
 from suites import anli
 from tests.conftest import register_fixture_dataset
@@ -315,7 +315,7 @@ def test_smoke_cells_keep_their_keys(bench_env, monkeypatch):
     keyed by (the data fingerprint aside: the fixture data differ from the real files)."""
     from pathlib import Path
 
-    from bench.store import config_hash
+    from bench.results.store import config_hash
     from suites.base import RunContext
 
     write_nli_fixtures(monkeypatch, bench_env.data)

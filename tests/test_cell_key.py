@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.registry import MODELS, ModelSpec, key_config
-from bench.store import config_hash
+from bench.models.registry import MODELS, ModelSpec, key_config
+from bench.results.store import config_hash
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "results" / "cells"
@@ -81,7 +81,7 @@ def test_every_number_changing_option_changes_the_key(ctx, suite, opt, data):
 def test_pooler_and_max_length_change_the_key(ctx, pooler, max_len):
     """A local model run with two poolers, or two max_seq_length values, gets two keys."""
     from suites import get_suite
-    from suites.base import cell_key
+    from bench.runner import cell_key
 
     sts = get_suite("sts")
     task = sts.task("stsb")

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.cell_schema import METRICS, CellError, validate_cell
-from bench.store import CellKey, Result, ResultStore
+from bench.results.cell_schema import METRICS, CellError, validate_cell
+from bench.results.store import CellKey, Result, ResultStore
 
 REPO = Path(__file__).resolve().parents[1]
 BOUNDED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -131,7 +131,7 @@ COMMANDS = st.sampled_from([("compare",), ("report", "--card"), ("divergence",),
 def test_argument_strings_give_documented_exits(tmp_path, monkeypatch, capsys):
     """Hypothesis: cheap commands with hostile names exit 0, 1 or 2 with no traceback and write nothing outside
     BENCH_HOME and the results dir."""
-    from bench.cli import main
+    from app.cli import main
 
     home, results = tmp_path / "home", tmp_path / "results"
     home.mkdir()
@@ -171,7 +171,7 @@ def test_mutated_plugins_json_never_crashes_or_loses_an_entry(tmp_path):
     empty with a warning (never an exception), and an update keeps every entry a valid file held."""
     import warnings
 
-    from bench import metadata
+    from bench.results import metadata
 
     base = {"bench_version": "1", "package_versions": {"torch": "2"}, "suites": {"sts": {"label": "STS"}},
             "models": {"m": {"backbone": "x"}, "n": {"backbone": "y"}}}

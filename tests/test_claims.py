@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from bench.errors import BenchError
-from bench.stats import Evidence, Sample
-from bench.store import CellKey, Result, ResultStore
-from bench.uncertainty import apply_uncertainty
+from bench.scoring.stats import Evidence, Sample
+from bench.results.store import CellKey, Result, ResultStore
+from bench.results.uncertainty import apply_uncertainty
 from reports import claims, claims_pages
 from reports.claims import (EXCLUDED, FEW_SEEDS, INCONCLUSIVE, MIXED, NOT_RUN, NOT_TESTABLE, REPLICATED, REVERSED,
                             verdict)
@@ -159,7 +159,7 @@ def _file(tmp_path, text):
 
 
 def test_committed_claims_file_loads_and_names_registered_models():
-    from bench.registry import MODELS
+    from bench.models.registry import MODELS
 
     book = claims.load()
     assert len(book.claims) >= 15
@@ -308,7 +308,7 @@ def test_seeds_pointing_different_ways_are_never_a_replication(tmp_path):
 
 
 def test_holm_decides_the_family(tmp_path):
-    from bench.stats import holm
+    from bench.scoring.stats import holm
 
     results = tmp_path / "results"
     _seeded(ResultStore(results), noise_base=1.0, noise_better=0.9)
@@ -335,7 +335,7 @@ def test_the_setting_comes_from_the_cards():
 
 def test_attack_rates_compare_the_examples_both_victims_attacked():
     """The CI and the test of an attack success rate rest on the same examples: those both victims got right."""
-    from bench.stats import paired_bootstrap
+    from bench.scoring.stats import paired_bootstrap
 
     ids = list(range(8))
     nan = float("nan")
@@ -351,7 +351,7 @@ def test_every_claims_command_parses_as_bench_run(tmp_path):
     """The "not run yet" commands of the committed claims use options `bench run` has, with valid values."""
     import argparse
 
-    from bench.commands import run as run_command
+    from app.commands import run as run_command
 
     parser = argparse.ArgumentParser(exit_on_error=False)
     run_command.add_arguments(parser)

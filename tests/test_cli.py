@@ -8,7 +8,7 @@ from functools import partial
 
 import pytest
 
-from bench.cli import main
+from app.cli import main
 
 
 def _run(*args):
@@ -94,7 +94,7 @@ def test_data_verify_flags_corruption(bench_env, capsys):
 
 def test_data_fetch_from_loopback_server(tmp_path, monkeypatch):
     """A SentEval-style tar served over HTTP on 127.0.0.1 is fetched, unpacked and verified."""
-    from bench import data
+    from bench.data import datasets as data
     from tests.conftest import register_fixture_dataset
 
     served = tmp_path / "served"
@@ -148,7 +148,7 @@ def test_profiles_come_from_one_place():
     an entry for each (or, like anli, refuse the missing one with a message)."""
     import argparse
 
-    from bench.commands import grid, run, train
+    from app.commands import grid, run, train
     from bench.plugins import PROFILES
     from bench.train import PROFILES as TRAIN_PROFILES
     from suites.adversarial import VICTIM_SETTINGS

@@ -8,14 +8,14 @@ import json
 import numpy as np
 import pytest
 
-from bench.cli import main
-from bench.store import CellKey, Result, ResultStore
-from bench.uncertainty import apply_uncertainty, compare_models, stored_evidence
+from app.cli import main
+from bench.results.store import CellKey, Result, ResultStore
+from bench.results.uncertainty import apply_uncertainty, compare_models, stored_evidence
 
 
 @pytest.fixture
 def two_tiny_models(tiny_model, tmp_path_factory, monkeypatch):
-    from bench import registry
+    from bench.models import registry
     from tests.conftest import write_tiny_bert
 
     other = write_tiny_bert(tmp_path_factory.mktemp("tiny-bert-2"), seed=1)
@@ -56,12 +56,12 @@ def test_compare_from_stored_results(bench_env, two_tiny_models, capsys, monkeyp
     for model in two_tiny_models:
         assert main(["run", "--suite", "sts", "--model", model, "--task", "stsb", "--task", "sickr"]) == 0
     capsys.readouterr()
-    import bench.encoder
+    import bench.models.encoder
 
     def no_loading(*a, **k):
         raise AssertionError("compare must not load a model")
 
-    monkeypatch.setattr(bench.encoder.Encoder, "from_spec", no_loading)
+    monkeypatch.setattr(bench.models.encoder.Encoder, "from_spec", no_loading)
     assert main(["compare", "tiny", "tiny2", "--suite", "sts", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["shared_cells"] == 3  # stsb, sickr, avg
@@ -87,7 +87,7 @@ def test_compare_from_stored_results(bench_env, two_tiny_models, capsys, monkeyp
 def _attack_cell(store, model, outcomes, queries, run_ids=(0,), config=None, config_hash="c" * 16):
     """An adversarial-like cell: per-example outcomes through attacks.metrics' evidence, as the suite does."""
     from attacks.metrics import attack_evidence, attack_metrics
-    from bench.stats import Evidence
+    from bench.scoring.stats import Evidence
 
     runs = []
     for run in run_ids:

@@ -108,7 +108,7 @@ def test_simlex_spearman_reads_the_simlex_format(tmp_path, tiny):
 def test_counter_fitting_raises_simlex_on_the_real_data():
     """The paper's constraint files over GloVe 6B 50d, on the SimLex-999 words and their constraint
     partners (the full 72k-word build is `bench resources build`; this keeps the test under a minute)."""
-    from bench.data import require
+    from bench.data.datasets import require
     from bench.paths import Paths
 
     folder = require(Paths.from_env().data, "counter-fitting")

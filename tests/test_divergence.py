@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.stats import mcnemar, outcome_agreement, weight_distance_ratio
+from bench.scoring.stats import mcnemar, outcome_agreement, weight_distance_ratio
 
 
 def test_weight_distance_ratio_by_hand():
@@ -89,8 +89,8 @@ def test_divergence_command_on_tiny_checkpoints(bench_env, tmp_path_factory, mon
     import torch
     from safetensors.torch import load_file, save_file
 
-    from bench import registry
-    from bench.cli import main
+    from bench.models import registry
+    from app.cli import main
     from tests.conftest import write_tiny_bert
 
     dirs = {}

@@ -3,8 +3,8 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from bench.encoder import Encoder
-from bench.poolers import POOLERS
+from bench.models.encoder import Encoder
+from bench.models.poolers import POOLERS
 
 SENTENCES = ["a man is playing guitar", "a dog", "the movie was great and the plot was fun", "a dog"]
 

@@ -44,8 +44,8 @@ def _stsb(result) -> float:
 
 def test_sentence_transformer_matches_bench_run_on_the_same_weights(bench_env, tiny_model, tiny_bert_dir):
     import bench
-    from bench.cli import main
-    from bench.encoder import state_dict_sha256
+    from app.cli import main
+    from bench.models.encoder import state_dict_sha256
 
     assert main(["run", "--suite", "sts", "--model", "tiny", "--task", "stsb"]) == 0
     (cell,) = (bench_env.results / "cells/tiny/sts/stsb").glob("*.json")
@@ -69,7 +69,7 @@ def test_sentence_transformer_matches_bench_run_on_the_same_weights(bench_env, t
 
 def test_function_identity_is_its_probe_embeddings_and_a_changed_function_gets_new_cells(bench_env):
     import bench
-    from bench.model_objects import PROBE_SENTENCES
+    from bench.models.model_objects import PROBE_SENTENCES
 
     calls: list = []
     first = bench.evaluate(bag_of_words(calls=calls), name="bow", suites="sts", batch_size=3, log=lambda *_: None)
@@ -89,7 +89,7 @@ def test_function_identity_is_its_probe_embeddings_and_a_changed_function_gets_n
 
 def test_object_with_encode_and_a_model_name(bench_env, tiny_model):
     import bench
-    from bench.cli import main
+    from app.cli import main
 
     class Embedder:
         def encode(self, sentences):
@@ -126,7 +126,7 @@ def test_what_an_encoder_known_only_by_its_embeddings_is_refused(bench_env, tiny
 
 
 def test_a_sentence_transformer_exposes_its_network_for_fine_tuning(tiny_bert_dir):
-    from bench.model_objects import has_network, wrap
+    from bench.models.model_objects import has_network, wrap
 
     st = tiny_sentence_transformer(tiny_bert_dir)
     encoder = wrap(st, name="st-tiny")
@@ -147,7 +147,7 @@ def test_import_bench_stays_light():
     import sys
 
     out = subprocess.run([sys.executable, "-c", "import sys, bench; print([m for m in ('torch', 'suites', 'pandas', "
-                          "'bench.commands') if m in sys.modules])"], capture_output=True, text=True, check=True)
+                          "'bench.api') if m in sys.modules])"], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 

@@ -10,8 +10,8 @@ import pytest
 
 @pytest.fixture
 def exported(bench_env, tiny_model, monkeypatch, capsys):
-    from bench.cli import main
-    from bench.commands import export
+    from app.cli import main
+    from app.commands import export
 
     assert main(["run", "--suite", "sts", "--model", "tiny"]) == 0
     assert main(["run", "--suite", "sts", "--model", "tiny", "--task", "stsb", "--limit", "5"]) == 0
@@ -66,7 +66,7 @@ def test_what_mteb_has_no_task_for_goes_to_the_robustness_json(exported):
 
 
 def test_unknown_model_exits_2(bench_env, capsys):
-    from bench.cli import main
+    from app.cli import main
 
     assert main(["export", "--format", "mteb", "--model", "nobody"]) == 2
     assert "No result cells of model 'nobody'" in capsys.readouterr().err

@@ -12,11 +12,11 @@ import pytest
 
 import suites.base as base
 from attacks.recipes import RECIPES
-from bench.commands.ls import LISTERS
+from app.commands.ls import LISTERS
 from bench.methods import METHODS
 from bench.paths import Paths
 from bench.protocols import protocol
-from bench.store import config_hash
+from bench.results.store import config_hash
 from suites import SUITES, get_suite
 from suites.base import RunContext
 

@@ -9,8 +9,8 @@ import socket
 
 import pytest
 
-from bench import hub
-from bench.cli import main
+from bench.models import hub
+from app.cli import main
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def test_grid_checks_its_models_before_ray_starts(isolated, monkeypatch, listeni
     """Offline, a grid over a model on a Hub backbone stops at once; online without GPU cells, a paper-profile
     model needs the opt-in, as with bench run."""
     pytest.importorskip("ray")
-    from bench.commands import grid_runner
+    from app.commands import grid_runner
 
     monkeypatch.setattr(grid_runner, "run_grid", lambda *a, **k: pytest.fail("Ray started"))
     code, out, err = bench("grid", "--models", "robustembed-bert", "--suites", "sts", capsys=capsys)
@@ -120,7 +120,7 @@ def test_grid_checks_its_models_before_ray_starts(isolated, monkeypatch, listeni
 
 def test_the_opt_in_lets_a_cpu_paper_profile_run_through(isolated, monkeypatch):
     from bench.paths import Paths
-    from bench.registry import get_model
+    from bench.models.registry import get_model
     from bench.train_cost import check_cpu_paper_profile, plan
 
     training = plan(get_model("robustembed-bert"), Paths.from_env(), "cpu")
@@ -133,7 +133,7 @@ def test_the_opt_in_lets_a_cpu_paper_profile_run_through(isolated, monkeypatch):
 def test_the_plan_counts_the_profiles_steps_and_scales_the_step_time(isolated):
     from bench.methods import get_method
     from bench.paths import Paths
-    from bench.registry import get_model
+    from bench.models.registry import get_model
     from bench.train_cost import CPU_SIMCSE_MINILM_S_PER_STEP, plan
 
     paths = Paths.from_env()
@@ -167,7 +167,7 @@ def test_every_registered_run_reaches_the_steps_it_keeps(isolated):
     """A run that keeps its weights at chosen steps (a training-length series) must train that long on the
     data at hand: the trainer stops at epochs x steps-per-epoch even when max_steps asks for more."""
     from bench.paths import Paths
-    from bench.registry import MODELS
+    from bench.models.registry import MODELS
     from bench.train_cost import planned_steps
 
     data = Paths.from_env().data

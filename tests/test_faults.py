@@ -25,7 +25,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO)) if __name__ == "__main__" else None  # `python tests/test_faults.py --table`
 
-from bench.cli import main  # noqa: E402
+from app.cli import main  # noqa: E402
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -238,7 +238,7 @@ def test_cell_computed_on_other_data_is_not_reused(finished, bench_env, monkeypa
 def test_data_hashes_are_cached_by_file_identity(finished, bench_env, monkeypatch, capsys):
     """Re-runs on unchanged data: exit 0; no data file is hashed again (cache keyed by path, size, mtime and
     ctime under $BENCH_HOME), in this process or a fresh one; a touched file is hashed once more."""
-    from bench import data
+    from bench.data import datasets as data
 
     hashed = []
     original = data._sha256_file
@@ -276,7 +276,7 @@ def test_missing_backbone_offline(finished, bench_env, monkeypatch, capsys):
     import huggingface_hub.constants
     import transformers.utils.hub
 
-    from bench import registry
+    from bench.models import registry
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(transformers.utils.hub, "_is_offline_mode", True)
@@ -294,7 +294,7 @@ def test_refused_pickle_weights_say_so(finished, bench_env, tiny_bert_dir, tmp_p
 
     import torch
 
-    from bench import registry
+    from bench.models import registry
 
     model_dir = tmp_path / "pickled"
     shutil.copytree(tiny_bert_dir, model_dir)
@@ -313,7 +313,7 @@ def test_truncated_safetensors_weights(finished, bench_env, tiny_bert_dir, tmp_p
     it again (was a SafetensorError traceback); no cell is written for the model."""
     import shutil
 
-    from bench import registry
+    from bench.models import registry
 
     model_dir = tmp_path / "torn"
     shutil.copytree(tiny_bert_dir, model_dir)
@@ -377,7 +377,7 @@ def command_paths() -> list[tuple[str, ...]]:
     subcommand a command adds with add_subparsers."""
     import argparse
 
-    from bench.cli import COMMANDS, build_parser
+    from app.cli import COMMANDS, build_parser
 
     def children(parser, prefix):
         found = []
@@ -396,7 +396,7 @@ def command_paths() -> list[tuple[str, ...]]:
 def test_help_of_every_command(capsys):
     """`bench --help` and `bench COMMAND --help` for every registered command: exit 0; each prints its usage
     (`bench --help` used to crash on the "%" of "95% CI")."""
-    from bench.cli import COMMANDS
+    from app.cli import COMMANDS
 
     paths = command_paths()
     assert {p[0] for p in paths if p} == set(COMMANDS)
@@ -429,7 +429,7 @@ def test_device_is_checked_when_parsed(finished, bench_env, tiny_bert_dir, no_ac
                                        command, device, shown):
     """`--device bogus`, or `mps`/`cuda` on a machine without one, for run, train (and grid's syntax): exit 2; when
     the flag is parsed, before any model loads, naming the choices and the fix (train used to run on the CPU)."""
-    from bench import encoder
+    from bench.models import encoder
 
     monkeypatch.setattr(encoder.Encoder, "from_spec", lambda *a, **k: pytest.fail("a model was loaded"))
     args = {"run": (*RUN[:1], *RUN[3:], "--task", "stsb"),
@@ -642,7 +642,7 @@ def test_non_numeric_cell_value_is_quarantined(finished, bench_env, tmp_path, ca
 def test_checkpoint_files_get_the_results_permissions(bench_env, tiny_bert_dir, corpus, tmp_path, capsys):
     """A trained checkpoint under umask 022: exit 0; its files (weights included) and resume state get 0644 like
     result files, and its directories 0755 (safetensors wrote the weights 0600)."""
-    from bench.data import atomic_write_text
+    from bench.data.datasets import atomic_write_text
 
     old = os.umask(0o022)
     try:
@@ -679,7 +679,7 @@ def test_result_files_respect_the_umask(finished, bench_env, capsys):
 def tiny_stsb_cell(finished, bench_env, tiny_bert_dir, monkeypatch, capsys):
     """tiny's STS-B cell, and a second model ('twin': tiny's weights under another name) with its own, so
     `bench compare tiny twin` has a shared cell; returns tiny's cell path."""
-    from bench import registry
+    from bench.models import registry
 
     monkeypatch.setitem(registry.MODELS, "twin", registry.ModelSpec(
         name="twin", backbone=str(tiny_bert_dir), pooler="avg", max_len=64))
@@ -689,7 +689,7 @@ def tiny_stsb_cell(finished, bench_env, tiny_bert_dir, monkeypatch, capsys):
 
 
 def _sidecar(cell: Path) -> Path:
-    from bench.store import ResultStore
+    from bench.results.store import ResultStore
 
     return ResultStore.evidence_path(cell)
 
@@ -716,7 +716,7 @@ def test_bad_evidence_is_reported_and_recomputed(tiny_stsb_cell, bench_env, tmp_
     from `bench compare`, naming the cell and the `bench run` that redoes it (it printed an empty table, exit 0);
     `bench report` names it (exit 0); `bench run` moves the cell and its evidence to quarantine/ and recomputes
     them instead of reusing them."""
-    from bench.store import EVIDENCE_HASH
+    from bench.results.store import EVIDENCE_HASH
 
     side = _sidecar(tiny_stsb_cell)
     damage, shown = EVIDENCE_FAULTS[fault]
@@ -741,9 +741,9 @@ def test_bad_evidence_is_reported_and_recomputed(tiny_stsb_cell, bench_env, tmp_
 
 def test_cells_without_a_recorded_evidence_hash(tiny_stsb_cell, bench_env, capsys):
     """Cells written before cells recorded their evidence sha256: exit 0; their evidence is used once it parses
-    (an unparsable file is named, exit 2 from compare); `python -m bench.store backfill-evidence-hashes DIR`
+    (an unparsable file is named, exit 2 from compare); `python -m bench.results.store backfill-evidence-hashes DIR`
     records the sha256 of each sidecar that parses (exit 0), after which an altered file is caught."""
-    from bench.store import EVIDENCE_HASH
+    from bench.results.store import EVIDENCE_HASH
 
     side = _sidecar(tiny_stsb_cell)
     good = side.read_bytes()
@@ -756,7 +756,7 @@ def test_cells_without_a_recorded_evidence_hash(tiny_stsb_cell, bench_env, capsy
     code, _, err = bench("compare", "tiny", "twin", "--suite", "sts", "--task", "stsb", capsys=capsys)
     assert code == 2 and f"{tiny_stsb_cell}: its evidence file {side.name} does not parse" in err
 
-    backfill = [sys.executable, "-m", "bench.store", "backfill-evidence-hashes", str(bench_env.results)]
+    backfill = [sys.executable, "-m", "bench.results.store", "backfill-evidence-hashes", str(bench_env.results)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(backfill, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
     assert done.returncode == 2 and f"not recorded: Result cell {tiny_stsb_cell}: its evidence file" in done.stderr
@@ -784,7 +784,7 @@ def test_publish_refuses_bad_evidence(tiny_stsb_cell, bench_env, tmp_path, capsy
 
 
 def _writer(root: str, writer: int, count: int) -> None:
-    from bench.store import CellKey, Result, ResultStore
+    from bench.results.store import CellKey, Result, ResultStore
 
     store = ResultStore(Path(root))
     for i in range(count):
@@ -800,7 +800,7 @@ def test_two_concurrent_writers_lose_no_cell(tmp_path):
     import csv
     import multiprocessing
 
-    from bench.store import ResultStore
+    from bench.results.store import ResultStore
 
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, 25)) for w in (1, 2)]
@@ -831,8 +831,9 @@ DRIVER = r'''
 import json, os, sys, time
 from pathlib import Path
 
-from bench import data, registry
-from bench.cli import main
+from bench.data import datasets as data
+from bench.models import registry
+from app.cli import main
 from tests.conftest import register_fixture_dataset
 
 setup = json.loads(os.environ["FAULT_SETUP"])
@@ -855,7 +856,7 @@ def stall(marker):
 
 
 if os.environ.get("FAULT_STALL_AFTER_WRITES"):  # after N cells are written (bench run)
-    from bench.store import ResultStore
+    from bench.results.store import ResultStore
 
     original, done = ResultStore.write, []
 
@@ -883,7 +884,7 @@ sys.exit(main(sys.argv[1:]))
 
 
 def _driver(tmp_path: Path, bench_env, tiny_bert_dir):
-    from bench import data
+    from bench.data import datasets as data
 
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
@@ -958,7 +959,7 @@ def test_kill_9_during_training_then_resume(bench_env, tiny_bert_dir, corpus, tm
 def test_piped_tables_keep_whole_values(finished, bench_env, capsys):
     """Piped output (not a terminal): exit 0; `bench ls models` prints tab-separated whole values, `--json`
     parses, and the results table of `bench run` cuts no cell to '…'."""
-    from bench.registry import MODELS
+    from bench.models.registry import MODELS
 
     code, out, _ = bench("ls", "models", capsys=capsys)
     assert code == 0 and "…" not in out
@@ -1162,7 +1163,7 @@ def test_unexpected_error_is_one_line_unless_debug(finished, bench_env, monkeypa
     and the fix, no traceback; with --debug the stack too (it used to be a bare traceback)."""
     import errno as _errno
 
-    from bench.store import ResultStore
+    from bench.results.store import ResultStore
 
     def full(*a, **k):
         raise OSError(_errno.ENOSPC, "No space left on device", str(bench_env.results / "leaderboard.csv"))
@@ -1178,7 +1179,7 @@ def test_ascii_only_stdout(finished, bench_env, tiny_bert_dir, tmp_path):
     title escaped (it used to crash with UnicodeEncodeError)."""
     import io
 
-    from bench.cli import main
+    from app.cli import main
 
     out, err = io.BytesIO(), io.BytesIO()
     stdout, stderr = io.TextIOWrapper(out, encoding="ascii"), io.TextIOWrapper(err, encoding="ascii")
@@ -1223,7 +1224,7 @@ def test_divergence_of_two_architectures_says_why(bench_env, tmp_path, monkeypat
     """`bench divergence` of two models of different architectures (hidden size 16 and 32: no tensor shared):
     exit 2 saying that no tensor matches because the architectures differ, and that no attack logs pair up;
     nothing is written (it used to report a ratio of 0)."""
-    from bench import registry
+    from bench.models import registry
     from tests.conftest import write_tiny_bert
 
     for name, hidden in (("narrow", 16), ("wide", 32)):
@@ -1242,7 +1243,7 @@ MODELS_FILE_FAULTS = {
     "wrong type": ('[a]\nbackbone = "x/y"\npooler = "avg"\nmax_len = "long"\n', "max_len is 'long', not a whole number"),
     "recipe not a table": ('[a]\nmethod = "simcse"\nbase = "minilm"\nrecipe = 3\n', "recipe is 3, not a table"),
     "missing backbone dir": ('[a]\nbackbone = "/no/such/encoder"\npooler = "avg"\n', "no such directory"),
-    "missing provider attribute": ('[a]\nbackbone = "bench.registry:no_such_function"\npooler = "avg"\n',
+    "missing provider attribute": ('[a]\nbackbone = "bench.models.registry:no_such_function"\npooler = "avg"\n',
                                    "has no attribute 'no_such_function'"),
 }
 
@@ -1252,8 +1253,8 @@ def test_invalid_models_file_names_the_key_and_the_fix(bench_env, capsys, fault)
     """A models.toml entry with an unknown key, a wrong type, a recipe that is not a table, a missing backbone
     directory or a `module:attr` provider without that attribute: exit 2; the message names the file, the entry,
     the key and the fix, with no traceback; the built-in bench/models.toml passes the same schema unchanged."""
-    from bench.models_file import read_models_file
-    from bench.registry import BUILTIN_MODELS_FILE, MODELS
+    from bench.models.models_file import read_models_file
+    from bench.models.registry import BUILTIN_MODELS_FILE, MODELS
 
     text, shown = MODELS_FILE_FAULTS[fault]
     path = bench_env.home / "models.toml"
@@ -1298,7 +1299,7 @@ def test_damaged_plugins_json_is_named_quarantined_and_never_loses_entries(finis
     """A truncated or schema-breaking plugins.json: exit 0; `bench report` names it and the fix, `bench run`
     moves it to quarantine/ and says that the new file starts afresh (it used to be replaced silently); a run
     that knows fewer models than the file merges into it, so no model's entry is lost."""
-    from bench import metadata
+    from bench.results import metadata
 
     path = bench_env.results / "plugins.json"
     good = json.loads(path.read_text())
@@ -1323,7 +1324,7 @@ def test_damaged_plugins_json_is_named_quarantined_and_never_loses_entries(finis
 
 def _cell_with_log(results: Path, records: int = 3):
     """A cell of model 'a' computed from an attack log of ``records`` records: (store, key, cell, log)."""
-    from bench.store import CellKey, Result, ResultStore
+    from bench.results.store import CellKey, Result, ResultStore
 
     log = results / "attack_logs" / "a" / "mr" / "pwws" / "seed0-run0-victimabc-12345678.jsonl"
     log.parent.mkdir(parents=True)
@@ -1342,7 +1343,7 @@ def test_hand_edited_attack_log_is_detected(bench_env, capsys):
     """An attack log edited by hand after its cell was computed (one outcome flipped): exit 2 from `bench run`'s
     reuse and from `bench divergence`, naming the log, the cell and the fix (restore it, or --overwrite always);
     a log that only grew (a later run appended records) and a cell from before cells recorded logs are accepted."""
-    from bench.store import LOGS, BadLog
+    from bench.results.store import LOGS, BadLog
 
     store, key, cell, log = _cell_with_log(bench_env.results)
     record = json.loads(cell.read_text())[LOGS][0]
@@ -1396,8 +1397,8 @@ def test_evidence_is_hashed_before_it_is_decompressed(tiny_stsb_cell, bench_env,
     import gzip
     import zlib
 
-    from bench import store
-    from bench.store import EVIDENCE_HASH
+    from bench.results import store
+    from bench.results.store import EVIDENCE_HASH
 
     side = _sidecar(tiny_stsb_cell)
     side.write_bytes(gzip.compress(b"\0" * (64 << 20), compresslevel=9))
@@ -1487,7 +1488,7 @@ def test_grid_dry_run_is_linear_in_the_seeds_and_shows_progress(bench_env, tiny_
     costs a constant number of steps (a plan of 10x the seeds does 10x the work: the seed list and the store's
     directory were rescanned per cell), one table row per model, suite and task above TABLE_ROWS cells, and
     progress lines on stderr."""
-    from bench.commands import grid, grid_runner
+    from app.commands import grid, grid_runner
 
     listed, configs = [], []
     real_glob, real_config = Path.glob, grid_runner.Plan.config

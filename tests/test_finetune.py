@@ -4,7 +4,7 @@ import random
 import numpy as np
 import pytest
 
-from bench.encoder import Encoder, load_hf
+from bench.models.encoder import Encoder, load_hf
 from bench.finetune import (FinetuneConfig, FinetunedClassifier, FrozenHeadClassifier, FrozenHeadConfig, Labelled,
                             embedding_features, finetune, load_or_finetune, load_or_train_frozen, mix,
                             train_frozen_head)

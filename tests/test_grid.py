@@ -1,7 +1,7 @@
 """bench grid on a local Ray instance, with a tiny random BERT and tiny STS-B / SICK fixtures.
 
 Ray workers are separate processes, so a monkeypatched dataset registry would not reach them:
-the fixtures are written at the reference byte sizes of bench/data_files.tsv instead (the last
+the fixtures are written at the reference byte sizes of bench/data/data_files.tsv instead (the last
 column is padded with spaces, which the readers collapse), and every command runs with
 --allow-unverified-data, since their bytes (so their sha256) are not the reference data's.
 """
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main
-from bench.data import get_dataset
+from app.cli import main
+from bench.data.datasets import get_dataset
 from bench.errors import BenchError
-from bench.store import ResultStore
+from bench.results.store import ResultStore
 from tests.conftest import STS_PAIRS
 
 
@@ -78,7 +78,7 @@ def grid_args(*extra: str) -> list[str]:
 
 
 def plan_for(argv: list[str]):
-    from bench.commands.grid import add_arguments, build_plan
+    from app.commands.grid import add_arguments, build_plan
     import argparse
 
     parser = argparse.ArgumentParser()
@@ -97,7 +97,7 @@ def mtimes(results: Path) -> dict:
 
 def test_grid_writes_what_bench_run_writes_and_reruns_nothing(ray_session, grid_env, tiny_model, tmp_path,
                                                                monkeypatch, capsys):
-    from bench.commands.grid_runner import run_grid
+    from app.commands.grid_runner import run_grid
 
     assert main(grid_args()) == 0
     grid = cell_rows(grid_env.results)
@@ -131,7 +131,7 @@ def test_grid_writes_what_bench_run_writes_and_reruns_nothing(ray_session, grid_
 
 
 def test_interrupted_grid_reruns_only_missing_cells(ray_session, grid_env, tiny_model):
-    from bench.commands.grid_runner import run_grid
+    from app.commands.grid_runner import run_grid
 
     plan = plan_for(grid_args())
     assert run_grid(plan).exit_code == 0
@@ -179,7 +179,7 @@ def test_without_ray_grid_exits_2_with_the_install_command(grid_env, tiny_model,
 
 
 def test_task_selection_by_name_or_suite_slash_task():
-    from bench.commands.grid_runner import select_tasks
+    from app.commands.grid_runner import select_tasks
 
     assert select_tasks(["sts", "alignment"], ["stsb"]) == {"sts": ["stsb"], "alignment": ["stsb"]}
     assert select_tasks(["sts", "alignment"], ["sts/sts12", "alignment/stsb"]) == {
@@ -193,15 +193,15 @@ def test_task_selection_by_name_or_suite_slash_task():
 
 
 def test_grid_modules_import_neither_torch_nor_ray():
-    code = ("import sys, bench.cli, bench.commands.grid, bench.commands.grid_runner; "
+    code = ("import sys, app.cli, app.commands.grid, app.commands.grid_runner; "
             "print(sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_dry_run_lists_stored_cells_training_and_costs_from_earlier_runs(grid_env, tiny_model, monkeypatch, capsys):
-    from bench import registry
-    from bench.commands.grid_runner import Cell, estimate, past_timings
+    from bench.models import registry
+    from app.commands.grid_runner import Cell, estimate, past_timings
 
     trained = registry.ModelSpec(name="tiny-simcse", backbone=tiny_model.backbone, pooler="avg", max_len=64,
                                  method="simcse", base="tiny", profile="smoke")
@@ -242,7 +242,7 @@ def test_train_launcher_accelerate_runs_two_cpu_processes(tiny_bert_dir, tmp_pat
     env = {**os.environ, "BENCH_HOME": str(tmp_path / "home"), "BENCH_DATA_DIR": str(tmp_path / "data"),
            "BENCH_RESULTS_DIR": str(tmp_path / "results")}
     env.pop("BENCH_LAUNCHED", None)
-    cmd = [sys.executable, "-m", "bench.cli", "train", "--method", "simcse", "--backbone", str(tiny_bert_dir),
+    cmd = [sys.executable, "-m", "app.cli", "train", "--method", "simcse", "--backbone", str(tiny_bert_dir),
            "--data", str(text), "--steps", "2", "--eval-every", "0", "--batch-size", "8", "--name", "ddp-tiny",
            "--launcher", "accelerate", "--num-processes", "2"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
@@ -256,7 +256,7 @@ def test_train_launcher_accelerate_runs_two_cpu_processes(tiny_bert_dir, tmp_pat
 
 
 def test_cost_estimate_scales_by_examples_runs_and_recipes():
-    from bench.commands.grid_runner import scaled_cost
+    from app.commands.grid_runner import scaled_cost
 
     earlier = {"limit": 50, "runs": 1, "recipes": ["textfooler", "pwws"], "profile": "smoke"}
     planned = {"limit": 200, "runs": 2, "recipes": ["textfooler"], "profile": "smoke"}
@@ -271,7 +271,7 @@ def test_cost_estimate_scales_by_examples_runs_and_recipes():
 
 
 def test_rough_estimate_borrows_from_other_victim_and_constraint_settings_only():
-    from bench.commands.grid_runner import Cell, estimate
+    from app.commands.grid_runner import Cell, estimate
 
     unified = {"limit": 200, "runs": 2, "recipes": ["textfooler"], "profile": "study", "victim": "frozen",
                "constraints": "unified"}
@@ -289,8 +289,8 @@ def test_rough_estimate_borrows_from_other_victim_and_constraint_settings_only()
 def test_training_estimate_reads_cards_of_the_same_method_and_profile(tmp_path, monkeypatch):
     import json
 
-    from bench import registry
-    from bench.commands.grid_runner import training_estimate
+    from bench.models import registry
+    from app.commands.grid_runner import training_estimate
 
     base = registry.ModelSpec(name="b", backbone="x")
     done = registry.ModelSpec(name="m1", backbone="x", method="simcse", base="b", profile="study")

@@ -2,8 +2,8 @@
 
 import json
 
-from bench import metadata
-from bench.registry import ModelSpec
+from bench.results import metadata
+from bench.models.registry import ModelSpec
 
 
 def test_export_adds_the_cards_training_facts_for_trained_models(tmp_path):

@@ -43,7 +43,7 @@ def test_a_new_method_version_changes_the_fingerprint():
 
 @pytest.mark.parametrize("method", SENTENCE_METHODS)
 def test_default_collate_is_the_trainers_former_tokenizer_call(method, tiny_bert_dir):
-    from bench.encoder import load_hf
+    from bench.models.encoder import load_hf
 
     _, tok = load_hf(str(tiny_bert_dir))
     cls = get_method(method)

@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from bench.encoder import load_hf  # noqa: E402
+from bench.models.encoder import load_hf  # noqa: E402
 from bench.methods import get_method  # noqa: E402
 from bench.methods.dcl import PowerNorm, synonym_replace, synonym_table, wordnet_synonyms  # noqa: E402
 
@@ -221,7 +221,7 @@ def test_without_a_tokenizer_or_wordnet_dcl_names_the_fix(tiny_bert_dir):
 def test_trainer_resources_serve_wordnet_from_bench_resources_then_the_system(tmp_path, wordnet_dir, monkeypatch):
     """MethodResources.wordnet_dir: the `bench resources build` copy first, else the system WordNet it is
     built from; the card records which served; neither present names the fix."""
-    from bench import resources_layout
+    from bench.data import resources_layout
     from bench.errors import BenchError
     from bench.methods.resources import MethodResources
 

@@ -99,7 +99,7 @@ def test_a_simcse_csv_replaces_the_offline_splits(tmp_path):
 
 
 def make(tiny_bert_dir, pooler="avg", **cfg):
-    from bench.encoder import load_hf
+    from bench.models.encoder import load_hf
 
     torch.manual_seed(0)
     model, tok = load_hf(str(tiny_bert_dir))
@@ -158,7 +158,7 @@ def test_sup_simcse_trains_through_the_trainer_and_its_card_records_the_data(tin
 
 
 def test_registered_as_the_seventh_method():
-    from bench.registry import MODELS
+    from bench.models.registry import MODELS
 
     spec = MODELS["sup-simcse-minilm"]
     assert (spec.method, spec.base, spec.profile) == ("sup-simcse", "minilm", "smoke")

@@ -137,7 +137,7 @@ def test_prediction_is_the_softmax_of_the_representation_and_f_is_summed_over_se
 
 def sgd_displacement(backbone, vadv_weight, steps=3, lr=0.1):
     """Parameters after ``steps`` plain-SGD steps of V-advCSE minus the start (same seeds for every call)."""
-    from bench.encoder import load_hf
+    from bench.models.encoder import load_hf
     from bench.methods import get_method
 
     torch.manual_seed(0)

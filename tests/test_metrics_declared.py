@@ -1,10 +1,10 @@
 """Every metric a registered suite or task declares is one the cell schema accepts: a metric missing from
-``bench.cell_schema.METRICS`` is refused at the write, after the work (an attack cell's hour) is done."""
+``bench.results.cell_schema.METRICS`` is refused at the write, after the work (an attack cell's hour) is done."""
 import importlib
 
 import pytest
 
-from bench.cell_schema import METRICS
+from bench.results.cell_schema import METRICS
 from suites import SUITES, get_suite
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main as cli
+from app.cli import main as cli
 from bench.errors import BenchError, UnknownName
 from bench.paths import Paths
-from bench.registry import ModelSpec, directory_name, resolve_model
+from bench.models.registry import ModelSpec, directory_name, resolve_model
 
 
 def _paths(tmp_path) -> Paths:
@@ -82,7 +82,7 @@ def test_bad_models_file_exits_2_from_the_cli(tmp_path, monkeypatch, capsys):
 
 
 def test_write_entry_replaces_one_table_and_keeps_the_rest(tmp_path):
-    from bench.models_file import write_entry
+    from bench.models.models_file import write_entry
 
     path = tmp_path / "models.toml"
     path.write_text('# my models\n[keep]  # hand-written\nbackbone = "k"\npooler = "avg"\n\n[abl]\nmethod = "x"\n')
@@ -214,7 +214,7 @@ def test_registry_holds_no_paper_numbers():
 
 
 def test_hub_id_cells_get_one_directory(tmp_path):
-    from bench.store import CellKey
+    from bench.results.store import CellKey
 
     key = CellKey("org/enc", "a" * 64, "sts", "stsb", 0, "b" * 16)
     assert key.relpath().parts[:3] == ("cells", "org--enc", "sts")

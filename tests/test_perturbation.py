@@ -95,9 +95,9 @@ def test_committed_set_matches_its_declared_hash():
 
 
 def test_displacement_against_hand_computation(tmp_path, tiny_bert_dir):
-    from bench.encoder import Encoder
+    from bench.models.encoder import Encoder
     from bench.paths import Paths
-    from bench.registry import ModelSpec
+    from bench.models.registry import ModelSpec
     from suites.base import RunContext
     from suites.perturbation import SUITE
 
@@ -142,8 +142,8 @@ def test_partners_never_the_original():
 
 
 def test_run_and_compare_are_paired(bench_env, tiny_model, tmp_path_factory, monkeypatch, capsys):
-    from bench import registry
-    from bench.cli import main
+    from bench.models import registry
+    from app.cli import main
     from tests.conftest import write_tiny_bert
 
     other = write_tiny_bert(tmp_path_factory.mktemp("tiny-bert-2"), seed=1)
@@ -161,7 +161,7 @@ def test_run_and_compare_are_paired(bench_env, tiny_model, tmp_path_factory, mon
 
 def test_tampered_committed_set_exits_2(bench_env, tiny_model, monkeypatch, tmp_path, capsys):
     import suites.perturbation as perturbation
-    from bench.cli import main
+    from app.cli import main
 
     copy = tmp_path / "perturbations-v1.jsonl"
     copy.write_bytes((perturbation.DATA_DIR / "perturbations-v1.jsonl").read_bytes() + b"\n")

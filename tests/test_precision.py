@@ -15,8 +15,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from bench.cli import main as cli  # noqa: E402
-from bench.encoder import (Encoder, autocast, dtype_name, load_hf, native_bf16, requested_dtype,  # noqa: E402
+from app.cli import main as cli  # noqa: E402
+from bench.models.encoder import (Encoder, autocast, dtype_name, load_hf, native_bf16, requested_dtype,  # noqa: E402
                            resolve_dtype, use_dtype)
 from bench.errors import BenchError  # noqa: E402
 
@@ -133,7 +133,7 @@ def test_encoder_runs_in_the_resolved_dtype_with_embeddings_close_to_fp32(tiny_b
 # --- cells -----------------------------------------------------------------------------------
 
 def test_bf16_run_writes_a_separate_cell_and_fp32_cells_keep_their_configuration(tiny_model, bench_env, capsys):
-    from bench.store import ResultStore
+    from bench.results.store import ResultStore
     from suites import get_suite
     from suites.base import RunContext
 
@@ -176,7 +176,7 @@ def test_fp16_off_cuda_exits_2_in_every_command(tiny_model, bench_env, capsys):
 
 
 def test_grid_keys_bf16_cells_apart(tiny_model, bench_env):
-    from bench.commands.grid_runner import Cell, CellSettings, Plan
+    from app.commands.grid_runner import Cell, CellSettings, Plan
 
     def plan(dtype):
         return Plan(models=[tiny_model], tasks={"sts": ["stsb"]}, seeds=[0], settings=CellSettings(dtype=dtype),

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import bench.runner as runner
 import suites.base as base
 from attacks import datasets as attack_data
 from attacks.recipes import RECIPES
@@ -21,7 +22,7 @@ from bench.errors import UnknownName
 from bench.methods import METHODS
 from bench.paths import Paths
 from bench.protocols import PROTOCOLS, parse, protocol
-from bench.store import config_hash
+from bench.results.store import config_hash
 from suites import SUITES, get_suite
 from suites.base import RunContext, Task
 
@@ -93,7 +94,8 @@ class StoredWorld:
 
     def __init__(self, monkeypatch):
         self.cfg: dict = {}
-        monkeypatch.setattr(base, "data_config", lambda datasets, ctx: self._data())
+        monkeypatch.setattr(base, "data_config", lambda datasets, ctx: self._data())  # task cells
+        monkeypatch.setattr(runner, "data_config", lambda datasets, ctx: self._data())  # summary cells
         monkeypatch.setattr("suites.adversarial.resource_identity", lambda paths, roles: self.cfg["attack_resources"])
         monkeypatch.setattr(attack_data.TrainingSet, "present", lambda _set, root: self.cfg["train_data_present"])
 
@@ -126,7 +128,7 @@ def recompute(stored: dict, ctx: RunContext, tasks) -> str:
     cfg, cell = stored["config"], stored["cell"]
     suite = get_suite(cell["suite"])
     if "summary_of" in cfg:
-        return config_hash(base.summary_config(suite, tasks if tasks is not None else suite.default_tasks(), ctx))
+        return config_hash(runner.summary_config(suite, tasks if tasks is not None else suite.default_tasks(), ctx))
     return config_hash(suite.config(suite.task(cell["task"]), ctx))
 
 

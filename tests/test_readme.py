@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import COMMANDS, build_parser
+from app.cli import COMMANDS, build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"

@@ -4,11 +4,11 @@ import sys
 import pytest
 
 from bench.errors import UnknownName
-from bench.registry import MODELS, get_model
+from bench.models.registry import MODELS, get_model
 
 
 def test_listing_models_does_not_import_torch():
-    code = ("import sys; from bench.cli import main; rc = main(['ls', 'models']); "
+    code = ("import sys; from app.cli import main; rc = main(['ls', 'models']); "
             "assert rc == 0; heavy = [m for m in ('torch', 'transformers', 'textattack') if m in sys.modules]; "
             "assert not heavy, heavy")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
@@ -30,7 +30,7 @@ def test_offline_default_and_released_checkpoints_are_registered():
 
 def test_one_registry_helper_serves_every_kind():
     from attacks.recipes import RECIPES
-    from bench.cli import COMMANDS
+    from app.cli import COMMANDS
     from bench.methods import METHODS
     from bench.plugins import Registry
     from suites import SUITES
@@ -47,13 +47,13 @@ def test_one_registry_helper_serves_every_kind():
 
 
 def test_builtin_models_file_gives_the_specs_the_python_declarations_gave():
-    """bench/models.toml replaced the Python declarations; tests/builtin_models.json holds every spec they
+    """bench/models/models.toml replaced the Python declarations; tests/builtin_models.json holds every spec they
     made (written from them before the move), compared field by field and in display order."""
     import json
     from dataclasses import asdict
     from pathlib import Path
 
-    from bench.registry import MODELS
+    from bench.models.registry import MODELS
 
     pinned = json.loads((Path(__file__).with_name("builtin_models.json")).read_text())
     assert list(MODELS) == list(pinned)
@@ -64,8 +64,8 @@ def test_builtin_models_file_gives_the_specs_the_python_declarations_gave():
 def test_builtin_models_file_reads_as_a_users_file():
     """The built-in file is a valid user models file: the same reader accepts it, and it declares no
     field the reader does not know."""
-    from bench.models_file import read_models_file
-    from bench.registry import BUILTIN_MODELS_FILE, MODELS
+    from bench.models.models_file import read_models_file
+    from bench.models.registry import BUILTIN_MODELS_FILE, MODELS
 
     entries = read_models_file(BUILTIN_MODELS_FILE, required=True)
     assert list(entries) == list(MODELS)

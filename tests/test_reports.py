@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.stats import Evidence, Sample
-from bench.store import CellKey, Result, ResultStore, config_hash
-from bench.uncertainty import apply_uncertainty
+from bench.scoring.stats import Evidence, Sample
+from bench.results.store import CellKey, Result, ResultStore, config_hash
+from bench.results.uncertainty import apply_uncertainty
 
 STS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 TRANSFER = ("mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc")
@@ -33,7 +33,7 @@ MODELS_USED = tuple(MODELS)
 def _cell(store: ResultStore, model: str, suite: str, task: str, seed: int, rows: list[tuple], evidence=None,
           **options):
     """One result cell; rows are (metric, value[, aggregation[, split[, attack[, std]]]]); ``evidence`` maps
-    (metric, aggregation, attack) to a bench.stats.Evidence stored beside the cell, as the base suite does."""
+    (metric, aggregation, attack) to a bench.scoring.stats.Evidence stored beside the cell, as the base suite does."""
     cfg = {"suite": suite, "task": task, "split": "test", "limit": None, "profile": "smoke", **options}
     key = CellKey(model, "ab" * 32, suite, task, seed, config_hash(cfg))
     served = json.dumps({"served": {"word_embedding": "glove6b50d-counterfitted-local"}, "attack": "Attack(...)" * 50})
@@ -129,8 +129,8 @@ def write_fixture(root: Path) -> Path:
 
 def export_metadata(root: Path) -> None:
     """What `bench run` exports beside its results: the suites' labels and the models' facts."""
-    from bench import metadata
-    from bench.registry import MODELS
+    from bench.results import metadata
+    from bench.models.registry import MODELS
     from suites import all_suites
 
     metadata.export(root, suites=all_suites(), models=[MODELS[m] for m in MODELS_USED])
@@ -151,7 +151,7 @@ def generated(tmp_path_factory) -> dict:
 
 def _bench(*args, env_extra=None, cwd=None):
     env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "bench.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, env=env,
                           cwd=cwd)
 
 
@@ -206,7 +206,7 @@ def test_bold_only_when_significantly_better_than_the_runner_up(generated):
 def test_attack_rate_intervals_pool_the_runs_examples(generated):
     """3 runs of 100 attacked examples each: the interval is over the 300 examples (a bootstrap stratified
     by run, close to Wilson over the pooled counts), never a t-interval over the 3 run values (53 ± 2.5)."""
-    from bench.stats import t_interval, wilson
+    from bench.scoring.stats import t_interval, wilson
 
     t3 = _cells(generated["robustembed-table3.csv"])
     for model, successes in (("robustembed-bert", (52, 53, 54)), ("simcse-bert", (60, 61, 62))):
@@ -259,7 +259,8 @@ def test_paper_reference_rows_and_one_header_per_group(generated):
 
 
 def test_report_card(results, tmp_path):
-    from bench import metadata, registry
+    from bench.results import metadata
+    from bench.models import registry
     from reports.card import card
 
     # Two trained models from simcse-bert at one profile; the card knows them from plugins.json, as reports do.
@@ -588,7 +589,7 @@ def test_latex_compiles(generated, tmp_path):
 
 
 def test_reports_import_no_torch_suites_or_attacks():
-    code = ("import sys, reports, reports.specs, reports.card, bench.commands.report, bench.commands.compare; "
+    code = ("import sys, reports, reports.specs, reports.card, app.commands.report, app.commands.compare; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'suites', 'attacks', 'transformers')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -793,7 +794,8 @@ def test_card_cites_the_measured_step_cost(tmp_path):
 def test_card_shows_the_kept_step_and_the_papers_open_choices(results, tmp_path):
     """The trainer's card facts reach the robustness card through plugins.json: the step whose weights the
     model is, with the dev score that chose it, the passes over the data, and the choices the paper leaves open."""
-    from bench import metadata, registry
+    from bench.results import metadata
+    from bench.models import registry
     from reports.card import card
 
     models = tmp_path / "models"

@@ -136,7 +136,7 @@ def test_built_stand_ins_serve_every_role(paths):
 
 @needs_wordnet
 def test_resources_status_command_reports_each_role(paths, monkeypatch, capsys):
-    from bench.cli import main
+    from app.cli import main
 
     monkeypatch.setenv("BENCH_HOME", str(paths.home))
     monkeypatch.setenv("COLUMNS", "250")  # rich wraps cells in narrow consoles
@@ -319,8 +319,8 @@ def test_synonym_proposals_count_the_word_and_its_synonyms(tiny_backbone):
 
 
 def test_minilm_mlm_model_is_the_built_masked_lm(tmp_path, monkeypatch):
-    from bench.encoder import resolve_backbone
-    from bench.registry import MODELS
+    from bench.models.encoder import resolve_backbone
+    from bench.models.registry import MODELS
 
     monkeypatch.setenv("BENCH_HOME", str(tmp_path))
     spec = MODELS["minilm-mlm"]

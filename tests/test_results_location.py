@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main as cli
+from app.cli import main as cli
 from bench.paths import PUBLISHED_RESULTS, REPO_ROOT, Paths
 
 IN_GIT = (REPO_ROOT / ".git").exists() and shutil.which("git") is not None
@@ -44,7 +44,7 @@ def test_a_run_from_the_checkout_leaves_git_status_clean(tmp_path, tiny_bert_dir
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / "models.toml").write_text(f'[tiny]\nbackbone = "{tiny_bert_dir}"\npooler = "avg"\n'
                                                    f'max_len = 64\n')
-    # fixtures are registered by monkeypatching bench.data in-process, so the run happens in a child
+    # fixtures are registered by monkeypatching bench.data.datasets in-process, so the run happens in a child
     # that applies the same patch
     code = f"""
 import sys
@@ -53,7 +53,7 @@ from pathlib import Path
 from tests.conftest import write_sts_fixtures
 mp = pytest.MonkeyPatch()
 write_sts_fixtures(mp, Path({str(tmp_path / 'data')!r}))
-from bench.cli import main
+from app.cli import main
 rc = main(["run", "--device", "cpu", "--suite", "sts", "--model", "tiny", "--task", "stsb"])
 rc = rc or main(["report", "--suite", "sts"])
 sys.exit(rc)

@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from bench.stats import Evidence, Sample
-from bench.store import CellKey, Result, ResultStore
-from bench.uncertainty import apply_uncertainty
+from bench.scoring.stats import Evidence, Sample
+from bench.results.store import CellKey, Result, ResultStore
+from bench.results.uncertainty import apply_uncertainty
 from reports.scale import DiffPanel, DivergencePanel, SeriesSpec, generate, series_points
 
 SPEC = SeriesSpec(name="scale-test", title="B − A against steps", a="a-step{step}", b="b-step{step}",

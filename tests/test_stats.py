@@ -1,4 +1,4 @@
-"""bench/stats.py against independent computations written here (other code paths, other RNGs)."""
+"""bench/scoring/stats.py against independent computations written here (other code paths, other RNGs)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, pearsonr, spearmanr, t as student_t
 
-from bench import stats
+from bench.scoring import stats
 
 
 def _sts_like(n=1379, noise=0.25, seed=1):
@@ -225,8 +225,8 @@ def test_uniformity_interval_matches_a_bootstrap_of_the_pair_statistic():
     """The pseudo-value bootstrap (cheap, per sentence) has the spread of resampling sentences and
     recomputing uniformity over all pairs (the pair matrix per resample); resampling each sentence's
     mean kernel instead would be half as wide."""
-    from bench.metrics import normalise, uniformity, uniformity_pseudo_values
-    from bench.stats import Evidence, Sample
+    from bench.scoring.metrics import normalise, uniformity, uniformity_pseudo_values
+    from bench.scoring.stats import Evidence, Sample
 
     rng = np.random.default_rng(3)
     x = normalise(rng.normal(size=(160, 6)) + np.repeat(rng.normal(size=(8, 6)), 20, axis=0))
@@ -294,7 +294,7 @@ def test_average_of_tasks_takes_its_p_from_its_own_bootstrap_not_pooled_mcnemar(
 # --------------------------------------------------------------------------- seeds, many tests ------
 
 def test_holm_matches_the_step_down_rule():
-    from bench.stats import holm
+    from bench.scoring.stats import holm
 
     # sorted p 0.01, 0.02, 0.04 of m = 3: 3 x 0.01, max(0.03, 2 x 0.02), max(0.04, 1 x 0.04)
     assert holm([0.04, 0.01, None, 0.02]) == pytest.approx([0.04, 0.03, None, 0.04], nan_ok=True)
@@ -303,7 +303,7 @@ def test_holm_matches_the_step_down_rule():
 
 
 def test_hierarchical_bootstrap_counts_the_seeds_spread():
-    from bench.stats import hierarchical_bootstrap
+    from bench.scoring.stats import hierarchical_bootstrap
 
     rng = np.random.default_rng(0)
     # no example-level noise: the pooled SE is the seeds' SD over sqrt(k), unbiased thanks to the inflation
@@ -322,14 +322,14 @@ def test_hierarchical_bootstrap_counts_the_seeds_spread():
 
 
 def test_minimum_detectable_effect_is_2_8_standard_errors():
-    from bench.stats import minimum_detectable_effect
+    from bench.scoring.stats import minimum_detectable_effect
 
     assert minimum_detectable_effect(1.0) == pytest.approx(1.96 + 0.8416, abs=1e-3)
     assert minimum_detectable_effect(0.0) is None and minimum_detectable_effect(None) is None
 
 
 def test_matthews_correlation_matches_its_definition():
-    from bench.stats import mcc_binary
+    from bench.scoring.stats import mcc_binary
 
     pred, gold = np.array([1, 1, 0, 0, 1, 0]), np.array([1, 0, 0, 0, 1, 1])
     tp, tn, fp, fn = 2, 2, 1, 1

@@ -1,12 +1,12 @@
-"""Bootstrap results kept by content (bench/stats_cache.py): a hit gives what a computation gives, a
+"""Bootstrap results kept by content (bench/results/stats_cache.py): a hit gives what a computation gives, a
 changed evidence never hits, and the file holds only what was asked for, sorted."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from bench import stats
-from bench.stats_cache import CACHE_FILE, StatsCache, evidence_digest
+from bench.scoring import stats
+from bench.results.stats_cache import CACHE_FILE, StatsCache, evidence_digest
 
 
 def _sts(noise: float, seed: int = 0, n: int = 120) -> stats.Evidence:

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from bench.store import CellKey, Result, ResultStore
+from bench.results.store import CellKey, Result, ResultStore
 
 
 def _row(value):
@@ -22,7 +22,7 @@ def test_exception_mid_write_keeps_previous_file(tmp_path, monkeypatch):
     def die(fd):
         raise KeyboardInterrupt  # Ctrl-C after the bytes are written, before the rename
 
-    monkeypatch.setattr("bench.data.os.fsync", die)
+    monkeypatch.setattr("bench.data.datasets.os.fsync", die)
     with pytest.raises(KeyboardInterrupt):
         store.write(KEY, [_row(10.0)], {"a": 1})
     assert path.read_text() == before
@@ -54,9 +54,9 @@ def test_an_evidence_file_changed_after_a_read_is_read_again(tmp_path):
 
     import numpy as np
 
-    from bench.stats import Evidence, Sample
-    from bench.store import EvidenceWarning
-    from bench.uncertainty import apply_uncertainty
+    from bench.scoring.stats import Evidence, Sample
+    from bench.results.store import EvidenceWarning
+    from bench.results.uncertainty import apply_uncertainty
 
     store = ResultStore(tmp_path)
     sample = Sample(["a", "b", "c"], {"pred": np.array([0.1, 0.5, 0.9]), "gold": np.array([1.0, 2.0, 3.0])})

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from bench.data import PairSet, read_semeval_sts
-from bench.metrics import score_pairs
+from bench.data.datasets import PairSet, read_semeval_sts
+from bench.scoring.metrics import score_pairs
 
 
 def _fake_encoder(vectors):

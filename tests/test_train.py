@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main as cli
+from app.cli import main as cli
 
 WORDS = "a man woman child dog cat is are was playing eating running sitting on the in with guitar ball food".split()
 
@@ -81,8 +81,8 @@ def test_resume_refuses_a_changed_configuration(tiny_bert_dir, tmp_path):
 
 
 def test_training_keeps_the_best_dev_checkpoint_and_writes_a_full_card(tiny_bert_dir, tmp_path, bench_env):
-    from bench.data import require
-    from bench.encoder import Encoder, load_hf
+    from bench.data.datasets import require
+    from bench.models.encoder import Encoder, load_hf
     from bench.train import run_training
 
     job = tiny_job(tiny_bert_dir, tmp_path, dev_dir=require(bench_env.data, "stsb"), eval_every=2, max_steps=6)
@@ -103,8 +103,8 @@ def test_training_keeps_the_best_dev_checkpoint_and_writes_a_full_card(tiny_bert
     recorded = json.loads((bench_env.home / "train" / "tiny-run" / "losses.json").read_text())
     assert card["first_loss"] == recorded[0][1] and card["final_loss"] == recorded[-1][1] and len(recorded) == 6
     # the saved weights are the best step's: re-scoring them gives the recorded dev score
-    from bench.data import read_stsb
-    from bench.metrics import score_pairs
+    from bench.data.datasets import read_stsb
+    from bench.scoring.metrics import score_pairs
 
     model, tokenizer = load_hf(str(out))
     encoder = Encoder(model, tokenizer, pooler="cls_before_pooler", max_len=64)
@@ -136,7 +136,7 @@ def test_bench_train_cli_on_a_tiny_fixture(tiny_bert_dir, tmp_path, bench_env, c
 
 
 def test_bench_run_trains_a_registered_model_on_demand(tiny_model, tmp_path, bench_env, monkeypatch, capsys):
-    from bench import registry
+    from bench.models import registry
     from tests.conftest import register_fixture_dataset
 
     write_corpus(bench_env.data / "wiki" / "wiki1m_for_simcse.head11914.txt", 40)
@@ -171,7 +171,7 @@ def test_paper_model_offline_names_the_missing_backbone(tmp_path, bench_env, mon
 
 
 def test_training_modules_keep_torch_out_of_the_cli():
-    code = ("import sys, bench.cli, bench.commands.train, bench.methods, bench.registry; "
+    code = ("import sys, app.cli, app.commands.train, bench.methods, bench.models.registry; "
             "sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 

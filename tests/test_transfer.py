@@ -187,7 +187,7 @@ def test_binary_limit_keeps_both_classes(tmp_path):
 TOY_ENCODER = '''
 import zlib
 import numpy as np
-from bench.senteval_adapter import BatcherEncoder
+from bench.models.senteval_adapter import BatcherEncoder
 
 CALLS = {"batcher": 0, "prepare": 0}
 
@@ -254,7 +254,7 @@ def write_senteval_fixture(root: Path) -> None:
 @pytest.fixture
 def toy_run(tmp_path, monkeypatch):
     from bench.paths import Paths
-    from bench.registry import ModelSpec
+    from bench.models.registry import ModelSpec
     from suites.base import RunContext
 
     module = f"toy_senteval_{os.getpid()}_{len(sys.modules)}"
@@ -270,8 +270,8 @@ def toy_run(tmp_path, monkeypatch):
     spec = ModelSpec(name="toy-senteval", backbone="", pooler="external", loader=f"{module}:build")
 
     def run(overwrite="only-missing", mode="fasttest", tasks=None):
-        from bench.encoder import Encoder
-        from suites.base import run_suite
+        from bench.models.encoder import Encoder
+        from bench.runner import run_suite
 
         encoder = Encoder.from_spec(spec, device="cpu", batch_size=16)
         # the fixture is not the reference data: its content is fingerprinted, not checked
@@ -285,7 +285,7 @@ def toy_run(tmp_path, monkeypatch):
 def test_suite_runs_end_to_end_through_an_external_batcher(toy_run):
     run, module = toy_run
     encoder, outcomes = run()
-    from bench.senteval_adapter import BatcherEncoder
+    from bench.models.senteval_adapter import BatcherEncoder
 
     assert isinstance(encoder, BatcherEncoder)
     rows = [r for o in outcomes for r in o.rows]
@@ -329,7 +329,7 @@ def test_default_mode_and_explicit_default_share_every_cell(toy_run):
 
 
 def test_batcher_encoder_checks_the_batcher_output():
-    from bench.senteval_adapter import BatcherEncoder
+    from bench.models.senteval_adapter import BatcherEncoder
 
     enc = BatcherEncoder(lambda params, batch: np.zeros((1, 3)), name="bad")
     with pytest.raises(BenchError, match="one row per sentence"):
@@ -345,7 +345,7 @@ def test_batcher_encoder_checks_the_batcher_output():
 
 @pytest.mark.slow
 def test_real_senteval_files_load_with_the_canonical_counts():
-    from bench.data import require
+    from bench.data.datasets import require
     from bench.paths import Paths
 
     root = Paths.from_env().data

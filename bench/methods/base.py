@@ -63,7 +63,7 @@ import torch
 from torch import nn
 
 from bench.errors import BenchError
-from bench.poolers import NEEDS_HIDDEN_STATES, POOLERS
+from bench.models.poolers import NEEDS_HIDDEN_STATES, POOLERS
 
 
 @dataclass
@@ -227,7 +227,7 @@ class Method:
 
     @classmethod
     def training_datasets(cls, cfg: MethodConfig) -> list[str]:
-        """Registered datasets (bench/data.py) that ``training_data`` reads without ``--data``: the trainer
+        """Registered datasets (bench/data/datasets.py) that ``training_data`` reads without ``--data``: the trainer
         checks their content (sha256) before a run. Unlabeled-sentence methods read ``--data``'s file."""
         return []
 

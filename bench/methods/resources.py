@@ -1,6 +1,6 @@
 """The resources the trainer offers methods through ``TrainContext.resources`` (bench/train.py builds one).
 
-It finds them where the attacks' builders put them (``bench.resources_layout``, shared kernel code), and
+It finds them where the attacks' builders put them (``bench.data.resources_layout``, shared kernel code), and
 imports nothing of ``attacks/``.
 """
 
@@ -24,7 +24,7 @@ class MethodResources:
     def wordnet_dir(self) -> Path:
         """WordNet 3.0's data files: the copy ``bench resources build`` keeps under $BENCH_HOME/resources,
         else the system WordNet that copy is built from (``BENCH_SYSTEM_WORDNET``, default Debian's)."""
-        from bench import resources_layout
+        from bench.data import resources_layout
 
         built = resources_layout.Layout(self.home / "resources").nltk / "corpora" / "wordnet"
         candidates = (("bench-resources", built), ("system", resources_layout.SYSTEM_WORDNET))

@@ -143,7 +143,7 @@ class SupSimCSE(Method):
             triples = read_simcse_csv(ctx.data_path)
             sources = [{"path": str(ctx.data_path), "format": "simcse-csv", "triples": len(triples)}]
         else:
-            from bench.data import require
+            from bench.data.datasets import require
             from bench.paths import Paths
 
             root = ctx.data_root or Paths.from_env().data

@@ -1,0 +1,142 @@
+"""bench run --suite S --model M [--task T]...: evaluate one model on one suite."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+
+from rich.table import Table
+
+from app.commands import add_unverified_data_flag, local_device, nonnegative_int, output_console, positive_int
+
+
+def add_arguments(parser):
+    parser.add_argument("--suite", required=True, help="see `bench ls suites`")
+    parser.add_argument("--model", required=True,
+                        help="a name (`bench ls models`, $BENCH_HOME/models.toml), hf:ORG/NAME[@REVISION], or a "
+                             "local model directory (bench checkpoint, sentence-transformers or Hugging Face)")
+    parser.add_argument("--task", action="append", dest="tasks", metavar="T", help="repeatable; default: all")
+    from bench.plugins import PROFILE_HELP, PROFILES
+
+    parser.add_argument("--profile", choices=PROFILES, default="smoke", help=PROFILE_HELP)
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
+    parser.add_argument("--device", type=local_device, default="auto", help="auto|cpu|cuda|cuda:N|mps (auto: cuda, mps, cpu)")
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--limit", type=positive_int, help="use only the first N examples of each task")
+    from app.commands import add_dtype_argument
+
+    add_dtype_argument(parser)
+    parser.add_argument("--overwrite", choices=["never", "only-missing", "always"], default="only-missing",
+                        help="never: keep any existing cell; only-missing (default): compute cells missing for "
+                             "this configuration; always: recompute")
+    add_unverified_data_flag(parser)
+    from app.commands import add_cpu_paper_profile_flag
+
+    add_cpu_paper_profile_flag(parser)
+    parser.add_argument("--results-dir", type=Path,
+                        help="results directory (default: $BENCH_RESULTS_DIR, else $BENCH_HOME/results); "
+                             "`--results-dir results` writes the checkout's published leaderboard")
+    from bench.plugins import add_option_flags
+    from bench.models.registry import add_model_flags
+    from bench.runner import all_suites
+
+    add_model_flags(parser)
+    add_option_flags(parser, all_suites())
+
+
+def suite_options(args) -> dict:
+    from bench.plugins import options_from_args
+    from bench.runner import all_suites
+
+    return options_from_args(args, all_suites())
+
+
+def results_table(outcomes, title: str) -> Table:
+    """One line per (task, attack, split, aggregation, seed), one column per metric: value [95% CI], paper value."""
+    metrics, lines = [], {}
+    for outcome in outcomes:
+        for r in outcome.rows:
+            if r["metric"] not in metrics:
+                metrics.append(r["metric"])
+            task = f"{r['task']} {r['attack']}" if r.get("attack") else r["task"]  # one line per attack recipe
+            lines.setdefault((task, r["split"], r["aggregation"], r["seed"]), {})[r["metric"]] = r
+    table = Table(title=title)
+    for col, justify in (("task", "left"), ("split", "left"), ("aggregation", "left"), ("seed", "right"), *[(m, "right") for m in metrics],
+                         ("n", "right")):
+        table.add_column(col, justify=justify)
+
+    def fmt(r):
+        if r is None or r["value"] is None:
+            return "–"
+        paper = f" [dim](paper {r['paper_value']:.2f})[/dim]" if r.get("paper_value") is not None else ""
+        ci = (f" [dim][{r['ci_low']:.2f}, {r['ci_high']:.2f}][/dim]"
+              if r.get("ci_low") is not None and r.get("ci_high") is not None else "")
+        return f"{r['value']:.2f}{ci}{paper}"
+
+    for (task, split, agg, seed), cells in lines.items():
+        n = next(iter(cells.values()))["n"]
+        table.add_row(task, split, agg, str(seed), *[fmt(cells.get(m)) for m in metrics], "" if n is None else str(n))
+    return table
+
+
+def main(args) -> int:
+    from bench.models.encoder import open_encoder
+    from bench.paths import Paths
+    from bench.models.registry import resolve_model
+    from bench.results.store import ResultStore, model_dir
+    from bench.runner import RunContext, check_data, get_suite, run_plan
+    from bench.train import train_registered
+
+    console = output_console()
+    start = time.perf_counter()
+    paths = Paths.from_env().with_results(args.results_dir)
+    spec = resolve_model(args.model, paths, pooler=args.pooler, models_file=args.models_file)
+    suite = get_suite(args.suite)
+    tasks = [suite.task(name) for name in args.tasks or []] or suite.default_tasks()  # unknown names fail here
+    # Everything that can be refused is refused before the model loads or any work starts.
+    ResultStore(paths.results).check_writable()
+    from bench.models import hub
+    from bench.models.registry import known_models
+
+    hub.require_model(spec, paths.models, known_models(paths, args.models_file))  # offline: one message, now
+    # e.g. attack resources not built: exit 2 in seconds, naming the build (before torch is imported)
+    suite.preflight(tasks, RunContext(paths=paths, limit=args.limit, profile=args.profile,
+                                      options=suite_options(args)))
+    from bench.models.encoder import pick_device, resolve_dtype, slow_dtype_note, use_dtype
+
+    use_dtype(args.dtype)  # for code without a dtype argument (the masked-LM stand-in)
+    device = pick_device(args.device)
+    note = slow_dtype_note(device, resolve_dtype(device, args.dtype))  # fp16 off CUDA fails here (exit 2)
+    if note:
+        console.print(f"[yellow]{note}[/yellow]")
+    from bench.train_cost import announce_training
+
+    announce_training(spec, paths, device, args.allow_cpu_paper_profile, console.print)
+    ctx = RunContext(paths=paths, seed=args.seed, device=args.device, batch_size=args.batch_size,
+                     limit=args.limit, profile=args.profile, overwrite=args.overwrite,
+                     options=suite_options(args), log=console.print,
+                     allow_unverified_data=args.allow_unverified_data)
+    names = [t.name for t in tasks]  # the protocol's tasks when none are named
+    check_data([(suite, names)], ctx, console.print)
+    from bench.progress import progress as make_progress
+
+    with make_progress() as progress:  # a live bar on a terminal, a plain line at least every 30 s in a log
+        encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print,
+                               train_missing=partial(train_registered,
+                                                     allow_unverified_data=args.allow_unverified_data),
+                               dtype=args.dtype)
+        [(_, outcomes)] = run_plan(spec, [(suite, names)], replace(ctx, progress=progress), encoder)
+    console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler}, {encoder.dtype})"))
+    cached = [o.task for o in outcomes if o.cached]
+    fresh = [o for o in outcomes if not o.cached]
+    if cached:
+        console.print(f"Reused {len(cached)} finished cell(s) from the result store, recomputed nothing for them "
+                      f"({', '.join(cached)}). Use --overwrite always to recompute.")
+    for o in fresh:
+        console.print(f"  {o.task}: {o.wall_s:.1f}s")
+    console.print(f"Results: {paths.results} (cells under cells/{model_dir(spec.name)}/{suite.name}/, "
+                  f"leaderboard {paths.results / 'leaderboard.csv'})")
+    console.print(f"Wall time: {time.perf_counter() - start:.1f}s")
+    return 0

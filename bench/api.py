@@ -1,0 +1,213 @@
+"""``bench.evaluate``: the Python entry point. Any encoder, from a notebook, through the run path of `bench run`
+(``bench.runner.run_plan``): the same cells, keys, provenance and evidence.
+
+    import bench
+    result = bench.evaluate(SentenceTransformer(path), name="st-minilm", suites=["sts"])
+    result.to_pandas()
+
+It sits on top of the kernel, over the runner (which reaches the suites through its registry); ``bench/__init__.py``
+re-exports it lazily, so ``import bench`` stays light. docs/python.md.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.errors import BenchError
+
+DEFAULT_BATCH_SIZE = 64  # as `bench run --batch-size`
+ROW_COLUMNS = ("model", "suite", "task", "split", "metric", "aggregation", "attack", "value", "ci_low", "ci_high",
+               "n", "seed", "profile", "weights_sha256", "model_source")
+
+
+@dataclass
+class Evaluation:
+    """What ``evaluate`` did: per suite, its task and summary outcomes (``bench.runner.TaskOutcome``)."""
+
+    model: str
+    results_dir: Path
+    outcomes: list[tuple[str, object]] = field(default_factory=list)  # (suite name, TaskOutcome)
+
+    @property
+    def cells(self) -> list[Path]:
+        """The result cell files written or reused, in run order."""
+        return [outcome.path for _, outcome in self.outcomes]
+
+    @property
+    def rows(self) -> list[dict]:
+        """Every result row (as stored in its cell), with ``cached`` and ``cell`` (its file) added."""
+        return [{**r, "cached": o.cached, "cell": str(o.path)} for _, o in self.outcomes for r in o.rows]
+
+    def to_pandas(self):
+        """One row per result row: model, suite, task, split, metric, aggregation, attack, value, ci_low,
+        ci_high, n, seed, profile, weights_sha256, model_source, cached, cell, then the other stored fields."""
+        import pandas as pd
+
+        rows = self.rows
+        first = [*ROW_COLUMNS, "cached", "cell"]
+        rest = [k for k in dict.fromkeys(k for r in rows for k in r) if k not in first]
+        return pd.DataFrame(rows, columns=first + rest)
+
+    def __repr__(self) -> str:
+        return f"Evaluation(model={self.model!r}, cells={len(self.outcomes)}, results_dir='{self.results_dir}')"
+
+
+def evaluate(model, *, name: str | None = None, suites, tasks=None, profile: str = "study",
+             results_dir: str | Path | None = None, seed: int = 0, batch_size: int | None = None,
+             limit: int | None = None, device: str = "auto", dtype: str = "auto", overwrite: str = "only-missing",
+             allow_unverified_data: bool = False, models_file: str | Path | None = None, log=None,
+             **suite_options) -> Evaluation:
+    """Evaluate ``model`` on ``suites`` and write the result cells `bench run` writes.
+
+    ``model``: a SentenceTransformer, a torch module or any object with ``encode(list[str]) -> (n, d) array``,
+    a function of that shape, or a string ``--model`` accepts (then ``name`` may be omitted). ``name`` names
+    the rows of an object; the cell key adds its identity (weights sha256 for a torch module, else the sha256 of
+    its embeddings of fixed probe sentences). ``tasks``: task names (each suite runs those it has, all of its
+    tasks when it has none of them) or ``{suite: [tasks]}``. ``suite_options`` are the suites' options by name
+    (``victim="frozen"``, ``recipes=["textfooler"]``, ...), as `bench run` flags. Returns an ``Evaluation``
+    (``.to_pandas()``, ``.cells``). A BenchError (the CLI's exit 2) names the fix for bad input.
+    """
+    from bench.paths import Paths
+    from bench.runner import RunContext, check_data, check_fits, get_suite, run_plan
+    from bench.results.store import ResultStore
+
+    log = log or _console_log()
+    paths = Paths.from_env().with_results(results_dir)
+    chosen = [get_suite(n) for n in ([suites] if isinstance(suites, str) else list(suites))]
+    if not chosen:
+        raise BenchError("bench.evaluate: give at least one suite, e.g. suites=['sts'] (`bench ls suites`).")
+    plan = task_plan(chosen, tasks)
+    options = checked_options(suite_options, chosen)
+    ResultStore(paths.results).check_writable()
+    ctx = RunContext(paths=paths, seed=seed, device=device, batch_size=batch_size or DEFAULT_BATCH_SIZE,
+                     limit=limit, profile=profile, overwrite=overwrite, options=options, log=log,
+                     allow_unverified_data=allow_unverified_data)
+    named = isinstance(model, (str, os.PathLike))
+    if not named:  # an object opens in a moment: refuse what it cannot run before checking any data
+        spec, encoder = open_model(model, name, paths, ctx, dtype, models_file)
+        check_fits(plan, encoder, ctx)
+    check_data(plan, ctx, log)
+    if named:  # a name may need training first: only after every check
+        spec, encoder = open_model(model, name, paths, ctx, dtype, models_file)
+    done = run_plan(spec, plan, ctx, encoder)
+    return Evaluation(spec.name, paths.results, [(suite.name, o) for suite, outcomes in done for o in outcomes])
+
+
+def _console_log():
+    """A rich console's print; when stdout is not a terminal, wide enough to keep table values whole."""
+    import sys
+
+    from rich.console import Console
+
+    return (Console() if sys.stdout.isatty() else Console(width=100_000)).print
+
+
+def task_plan(suites, tasks) -> list[tuple[object, list[str] | None]]:
+    """(suite, task names or None for all) per suite; unknown names fail with the closest ones."""
+    if tasks is None:
+        return [(s, None) for s in suites]
+    if isinstance(tasks, dict):
+        unknown = sorted(set(tasks) - {s.name for s in suites})
+        if unknown:
+            raise BenchError(f"bench.evaluate: tasks names suites {unknown} that are not in suites "
+                             f"{[s.name for s in suites]}.")
+        return [(s, [s.task(n).name for n in _names(tasks[s.name])] if s.name in tasks else None) for s in suites]
+    names = _names(tasks)
+    known = {t.name for s in suites for t in s.tasks}
+    for n in names:
+        if n not in known:
+            from bench.errors import UnknownName
+
+            raise UnknownName("task", n, sorted(known))
+    return [(s, [n for n in names if n in {t.name for t in s.tasks}] or None) for s in suites]
+
+
+def _names(value) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def checked_options(given: dict, suites) -> dict:
+    """The suite options as ``bench run`` would pass them: known names, values of the declared type and
+    choices (a string is parsed as the flag would be), lists for repeatable options."""
+    import argparse
+
+    from bench.plugins import merged_options
+
+    merged = merged_options(suites)
+    out = {}
+    for key, value in given.items():
+        if key not in merged:
+            raise BenchError(f"bench.evaluate: '{key}' is no option of the suites {[s.name for s in suites]} "
+                             f"(their options: {', '.join(sorted(merged)) or 'none'}).")
+        if value is None:
+            continue
+        opt = merged[key][0]
+        values = list(value) if opt.repeatable and not isinstance(value, str) else [value]
+        try:
+            parsed = [opt.parse(v) if isinstance(v, str) else v for v in values]
+        except argparse.ArgumentTypeError as exc:
+            raise BenchError(f"bench.evaluate: {key}: {exc}") from None
+        for v in parsed:
+            if opt.choices and v not in opt.choices:
+                raise BenchError(f"bench.evaluate: {key}={v!r}: choose one of {', '.join(map(str, opt.choices))}.")
+            if opt.minimum is not None and isinstance(v, (int, float)) and v < opt.minimum:
+                raise BenchError(f"bench.evaluate: {key} must be at least {opt.minimum:g}, got {v}.")
+        out[key] = parsed if opt.repeatable else parsed[0]
+    return out
+
+
+def open_model(model, name: str | None, paths, ctx, dtype: str, models_file):
+    """(ModelSpec, encoder) for a ``--model`` string (as `bench run` opens it) or a Python object."""
+    if isinstance(model, (str, os.PathLike)):
+        return _open_named(str(model), name, paths, ctx, dtype, models_file)
+    return _open_object(model, name, paths, ctx, models_file)
+
+
+def _open_named(text: str, name, paths, ctx, dtype, models_file):
+    from functools import partial
+
+    from bench.models import hub
+    from bench.models.encoder import open_encoder, pick_device, resolve_dtype, use_dtype
+    from bench.models.registry import known_models, resolve_model
+    from bench.train import train_registered
+    from bench.train_cost import announce_training
+
+    spec = resolve_model(text, paths, models_file=models_file)
+    if name is not None and name != spec.name:
+        raise BenchError(f"bench.evaluate: model '{text}' is named '{spec.name}' in its cells; name='{name}' would "
+                         f"file the same weights under another name. Drop name=, or declare the model under that "
+                         f"name in $BENCH_HOME/models.toml (docs/models.md).")
+    hub.require_model(spec, paths.models, known_models(paths, models_file))
+    use_dtype(dtype)
+    device = pick_device(ctx.device)
+    resolve_dtype(device, dtype)  # fp16 off CUDA fails here, before any work
+    announce_training(spec, paths, device, False, ctx.log)
+    encoder = open_encoder(spec, paths, ctx.device, ctx.batch_size, ctx.seed, log=ctx.log,
+                           train_missing=partial(train_registered, allow_unverified_data=ctx.allow_unverified_data),
+                           dtype=dtype)
+    return spec, encoder
+
+
+def _open_object(model, name, paths, ctx, models_file):
+    from bench.models.model_objects import wrap
+    from bench.models.models_file import NAME_PATTERN
+    from bench.models.registry import ModelSpec, known_models
+
+    if not name:
+        raise BenchError("bench.evaluate: a model object needs name='...' (how its rows and cells are named).")
+    import re
+
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise BenchError(f"bench.evaluate: name={name!r}: start with a letter or digit, then letters, digits, "
+                         f"'.', '_', '+' or '-' (pattern {NAME_PATTERN.pattern}).")
+    if name in known_models(paths, models_file):
+        raise BenchError(f"bench.evaluate: name={name!r} is a registered model with its own weights; choose "
+                         f"another name for this object (e.g. 'my-{name}').")
+    encoder = wrap(model, name=name, batch_size=ctx.batch_size)
+    identity = f"{encoder.source}; identity: {encoder.identity_note}"
+    spec = ModelSpec(name=name, backbone=encoder.source, pooler=encoder.pooler,
+                     max_len=encoder.max_len or 512, source=identity,
+                     description=f"evaluated from Python (bench.evaluate): {identity}")
+    return spec, encoder

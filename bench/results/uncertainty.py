@@ -1,0 +1,262 @@
+"""Uncertainty applied to result rows and read back from the store (kernel: numpy/scipy, no torch).
+
+- ``apply_uncertainty(rows)``: the base suite calls it on a task cell's rows; each row that carries
+  ``evidence`` (a ``bench.scoring.stats.Evidence``) gets ``ci_low``/``ci_high``/``ci_method``, and the
+  evidence goes into the cell's sidecar (``<cell>.evidence.json.gz``, written with the cell);
+- ``summary_uncertainty(rows, ...)``: the same for a summary cell whose rows average task rows
+  (``AverageOf``): the interval bootstraps the average of the tasks' own resamples, and the sidecar
+  refers to the tasks' cells instead of copying their data;
+- ``stored_evidence`` / ``compare_models``: the evidence of stored rows, and paired differences
+  B - A over every cell two models share (``bench compare``, the reports' significance marks).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.scoring.stats import (BOOTSTRAP_SEED, EVIDENCE_FORMAT, RESAMPLES, Difference, Evidence, evidence_from_dict,
+                         evidence_to_dict, sample_from_dict, sample_to_dict)
+from bench.results.stats_cache import StatsCache
+from bench.results.store import ResultStore
+
+KEY_FIELDS = ("metric", "aggregation", "attack", "split")
+UNVERIFIED = "‡"  # marks a number computed on data that failed its sha256 check, wherever it is shown
+
+
+@dataclass
+class AverageOf:
+    """A summary row's evidence: the stored task rows (dicts) it averages."""
+
+    rows: list[dict] = field(default_factory=list)
+
+
+def row_key(row) -> dict:
+    get = row.get if isinstance(row, dict) else (lambda k: getattr(row, k))
+    return {k: get(k) or "" for k in KEY_FIELDS}
+
+
+def _key_tuple(key: dict) -> tuple:
+    return tuple(key.get(k) or "" for k in KEY_FIELDS)
+
+
+def _set_interval(row, ev: Evidence) -> None:
+    if row.ci_low is not None or row.ci_high is not None:
+        return  # the suite set its own
+    iv = ev.interval()
+    row.ci_low, row.ci_high, row.ci_method = iv.low, iv.high, iv.method
+
+
+def _payload(entries: list[dict], samples: dict) -> dict | None:
+    if not entries:
+        return None
+    return {"format": EVIDENCE_FORMAT, "resamples": RESAMPLES, "seed": BOOTSTRAP_SEED,
+            "samples": {name: sample_to_dict(s) for name, s in samples.values()}, "rows": entries}
+
+
+def apply_uncertainty(rows: list) -> dict | None:
+    """Set each evidenced row's 95% CI; return the cell's sidecar payload (None: no row has evidence)."""
+    samples: dict = {}
+    entries = []
+    for r in rows:
+        ev = r.evidence
+        if not isinstance(ev, Evidence):
+            continue
+        _set_interval(r, ev)
+        entries.append({"key": row_key(r), "evidence": evidence_to_dict(ev, samples)})
+    return _payload(entries, samples)
+
+
+def summary_uncertainty(rows: list, task_cells: list[tuple[Path, list[dict]]], store: ResultStore) -> dict | None:
+    """CIs of summary rows that average task rows (``evidence=AverageOf([...])``), from the task cells'
+    sidecars; a row whose parts lack evidence gets no interval. Returns the summary sidecar payload."""
+    where = {}
+    for path, task_rows in task_cells:
+        for tr in task_rows:
+            where[(tr["task"], *_key_tuple(row_key(tr)))] = Path(path)
+    entries = []
+    for r in rows:
+        if not isinstance(r.evidence, AverageOf):
+            continue
+        parts, refs = [], []
+        for tr in r.evidence.rows:
+            key = row_key(tr)
+            path = where.get((tr["task"], *_key_tuple(key)))
+            ev = stored_evidence(store, path).get(_key_tuple(key)) if path is not None else None
+            if ev is None:
+                parts = []
+                break
+            ev.label = tr["task"]
+            parts.append(ev)
+            refs.append({"ref": {"cell": _relative(path, store.root), "key": key}, "label": tr["task"]})
+        if not parts:
+            continue
+        _set_interval(r, Evidence(parts=parts, combine="average"))
+        entries.append({"key": row_key(r), "evidence": {"combine": "average", "parts": refs}})
+    return _payload(entries, {})
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path(root).resolve()))
+    except ValueError:
+        return str(path)
+
+
+def stored_evidence(store: ResultStore, cell_path: Path | None, _seen: frozenset = frozenset()) -> dict[tuple, Evidence]:
+    """row key tuple -> Evidence, from a cell's sidecar ({} when it has none)."""
+    if cell_path is None:
+        return {}
+    payload = store.read_evidence(cell_path)
+    if not payload or payload.get("format") != EVIDENCE_FORMAT:
+        return {}
+    samples = {name: sample_from_dict(d) for name, d in payload.get("samples", {}).items()}
+    seen = _seen | {str(cell_path)}
+
+    def resolve(ref: dict):
+        target = Path(ref["cell"])
+        target = target if target.is_absolute() else store.root / target
+        if str(target) in seen or not target.exists():
+            return None
+        return stored_evidence(store, target, seen).get(_key_tuple(ref["key"]))
+
+    out = {}
+    for entry in payload.get("rows", []):
+        ev = evidence_from_dict(entry["evidence"], samples, resolve)
+        if ev is not None:
+            out[_key_tuple(entry["key"])] = ev
+    return out
+
+
+# ---------------------------------------------------------------- comparisons -------------------
+
+@dataclass
+class CellDiff:
+    """One row two models share: A's and B's values and the paired difference B - A."""
+
+    suite: str
+    task: str
+    seed: int | None
+    config_hash: str
+    key: dict
+    a: float | None
+    b: float | None
+    diff: Difference | None  # None: a model has no stored evidence for this row
+    note: str = ""
+    setting: str = ""  # what sets this cell apart from the other shared cells of its task ("victim=frozen, ...")
+    unverified_a: tuple = ()  # data files under A's row that failed their sha256 check (--allow-unverified-data)
+    unverified_b: tuple = ()
+
+    @property
+    def estimate(self) -> float | None:
+        if self.diff is not None and self.diff.estimate is not None:
+            return self.diff.estimate
+        return None if self.a is None or self.b is None else self.b - self.a
+
+    @property
+    def significant(self) -> bool:
+        return self.diff is not None and self.diff.significant
+
+    def as_dict(self) -> dict:
+        d = self.diff
+        return {"suite": self.suite, "task": self.task, "seed": self.seed, "config_hash": self.config_hash,
+                **self.key, "a": self.a, "b": self.b, "difference": _clean(self.estimate),
+                "ci_low": _clean(d.low) if d else None, "ci_high": _clean(d.high) if d else None,
+                "p": _clean(d.p) if d else None, "significant": self.significant,
+                "method": d.method if d else "", "pairs": d.n if d else None,
+                "details": _jsonable(d.extra) if d else {}, "note": self.note, "setting": self.setting,
+                "unverified_data": {"a": list(self.unverified_a), "b": list(self.unverified_b)}}
+
+
+def _clean(x):
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def _jsonable(x):
+    return json.loads(json.dumps(x, default=float))
+
+
+def model_cells(store: ResultStore, model: str, suite: str | None = None, task: str | None = None) -> dict[tuple, Path]:
+    """(suite, task, seed, config hash) -> cell path, for one model's stored cells; of two files claiming one
+    key, the one ``ResultStore.choose`` keeps (unreadable and duplicate files are named in warnings)."""
+    out: dict[tuple, tuple[str, Path]] = {}
+    for path, cell in store.cells_of(model, suite, task):
+        c = cell["cell"]
+        key = (c["suite"], c["task"], c["seed"], c["config_hash"])
+        stamp = cell.get("written_at") or ""
+        if key not in out or stamp > out[key][0]:  # other weights of one name: the newest
+            out[key] = (stamp, path)
+    return {k: p for k, (_, p) in out.items()}
+
+
+def distinguishing_settings(configs: dict[tuple, dict]) -> dict[tuple, str]:
+    """cell key -> "k=v, ..." of the scalar configuration entries that differ between cells of the same
+    (suite, task), so that rows of one task under several settings (victim protocol, constraints) can be
+    told apart; "" where a task has one cell."""
+    out = {}
+    for key, config in configs.items():
+        peers = [c for k, c in configs.items() if k[:2] == key[:2]]
+        names = sorted({n for c in peers for n, v in c.items() if not isinstance(v, dict)})
+        differing = [n for n in names if len({json.dumps(c.get(n), sort_keys=True) for c in peers}) > 1]
+        out[key] = ", ".join(f"{n}={_setting_value(config.get(n))}" for n in differing)
+    return out
+
+
+def _setting_value(value) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def unverified_data(row: dict) -> tuple[str, ...]:
+    """The data files a stored row was computed on that failed their sha256 check (its config's
+    ``data_unverified``, written by a run with --allow-unverified-data)."""
+    try:
+        config = json.loads(row.get("config") or "{}")
+    except (TypeError, json.JSONDecodeError):
+        return ()
+    return tuple(config.get("data_unverified") or ()) if isinstance(config, dict) else ()
+
+
+def compare_cells(store: ResultStore, path_a: Path, path_b: Path, include=lambda key: True,
+                  setting: str = "", cache: StatsCache | None = None) -> list[CellDiff]:
+    """Paired differences B - A over the rows of two cells of one (suite, task, seed, config), each
+    bootstrap taken from ``cache`` when it holds it (default: the cache beside the results)."""
+    cache = cache if cache is not None else StatsCache.load(store.root)
+    cell_a, cell_b = store.read(path_a), store.read(path_b)
+    ev_a, ev_b = stored_evidence(store, path_a), stored_evidence(store, path_b)
+    rows_b = {_key_tuple(row_key(r)): r for r in cell_b["results"]}
+    c = cell_a["cell"]
+    out = []
+    for ra in cell_a["results"]:
+        k = _key_tuple(row_key(ra))
+        rb = rows_b.get(k)
+        if rb is None or not include(row_key(ra)):
+            continue
+        diff, note = None, ""
+        if k in ev_a and k in ev_b:
+            try:
+                diff = cache.paired(ev_a[k], ev_b[k])
+            except ValueError as exc:
+                note = f"not comparable: {exc}"
+        else:
+            missing = [m for m, ev in (("A", ev_a), ("B", ev_b)) if k not in ev]
+            note = f"no stored evidence for {' and '.join(missing)}"
+        out.append(CellDiff(c["suite"], c["task"], c["seed"], c["config_hash"], row_key(ra), ra.get("value"),
+                            rb.get("value"), diff, note, setting, unverified_data(ra), unverified_data(rb)))
+    return out
+
+
+def compare_models(store: ResultStore, model_a: str, model_b: str, suite: str | None = None,
+                   task: str | None = None, include=lambda key: True,
+                   cache: StatsCache | None = None) -> tuple[list[CellDiff], dict]:
+    """The paired difference B - A on every cell both models have (same suite, task, seed and
+    configuration), row by row; plus counts of the cells only one model has. Bootstraps come from
+    ``cache`` (default: ``StatsCache.load(store.root)``, the one beside the results), computed only
+    where it lacks them; pass one cache to many calls to share it and then write ``cache.text()``."""
+    cache = cache if cache is not None else StatsCache.load(store.root)
+    a, b = model_cells(store, model_a, suite, task), model_cells(store, model_b, suite, task)
+    shared = sorted(set(a) & set(b), key=lambda k: tuple(str(x) for x in k))
+    settings = distinguishing_settings({k: store.read(a[k]).get("config", {}) for k in shared})
+    diffs = [d for k in shared for d in compare_cells(store, a[k], b[k], include, settings[k], cache)]
+    return diffs, {"shared_cells": len(shared), "only_a": len(set(a) - set(b)), "only_b": len(set(b) - set(a))}

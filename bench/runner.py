@@ -1,0 +1,289 @@
+"""The run loop: the kernel runs suites, which are plug-ins named in ``SUITES`` ("module:attr", imported
+on first use, so the kernel imports no suite module).
+
+A suite only says how to score one task with an encoder (``run_task``); this module owns the rest: the cache
+check, the cell key, progress, timing, provenance, uncertainty and atomic writes. ``bench run`` passes its
+arguments down once: ``app.commands.run:main`` → ``run_plan`` → ``run_suite`` → ``run_cell`` → the suite's
+``run_task`` → ``bench.results.store.ResultStore.write``. ``bench.evaluate`` (``bench/api.py``) and the grid's Ray
+workers (``run_cell``, ``run_summary``) take the same path.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Protocol
+
+from bench.errors import BenchError
+from bench.results.metadata import export as export_metadata
+from bench.papers import paper_values
+from bench.paths import Paths
+from bench.plugins import Registry
+from bench.models.registry import ModelSpec, key_config
+from bench.results.store import CellKey, Result, ResultStore, config_hash, git_commit, now_iso, package_versions
+from bench.results.uncertainty import apply_uncertainty, summary_uncertainty
+
+# name -> "module:SUITE". Adding a suite is one module (subclassing suites.base.Suite) plus one line here.
+SUITES = Registry("suite", {
+    "sts": "suites.sts:SUITE",
+    "alignment": "suites.alignment:SUITE",
+    "adversarial": "suites.adversarial:SUITE",
+    "anli": "suites.anli:SUITE",
+    "advsts": "suites.advsts:SUITE",
+    "transfer": "suites.transfer:SUITE",
+    "perturbation": "suites.perturbation:SUITE",
+})
+
+
+def get_suite(name: str):
+    return SUITES.load(name)
+
+
+def all_suites():
+    return [get_suite(name) for name in SUITES]
+
+
+OVERWRITE_MODES = ("never", "only-missing", "always")
+
+
+@dataclass
+class RunContext:
+    """What a run passes down to each suite: where things are, the seed, device, limits, the suite options,
+    progress and log. Built by the app (`bench run`, `bench grid`) or ``bench.evaluate``."""
+
+    paths: Paths
+    seed: int = 0
+    device: str = "auto"
+    batch_size: int = 64
+    limit: int | None = None
+    profile: str = "smoke"
+    overwrite: str = "only-missing"
+    options: dict = field(default_factory=dict)  # suite options by name (each suite declares its own)
+    dtype: str = "float32"  # what the network runs in (Encoder.dtype): 'float32', 'bfloat16', ...
+    progress: object | None = None  # a rich Progress, or None when quiet
+    log: Callable[[str], None] = print
+    allow_unverified_data: bool = False  # use data files whose sha256 differs from bench/data/data_files.tsv
+    model_config: dict = field(default_factory=dict)  # the model's key settings (bench.models.registry.key_config)
+
+    def __post_init__(self):
+        if self.overwrite not in OVERWRITE_MODES:
+            raise BenchError(f"--overwrite must be one of {', '.join(OVERWRITE_MODES)}")
+
+    @property
+    def store(self) -> ResultStore:
+        return ResultStore(self.paths.results)
+
+    def track(self, iterable, total: int | None = None, description: str = ""):
+        """Iterate with progress (done/total, time left) when a progress is attached (bench/progress.py)."""
+        from bench.progress import track
+
+        yield from track(self.progress, iterable, total, description)
+
+    @contextmanager
+    def counter(self, description: str, total: int):
+        """A callable ``advance(n)`` that reports ``n`` more of ``total`` done (e.g. sentences encoded)."""
+        if self.progress is None:
+            yield lambda n=1: None
+            return
+        task_id = self.progress.add_task(description, total=total)
+        try:
+            yield lambda n=1: self.progress.advance(task_id, n)
+        finally:
+            self.progress.remove_task(task_id)
+
+
+@dataclass
+class TaskOutcome:
+    """One cell run or reused: its task, its stored rows and file."""
+
+    task: str
+    rows: list[dict]
+    path: Path
+    cached: bool
+    wall_s: float
+
+
+class SuitePlugin(Protocol):
+    """What the runner uses of a suite; ``suites.base.Suite`` is the base class every suite extends, and its
+    tasks are ``suites.base.Task`` records (name, version, main_metric, main_aggregation)."""
+
+    name: str
+    version: int
+    options: tuple
+    summary_task: object | None
+
+    def task(self, name: str): ...
+    def default_tasks(self) -> list: ...
+    def summarized(self, tasks) -> list: ...
+    def config(self, task, ctx: RunContext) -> dict: ...
+    def datasets(self, task) -> tuple[str, ...]: ...
+    def seeds(self, ctx: RunContext) -> list[int]: ...
+    def run_task(self, task, encoder, ctx: RunContext) -> list[Result]: ...
+    def needs_network(self, ctx: RunContext) -> str: ...
+    def embedding_only_hint(self) -> str: ...
+    def summarize(self, rows: list[dict], ctx: RunContext) -> list[Result]: ...
+
+
+def precision_config(ctx: RunContext) -> dict:
+    """The precision in a cell's configuration: float32 (the reference) adds nothing, so cells written
+    before --dtype existed stay valid; any other dtype is a separate cell."""
+    return {} if ctx.dtype == "float32" else {"dtype": ctx.dtype}
+
+
+def data_config(datasets, ctx: RunContext) -> dict:
+    """``{"data": {dataset: fingerprint}}`` after checking every file's sha256 against
+    bench/data/data_files.tsv (cached by file identity, so a re-run re-reads nothing). A mismatch is a
+    BenchError naming the file, unless ``ctx.allow_unverified_data``: then the differing files are
+    listed under ``data_unverified`` (so in every row's config) and the fingerprint keeps those cells
+    apart from cells on the reference data."""
+    from bench.data.datasets import check_content
+
+    checks = [check_content(ctx.paths.data, name, ctx.paths.cache, ctx.allow_unverified_data)
+              for name in dict.fromkeys(datasets)]
+    out: dict = {"data": {c.dataset: c.fingerprint for c in checks}} if checks else {}
+    unverified = [f"{c.dataset}/{u}" for c in checks for u in c.unverified]
+    if unverified:
+        out["data_unverified"] = unverified
+    return out
+
+
+def _stamp(row: Result, spec: ModelSpec, encoder, ctx: RunContext, task, cfg: dict,
+           cfg_hash: str, wall_s: float, seed: int) -> Result:
+    main = task is not None and (row.metric, row.aggregation) == (task.main_metric, task.main_aggregation)
+    paper, paper_source = (row.paper_value, row.paper_source) if row.paper_value is not None else (None, "")
+    if main and paper is None:  # the one source of paper values: reports/paper_values.csv
+        paper, paper_source = paper_values().for_row(spec.name, row.suite, row.task, row.metric, row.attack,
+                                                     row.split, prefer=spec.paper_ref)
+    return replace(
+        row, model=spec.name, seed=seed, pooler=spec.pooler, method=spec.method or "",
+        weights_sha256=encoder.weights_sha256, model_source=spec.model_source, batch_size=ctx.batch_size,
+        dtype=encoder.dtype,
+        device=encoder.device, profile=ctx.profile, config_hash=cfg_hash,
+        # A row may add its own settings (e.g. the attack's repr) to the run configuration.
+        config=json.dumps({**cfg, **(json.loads(row.config) if row.config else {})}, sort_keys=True, default=str),
+        paper_value=paper, paper_source=paper_source,
+        package_versions=package_versions(), git_commit=git_commit(), created_at=now_iso(),
+        wall_s=row.wall_s if row.wall_s is not None else wall_s,
+    )
+
+
+def for_model(ctx: RunContext, spec: ModelSpec) -> RunContext:
+    """``ctx`` with the model's pooler and maximum length in it where they enter the key (``key_config``)."""
+    return replace(ctx, model_config=key_config(spec))
+
+
+def cell_key(suite: SuitePlugin, spec: ModelSpec, weights_sha256: str, task, ctx: RunContext) -> CellKey:
+    """The store key of one (model, weights, suite, task, seed, config) cell; ``ctx`` carries the seed."""
+    ctx = for_model(ctx, spec)
+    return CellKey(spec.name, weights_sha256, suite.name, task.name, ctx.seed, config_hash(suite.config(task, ctx)))
+
+
+def summary_config(suite: SuitePlugin, tasks: list, ctx: RunContext) -> dict:
+    # Options as the suite resolves them (e.g. transfer's default mode), so an omitted option and its
+    # explicit default share one summary cell, as their task cells do.
+    tasks = suite.summarized(tasks)
+    resolved = suite.config(tasks[0], ctx) if tasks else {}
+    return {"suite": suite.name, "summary_of": sorted(t.name for t in tasks), "limit": ctx.limit,
+            "scorer_version": f"{suite.name}-{suite.version}." + ".".join(str(t.version) for t in tasks),
+            "profile": ctx.profile, **{o.name: resolved.get(o.name, ctx.options.get(o.name)) for o in suite.options
+                                        if o.changes_numbers},
+            # the summary averages cells computed on this data: another data set is another summary cell
+            **data_config([d for t in tasks for d in suite.datasets(t)], ctx), **ctx.model_config,
+            **precision_config(ctx)}
+
+
+def run_cell(suite: SuitePlugin, spec: ModelSpec, ctx: RunContext, encoder, task, store=None) -> TaskOutcome:
+    """One task cell at ``ctx.seed``: reused from the store under ``ctx.overwrite``, else computed and written."""
+    store = store or ctx.store
+    ctx = for_model(ctx, spec)
+    cfg = suite.config(task, ctx)
+    key = cell_key(suite, spec, encoder.weights_sha256, task, ctx)
+    found = None if ctx.overwrite == "always" else store.existing(key, any_config=ctx.overwrite == "never")
+    if found is not None:
+        return TaskOutcome(task.name, store.read(found)["results"], found, True, 0.0)
+    start = time.perf_counter()
+    rows = suite.run_task(task, encoder, ctx)
+    wall = time.perf_counter() - start
+    rows = [_stamp(r, spec, encoder, ctx, task, cfg, key.config_hash, wall, ctx.seed) for r in rows]
+    evidence = apply_uncertainty(rows)  # 95% CIs from the rows' per-example evidence (bench/scoring/stats.py)
+    path = store.write(key, rows, cfg, evidence=evidence)
+    return TaskOutcome(task.name, store.read(path)["results"], path, False, wall)
+
+
+def run_summary(suite: SuitePlugin, spec: ModelSpec, ctx: RunContext, encoder, tasks: list,
+                seed_outcomes: list[TaskOutcome], store=None) -> TaskOutcome | None:
+    """The suite's summary cell (e.g. the STS average) over one seed's task outcomes, if it has one."""
+    store = store or ctx.store
+    ctx = for_model(ctx, spec)
+    seed_outcomes = [o for o in seed_outcomes if o.rows]
+    summary = suite.summarize([r for o in seed_outcomes for r in o.rows], ctx)
+    if not summary:
+        return None
+    cfg = summary_config(suite, tasks, ctx)
+    key = CellKey(spec.name, encoder.weights_sha256, suite.name, summary[0].task, ctx.seed, config_hash(cfg))
+    found = store.existing(key)
+    if found is not None and all(o.cached for o in seed_outcomes):
+        return TaskOutcome(summary[0].task, store.read(found)["results"], found, True, 0.0)
+    rows = [_stamp(r, spec, encoder, ctx, suite.summary_task, cfg, key.config_hash, 0.0, ctx.seed) for r in summary]
+    evidence = summary_uncertainty(rows, [(o.path, o.rows) for o in seed_outcomes], store)
+    path = store.write(key, rows, cfg, evidence=evidence)
+    return TaskOutcome(summary[0].task, store.read(path)["results"], path, False, 0.0)
+
+
+def check_encoder_fits(suite: SuitePlugin, encoder, ctx: RunContext) -> None:
+    """A BenchError (exit 2) before any work when ``suite`` with these options fine-tunes the encoder and
+    ``encoder`` exposes no network (a function or another object known only by its embeddings)."""
+    from bench.models.model_objects import has_network
+
+    reason = suite.needs_network(ctx)
+    if not reason or has_network(encoder):
+        return
+    fine = [s.name for s in all_suites() if not s.needs_network(replace(ctx, options={}))]
+    raise BenchError(f"Model '{encoder.name}' is known only by its embeddings (no network to fine-tune), and the "
+                     f"{suite.name} suite {reason}. What works for it: the suites {', '.join(fine)}; "
+                     f"{'; '.join(h for s in all_suites() if (h := s.embedding_only_hint()))}.")
+
+
+def run_suite(suite: SuitePlugin, spec: ModelSpec, ctx: RunContext, encoder, task_names=None) -> list[TaskOutcome]:
+    """Run (or reuse) each task cell, then the suite's summary cell, then refresh the leaderboard."""
+    tasks = [suite.task(n) for n in task_names] if task_names else suite.default_tasks()
+    store = ctx.store
+    outcomes: list[TaskOutcome] = []
+    for seed in suite.seeds(ctx):
+        seeded = replace(ctx, seed=seed)
+        seed_outcomes = [run_cell(suite, spec, seeded, encoder, task, store)
+                         for task in ctx.track(tasks, len(tasks), f"{suite.name} {spec.name} seed {seed}: tasks")]
+        outcomes += seed_outcomes
+        summary = run_summary(suite, spec, seeded, encoder, tasks, seed_outcomes, store)
+        if summary is not None:
+            outcomes.append(summary)
+    store.write_leaderboard()
+    export_metadata(ctx.paths.results, suites=[suite], models=[spec],  # labels, model facts, dev curves for reports
+                    models_dir=ctx.paths.models)
+    return outcomes
+
+
+def check_data(plan, ctx: RunContext, log) -> None:
+    """Check every data file the plan's tasks read (a BenchError names a file that differs), before any work;
+    files let through by --allow-unverified-data are logged."""
+    datasets = [d for suite, names in plan
+                for t in ([suite.task(n) for n in names] if names else suite.default_tasks()) for d in suite.datasets(t)]
+    for item in data_config(datasets, ctx).get("data_unverified", []):
+        log(f"[yellow]Unverified data (--allow-unverified-data; recorded in each row):[/yellow] {item}")
+
+
+def check_fits(plan, encoder, ctx: RunContext) -> None:
+    """A BenchError (exit 2) when a suite of ``plan`` needs a network ``encoder`` does not expose."""
+    for suite, _ in plan:
+        check_encoder_fits(suite, encoder, ctx)
+
+
+def run_plan(spec: ModelSpec, plan, ctx: RunContext, encoder) -> list[tuple[object, list[TaskOutcome]]]:
+    """Run each (suite, task names or None for all) of ``plan`` on ``encoder``: the run path of `bench run` and
+    ``bench.evaluate``. Every suite is checked to fit the encoder first (``check_encoder_fits``)."""
+    ctx = replace(ctx, device=encoder.device, dtype=encoder.dtype)
+    check_fits(plan, encoder, ctx)
+    return [(suite, run_suite(suite, spec, ctx, encoder, names)) for suite, names in plan]
