@@ -1437,7 +1437,7 @@ def test_stale_temporary_files_are_swept_at_the_next_write(finished, bench_env, 
     """Temporary files a kill left beside the cells (`.NAME.XXXXXXXX.tmp`, `.write-check-XXXXXXXX`): exit 0; the
     next write to that directory removes those older than STALE_AFTER_S, and leaves younger ones (a write in
     flight) and other files (a user's `notes.tmp`) alone."""
-    from bench import data
+    from bench.data import datasets as data
 
     cell_dir = next((bench_env.results / "cells").rglob("stsb"))
     old = time.time() - 3600
