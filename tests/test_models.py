@@ -209,7 +209,7 @@ def test_paper_values_hold_both_sources_and_rows_name_theirs():
 
 def test_registry_holds_no_paper_numbers():
     assert "paper" not in {f for f in ModelSpec.__dataclass_fields__}
-    src = (Path(__file__).resolve().parents[1] / "bench" / "registry.py").read_text()
+    src = (Path(__file__).resolve().parents[1] / "bench" / "models" / "registry.py").read_text()
     assert "68.40" not in src and "76.25" not in src
 
 
