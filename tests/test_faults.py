@@ -1252,7 +1252,7 @@ MODELS_FILE_FAULTS = {
 def test_invalid_models_file_names_the_key_and_the_fix(bench_env, capsys, fault):
     """A models.toml entry with an unknown key, a wrong type, a recipe that is not a table, a missing backbone
     directory or a `module:attr` provider without that attribute: exit 2; the message names the file, the entry,
-    the key and the fix, with no traceback; the built-in bench/models.toml passes the same schema unchanged."""
+    the key and the fix, with no traceback; the built-in bench/models/models.toml passes the same schema unchanged."""
     from bench.models.models_file import read_models_file
     from bench.models.registry import BUILTIN_MODELS_FILE, MODELS
 

@@ -1,6 +1,6 @@
 """bench divergence A B [--base M] [--results-dir D] [--json]: how far apart two models trained from one base are.
 
-- weights: ||theta_B - theta_A|| / ||theta_A - theta_0|| per layer and overall (bench/weights.py), theta_0
+- weights: ||theta_B - theta_A|| / ||theta_A - theta_0|| per layer and overall (bench/models/weights.py), theta_0
   the base both were trained from (the registry's base of A unless --base);
 - attack outcomes: per attack setting both models' logs hold (<results>/attack_logs/<model>/...), the
   paired table (both succeed, both fail, only A, only B) with McNemar's test and the paired difference

@@ -1,7 +1,7 @@
 """The data layer: which files each dataset has, their counts and sha256, where to fetch them.
 
 The data root is ``$BENCH_DATA_DIR`` in SentEval's ``downstream/`` layout (see
-``bench/data_files.tsv`` for every file with its reference byte count, line count and sha256).
+``bench/data/data_files.tsv`` for every file with its reference byte count, line count and sha256).
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def require(data_root: Path, name: str) -> Path:
     return data_root / spec.root
 
 
-# --- content check (sha256 against bench/data_files.tsv, cached by file identity) ----------
+# --- content check (sha256 against bench/data/data_files.tsv, cached by file identity) ----------
 
 HASH_CACHE = "data-sha256.json"  # under $BENCH_HOME/cache: path -> [size, mtime_ns, ctime_ns, sha256]
 _HASH_CACHES: dict[str, dict[str, list]] = {}  # the same per cache file, in this process
@@ -255,7 +255,7 @@ def sha256_files(paths: list[Path], cache_dir: Path | None = None) -> dict[Path,
 
 def check_content(data_root: Path, name: str, cache_dir: Path | None = None,
                   allow_unverified: bool = False) -> DataCheck:
-    """Every file of dataset ``name`` against its sha256 in ``bench/data_files.tsv``.
+    """Every file of dataset ``name`` against its sha256 in ``bench/data/data_files.tsv``.
 
     A mismatch (a one-byte edit keeps the size, so sizes alone miss it) raises a BenchError naming the
     file and the fix, unless ``allow_unverified``: then the files are used as they are and listed in

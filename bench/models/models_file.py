@@ -181,7 +181,7 @@ def write_entry(path: Path, name: str, fields: dict, comment: str = "") -> Path:
 
     path = Path(path)
     text = path.read_text(encoding="utf-8") if path.is_file() else (
-        "# Models for `bench run --model NAME` (fields of bench.models.registry.ModelSpec; see bench/models_file.py).\n")
+        "# Models for `bench run --model NAME` (fields of bench.models.registry.ModelSpec; see bench/models/models_file.py).\n")
     block = entry_text(name, fields, comment)
     headers = list(_HEADER.finditer(text))
     for i, match in enumerate(headers):

@@ -6,7 +6,7 @@ A trained model names its ``method`` and ``base`` model; its weights live under
 ``$BENCH_HOME/models/<name>`` (or ``checkpoint``) and are trained on demand by ``bench train``.
 
 ``--model`` accepts (``resolve_model``):
-- a built-in name (``bench/models.toml``, read as a user's file is) or a name from a user models file
+- a built-in name (``bench/models/models.toml``, read as a user's file is) or a name from a user models file
   (``$BENCH_HOME/models.toml``, plus ``--models-file``; ``bench.models.models_file``), whose tables hold ModelSpec's
   fields;
 - ``hf:ORG/NAME[@REVISION]``: a Hugging Face Hub model (pooler from its sentence-transformers config);
@@ -251,7 +251,7 @@ def add_model_flags(parser) -> None:
     parser.add_argument("--pooler", help="pooler of a Hugging Face directory or hf: model without a "
                                          "sentence-transformers pooling config (cls, cls_before_pooler, avg, ...)")
     parser.add_argument("--models-file", metavar="TOML",
-                        help="more named models, as in $BENCH_HOME/models.toml (see bench/models_file.py)")
+                        help="more named models, as in $BENCH_HOME/models.toml (see bench/models/models_file.py)")
 
 
 def _user_file(paths) -> str:
@@ -418,7 +418,7 @@ def hub_spec(ref: str, pooler: str | None) -> ModelSpec:
                      source=f"hf:{repo}@{commit}", description=f"Hugging Face Hub {repo}")
 
 
-# --- the built-in models: bench/models.toml, in the form of a user's models.toml -----------------
+# --- the built-in models: bench/models/models.toml, in the form of a user's models.toml -----------------
 BUILTIN_MODELS_FILE = Path(__file__).with_name("models.toml")
 
 

@@ -70,7 +70,7 @@ class Result:
     paper_value: float | None = None
     paper_source: str = ""  # which paper and table paper_value is from (reports/paper_values.csv)
     std: float | None = None  # over seeds or runs, where the row is a mean
-    ci_low: float | None = None  # 95% interval, same scale as value (bench/stats.py)
+    ci_low: float | None = None  # 95% interval, same scale as value (bench/scoring/stats.py)
     ci_high: float | None = None
     ci_method: str = ""  # how the interval was made, e.g. "bootstrap(B=1000,seed=0)", "wilson", "t-over-3-runs"
     pooler: str = ""
@@ -450,7 +450,7 @@ class ResultStore:
             validate_cell({**payload, EVIDENCE_HASH: None})
         except CellError as exc:
             raise BenchError(f"Refusing to write result cell {path}: {exc}. This is a fault in the suite "
-                             f"'{key.suite}' (its rows must pass bench/cell_schema.py); nothing was written.") from None
+                             f"'{key.suite}' (its rows must pass bench/results/cell_schema.py); nothing was written.") from None
         logs = sorted({str(p) for r in rows for p in (r.logs or ())})
         if logs:
             payload[LOGS] = [log_record(Path(p), self.root) for p in logs]

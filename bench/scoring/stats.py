@@ -33,7 +33,7 @@ LEVEL = 0.95
 RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
 # What the interval and paired-test functions compute; a change to their results bumps it, so the
-# bootstrap results kept beside the results (bench/stats_cache.py) are computed afresh.
+# bootstrap results kept beside the results (bench/results/stats_cache.py) are computed afresh.
 METHODS_VERSION = 1
 
 
