@@ -10,10 +10,10 @@ from suites import SUITES, get_suite
 
 def declared_metrics(suite) -> set[str]:
     module = importlib.import_module(type(suite).__module__)
-    names = {t.main_metric for t in suite.tasks.values()} if isinstance(suite.tasks, dict) else \
-        {t.main_metric for t in suite.tasks}
-    for task in (suite.tasks.values() if isinstance(suite.tasks, dict) else suite.tasks):
-        names |= set(getattr(task, "clean_metrics", ()))
+    tasks = suite.tasks.values() if isinstance(suite.tasks, dict) else suite.tasks
+    names = set()
+    for task in tasks:
+        names |= {task.main_metric, *getattr(task, "clean_metrics", ())}
     for attribute, value in vars(module).items():  # module-level metric lists (RATE_METRICS, ROW_METRICS, ...)
         if attribute.endswith("_METRICS") and isinstance(value, (tuple, list, frozenset, set)):
             names |= set(value)
