@@ -121,6 +121,20 @@ def logs_of(header: dict) -> list[Path]:
     return [REPO_ROOT / p if not Path(p).is_absolute() else Path(p) for p in header["logs"]]
 
 
+def check_against_cells(logs, results: Path) -> None:
+    """BadLog (exit 2) when a log no longer begins with the bytes a stored cell computed from it recorded
+    (checked on the bytes, before anything parses them). A log no cell records (an attack still running, or
+    a cell written before cells recorded their logs) is read as it is."""
+    from bench.results.store import BadLog, ResultStore, log_problem
+
+    vouched = ResultStore(Path(results)).recorded_logs()
+    for path in logs:
+        cell_path, record = vouched.get(str(Path(path).resolve()), (None, None))
+        problem = record and log_problem(Path(path), record)
+        if problem:
+            raise BadLog(cell_path, Path(path), problem)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attacks.perturbation_set", description=__doc__.split("\n\n")[0])
     parser.add_argument("--logs", type=Path, default=REPO_ROOT / "results" / "attack_logs",
@@ -129,14 +143,24 @@ def main(argv=None) -> int:
     parser.add_argument("--version", type=int, default=1, help="the set's version (a new set is a new file)")
     parser.add_argument("--out", type=Path, help="default: suites/data/perturbations-v<version>.jsonl")
     parser.add_argument("--check", action="store_true", help="compare with the file instead of writing it")
+    parser.add_argument("--missing", action="store_true",
+                        help="print the logs the set names that are not on disk (one a line) and stop")
+    parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results",
+                        help="the results whose cells vouch for the logs (default: results)")
     args = parser.parse_args(argv)
     try:
         header = header_of(args.source) if args.source else {"version": args.version}
         logs = logs_of(header) if args.source else sorted(args.logs.rglob("*.jsonl"))
         missing = [p for p in logs if not p.exists()]
+        if args.missing:
+            print("\n".join(_relative(p) for p in missing))
+            return 0
         if not logs or missing:
+            where = ("restore them from the repository's history (docs/suites.md, Perturbation, names the "
+                     "commit and the command)" if args.source else "run the adversarial suite, or pass --logs DIR")
             raise BenchError(f"no attack logs to read ({len(missing)} named but missing, e.g. "
-                             f"{missing[:1]}); run the adversarial suite, or pass --logs DIR")
+                             f"{_relative(missing[0]) if missing else '-'}): {where}")
+        check_against_cells(logs, args.results_dir)
         version = header["version"]
         out = args.out or args.source or REPO_ROOT / "suites" / "data" / f"perturbations-v{version}.jsonl"
         blob = serialise(build_lines(logs, version, header.get("control_seed", CONTROL_SEED)))

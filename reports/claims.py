@@ -369,22 +369,28 @@ def task_evidence(store: ResultStore, model: str, claim: Claim, task: str, wante
     return found
 
 
+def _found_tasks(store: ResultStore, ledger: Ledger, claim: Claim, model: str, variant: dict) -> dict:
+    """task -> (evidence labelled with the task, or None; stored value) for each of the claim's tasks the
+    model has a matching cell of."""
+    found = {}
+    for task in claim.task_list:
+        hit = task_evidence(store, model, claim, task, _settings(ledger, claim, variant, task))
+        if hit is not None:
+            ev, value = hit
+            found[task] = (None if ev is None else replace(ev, label=task, _memo={}), value)
+    return found
+
+
 def seed_evidence(store: ResultStore, ledger: Ledger, claim: Claim, model: str, variant: dict):
     """The model's evidence for the claim's row: one task's, or, for a claim over several tasks, their
     equal-weight average (each task resampled within itself). Returns (evidence, value, missing tasks)."""
     from bench.scoring.stats import Evidence
 
-    parts, values, missing = [], [], []
-    for task in claim.task_list:
-        found = task_evidence(store, model, claim, task, _settings(ledger, claim, variant, task))
-        if found is None:
-            missing.append(task)
-            continue
-        ev, value = found
-        parts.append(None if ev is None else replace(ev, label=task, _memo={}))
-        values.append(value)
+    found = _found_tasks(store, ledger, claim, model, variant)
+    missing = tuple(t for t in claim.task_list if t not in found)
     if missing:
-        return None, None, tuple(missing)
+        return None, None, missing
+    parts, values = [found[t][0] for t in claim.task_list], [found[t][1] for t in claim.task_list]
     if not claim.tasks:
         return parts[0], values[0], ()
     if any(p is None for p in parts):
@@ -484,7 +490,8 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
             todo = steps(ledger, claim, variant, missing, store)
             lines.append(Comparison(method, baseline, variant, seed, missing=missing, steps=todo,
                                     command=" && ".join(s.command for s in todo),
-                                    cpu_minutes=sum(s.run_minutes + s.train_minutes for s in todo)))
+                                    cpu_minutes=sum(s.run_minutes + s.train_minutes for s in todo),
+                                    note=partial_average(store, ledger, claim, variant, baseline, method, cache)))
         elif a[0] is None or b[0] is None:
             lines.append(Comparison(method, baseline, variant, seed, estimate=_minus(b[1], a[1]),
                                     values=(a[1], b[1]), note=NO_EVIDENCE))
@@ -503,6 +510,29 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
     for i, d in zip(ran_at, diffs):
         lines[i] = _with_difference(lines[i], d)
     return Effect(claim, variant, tuple(lines), pooled)
+
+
+def partial_average(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, baseline: str, method: str,
+                    cache) -> str:
+    """For a claim over several datasets that one seed has not finished: the difference over the datasets both
+    models have, as a progress note that decides nothing ("" when there is none to show)."""
+    from bench.scoring.stats import Evidence
+
+    if not claim.tasks:
+        return ""
+    a, b = (_found_tasks(store, ledger, claim, m, variant) for m in (baseline, method))
+    shared = [t for t in claim.task_list if t in a and t in b and a[t][0] is not None and b[t][0] is not None]
+    if not shared:
+        return ""
+    pair = tuple(Evidence(parts=[m[t][0] for t in shared], combine="average") for m in (a, b))
+    try:
+        (d,), _ = cache.pooled([pair], common=is_rate(claim))
+    except ValueError:
+        return ""
+    if d.estimate is None or d.low is None:
+        return ""
+    return (f"partial: {len(shared)} of {len(claim.task_list)} datasets run for both ({', '.join(shared)}), "
+            f"Δ {d.estimate:+.2f} [{d.low:+.2f}, {d.high:+.2f}]; no verdict until every dataset is run")
 
 
 def _minus(b, a):

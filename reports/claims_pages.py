@@ -48,8 +48,10 @@ def seed_line(line: c.Comparison, plan: dict[str, int] | None = None) -> str:
         if plan is not None and all(s.command in plan for s in line.steps):
             numbers = sorted({plan[s.command] for s in line.steps})
             todo = ("plan step " if len(numbers) == 1 else "plan steps ") + ", ".join(map(str, numbers))
-            return f"{where}: {c.NOT_RUN} (no cell for {', '.join(line.missing)}): {todo}{cost}"
-        return f"{where}: {c.NOT_RUN}: no cell for {', '.join(line.missing)}; `{line.command}`{cost}"
+            partial = f"; {line.note}" if line.note else ""
+            return f"{where}: {c.NOT_RUN} (no cell for {', '.join(line.missing)}): {todo}{cost}{partial}"
+        partial = f" ({line.note})" if line.note else ""
+        return f"{where}: {c.NOT_RUN}: no cell for {', '.join(line.missing)}{partial}; `{line.command}`{cost}"
     if not line.ran:
         return f"{where}: Δ {_n(line.estimate, 2, True)} ({line.note or c.NO_EVIDENCE})"
     k = display_decimals(line.low, line.high)

@@ -206,18 +206,18 @@ def test_missing_claims_file_is_a_clear_error(tmp_path):
 
 # --------------------------------------------------------------------------- render ----------------
 
-def _sts_cell(store, model, noise, seed=0):
+def _sts_cell(store, model, noise, seed=0, task="stsb"):
     rng = np.random.default_rng(seed)
     gold = np.linspace(0, 5, 60)
     pred = gold + rng.normal(0, noise, gold.size)
     sample = Sample(list(range(gold.size)), {"pred": pred, "gold": gold})
     from scipy.stats import spearmanr
 
-    row = Result(model=model, suite="sts", task="stsb", split="test", metric="spearman", aggregation="all",
+    row = Result(model=model, suite="sts", task=task, split="test", metric="spearman", aggregation="all",
                  value=100 * spearmanr(pred, gold).statistic, n=gold.size, seed=0,
                  evidence=Evidence("spearman", sample, ("pred", "gold")))
-    key = CellKey(model, "ab" * 32, "sts", "stsb", 0, "c" * 16)
-    store.write(key, [row], {"suite": "sts", "task": "stsb", "profile": "study"}, evidence=apply_uncertainty([row]))
+    key = CellKey(model, "ab" * 32, "sts", task, 0, "c" * 16)
+    store.write(key, [row], {"suite": "sts", "task": task, "profile": "study"}, evidence=apply_uncertainty([row]))
 
 
 def _seeded(store, noise_base=3.0, noise_better=0.3, seeds=(0, 1, 2), models=("base", "better")):
@@ -292,6 +292,27 @@ def test_three_agreeing_seeds_replicate_and_the_ledger_is_data(tmp_path):
     assert float(pooled["ci_low"]) <= float(pooled["delta"]) <= float(pooled["ci_high"])
     data = json.loads(files["claims.json"])
     assert data["correction"] == "holm" and data["counts"] == {REPLICATED: 1} and len(data["lines"]) == 4
+
+
+def test_an_unfinished_average_over_datasets_shows_its_progress_and_decides_nothing(tmp_path):
+    results = tmp_path / "results"
+    store = ResultStore(results)
+    for task in ("stsb", "sickr"):
+        _sts_cell(store, "base", noise=3.0, task=task)
+    _sts_cell(store, "better", noise=0.3, task="stsb")  # the method's SICK-R cell is still missing
+    two = CLAIM.replace('task = "stsb"', 'task = "avg"\ntasks = ["stsb", "sickr"]')
+    path = _file(tmp_path, HEADER + two)
+    _, (row,) = claims.ledger(results, path)
+    (line, _) = row.effects[0].lines
+    assert line.missing == ("better",) and row.verdict.label == NOT_RUN and row.primary.pooled is None
+    assert line.note.startswith("partial: 1 of 2 datasets run for both (stsb), Δ +")
+    assert "no verdict until every dataset is run" in line.note
+    single = tmp_path / "single.toml"
+    single.write_text(HEADER + CLAIM, encoding="utf-8")
+    alone = claims.ledger(results, single)[1][0].effects[0].lines[0]
+    assert f"Δ {alone.estimate:+.2f} [{alone.low:+.2f}, {alone.high:+.2f}]" in line.note  # stsb's own difference
+    md = claims_pages.render(results, path)["claims.md"]
+    assert "not run yet (no cell for better): plan step 1, about 1 min CPU; partial: 1 of 2 datasets" in md
 
 
 def test_seeds_pointing_different_ways_are_never_a_replication(tmp_path):

@@ -1366,6 +1366,24 @@ def test_hand_edited_attack_log_is_detected(bench_env, capsys):
     assert store.existing(key) == cell
 
 
+def test_perturbation_set_refuses_an_edited_log(bench_env, tmp_path, capsys):
+    """The frozen perturbation set is built from attack logs; one edited after its cell was computed is named
+    (exit 2) before it is parsed, while a log no cell records yet (an attack still running) is read."""
+    from attacks.perturbation_set import main
+
+    _, _, cell, log = _cell_with_log(bench_env.results)
+    running = bench_env.results / "attack_logs" / "a" / "mr" / "bae" / log.name
+    running.parent.mkdir(parents=True)
+    running.write_text(log.read_text())
+    out = tmp_path / "set.jsonl"
+    args = ["--logs", str(bench_env.results / "attack_logs"), "--results-dir", str(bench_env.results), "--out", str(out)]
+    assert main(args) == 0 and out.exists()
+    log.write_text(log.read_text().replace('"failed"', '"successful"', 1))
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"Attack log {log} was edited" in err and str(cell) in err
+
+
 def test_attack_log_records_are_one_per_example(bench_env, recwarn):
     """An attack log holding two records for one example (a concatenated or hand-edited log), or a line that is
     not a record: exit 0 for the first, resumed with the first written record of each example and the repeat

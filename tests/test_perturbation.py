@@ -168,3 +168,19 @@ def test_tampered_committed_set_exits_2(bench_env, tiny_model, monkeypatch, tmp_
     monkeypatch.setattr(perturbation, "DATA_DIR", tmp_path)
     assert main(["run", "--suite", "perturbation", "--model", "tiny", "--limit", "5"]) == 2
     assert "git checkout -- suites/data/perturbations-v1.jsonl" in capsys.readouterr().err
+
+
+def test_check_names_the_missing_logs_and_how_to_restore_them(tmp_path, capsys):
+    from attacks.perturbation_set import build_lines, main, serialise
+
+    logs = fixture_logs(tmp_path)
+    frozen = tmp_path / "set.jsonl"
+    frozen.write_bytes(serialise(build_lines(logs, version=1)))
+    results = ["--results-dir", str(tmp_path / "results")]
+    assert main(["--from", str(frozen), "--check", *results]) == 0
+    capsys.readouterr()
+    logs[1].unlink()
+    assert main(["--from", str(frozen), "--missing", *results]) == 0
+    assert capsys.readouterr().out.strip() == str(logs[1])
+    assert main(["--from", str(frozen), "--check", *results]) == 2
+    assert "1 named but missing" in capsys.readouterr().err

@@ -401,10 +401,11 @@ class ResultStore:
             if problem:
                 raise BadLog(cell_path, log_path, problem)
 
-    def recorded_logs(self, model: str) -> dict[str, tuple[Path, dict]]:
-        """Every attack log the model's readable cells record: its resolved path -> (the cell, the record)."""
+    def recorded_logs(self, model: str | None = None) -> dict[str, tuple[Path, dict]]:
+        """Every attack log the readable cells of ``model`` (default: of every model) record: its resolved
+        path -> (the cell, the record)."""
         out = {}
-        for cell_path, payload in self.cells_of(model):
+        for cell_path, payload in (self.cells_of(model) if model else self.readable_cells()):
             for record in payload.get(LOGS) or ():
                 out[str((self.root / record["path"]).resolve())] = (cell_path, record)
         return out
