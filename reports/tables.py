@@ -11,7 +11,9 @@ Rules every table follows:
   (bench/scoring/stats.py: the 95% CI of best − runner-up excludes 0, and p < 0.05) says it is better; a best value the
   test cannot separate from the runner-up is marked "n.s."; without stored evidence, neither;
 - tables with ``paper_rows`` also list the paper's own rows as reference lines ("paper · <row>");
-- each backbone group's header appears once (blocks, e.g. attacks, are a column within it);
+- each backbone group's header appears once (blocks, e.g. attacks, are a column within it), except in a
+  ``block_major`` table, ordered block by block with the paper's rows closing each block;
+- a cell whose run used a stand-in (``standin``: a substitute victim, say) is marked "§";
 - a sentence under the table states the settings the rows were produced with.
 """
 
@@ -33,6 +35,7 @@ from reports.results import (EMPTY, EMPTY_CATALOG, Catalog, EvidenceIndex, Stat,
 
 MISSING = "–"
 PARTIAL = "†"
+STANDIN = "§"  # the cell's run used a stand-in the spec's ``standin`` key names (e.g. a substitute victim)
 PARAGRAPH = "\n\n"  # between the caption's paragraphs (settings, how to read a cell, marks)
 SETTING = ";\n"  # between the settings the first paragraph lists (a list in HTML)
 NOT_SIGNIFICANT = "n.s."
@@ -99,6 +102,8 @@ class TableSpec:
     resources_key: str | None = None  # key of the role -> resource map inside a row's resources JSON
     paper_rows: bool = False  # list the paper's own rows (its backbones) as reference lines
     config: dict = field(default_factory=dict)  # only cells run under these settings (e.g. one victim protocol)
+    standin: str = ""  # config key that names a stand-in a cell's run used (marked STANDIN in the cell)
+    block_major: bool = False  # order block by block (each closed by the paper's rows), not group by group
 
     @property
     def suites(self) -> tuple[str, ...]:
@@ -113,6 +118,7 @@ class Cell:
     bold: bool = False  # best in its group and column, significantly (paired test) better than the runner-up
     mark: str = ""  # NOT_SIGNIFICANT: best, but not separable from the runner-up
     reference: bool = False  # the paper's own number on a reference line (no result of ours)
+    standin: str = ""  # the stand-in(s) its runs used (TableSpec.standin), e.g. "snli-dev"
 
     @property
     def unverified(self) -> bool:
@@ -213,7 +219,7 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
                                                    setting[block.label, col.label]), evidence, pooled=bool(spec.runs))
                 value = paper.get(spec.paper, model, spec.suite, col.paper_task or col.where.get("task", ""),
                                   spec.metric, block.where.get("attack", ""), col.where.get("split"))
-                cells.append(Cell(s, value))
+                cells.append(Cell(s, value, standin=standins_of(s.rows, spec.standin)))
             by_label = dict(zip((c.label for c in spec.columns), cells))
             for avg in spec.averages:
                 parts = [by_label[label].stat for label in avg.of]
@@ -231,10 +237,17 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
     lines = [ln for ln in lines if ln.block in ran]
     if spec.paper_rows and lines:
         lines += _paper_lines(spec, paper, [b for b in spec.blocks if b.label in ran] or [Block({})])
-    lines = _grouped(lines)
+    lines = _grouped(lines, spec.block_major)
     better = [spec.better] * len(headers)
     _mark_best(lines, better, spec.decimals, evidence)
     return Table(spec, headers, better, lines, settings_sentence(spec, lines, [c.label for c in spec.columns], absent))
+
+
+def standins_of(rows, key: str) -> str:
+    """The stand-ins (values of config ``key``) the rows' runs used, joined; "" for none or no key."""
+    if not key:
+        return ""
+    return ", ".join(sorted({str(r["_config"][key]) for r in rows if r["_config"].get(key)}))
 
 
 def _over_runs_interval(s: Stat, evidence: EvidenceIndex | None, pooled: bool = False) -> Stat:
@@ -330,12 +343,15 @@ def _build_summary(spec: TableSpec, paper: PaperValues, built: dict[str, Table],
     return Table(spec, headers, better, lines, settings_sentence(spec, lines, headers))
 
 
-def _grouped(lines: list[Line]) -> list[Line]:
+def _grouped(lines: list[Line], block_major: bool = False) -> list[Line]:
     """Lines of one backbone group together (its header shown once), then by block within the group;
-    groups and blocks in order of first appearance, the paper's reference rows last."""
+    groups and blocks in order of first appearance, the paper's reference rows last. ``block_major``:
+    block by block instead, the groups within each, so the paper's rows close each block."""
     blocks = list(dict.fromkeys(ln.block for ln in lines))
     groups = list(dict.fromkeys(ln.group for ln in lines if not ln.reference))
     groups += list(dict.fromkeys(ln.group for ln in lines if ln.group not in groups))
+    if block_major:
+        return sorted(lines, key=lambda ln: (blocks.index(ln.block), groups.index(ln.group)))
     return sorted(lines, key=lambda ln: (groups.index(ln.group), blocks.index(ln.block)))
 
 
@@ -434,6 +450,10 @@ def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], ab
     if unverified:
         marks += (f" {UNVERIFIED}: computed on data that failed its sha256 check (run with --allow-unverified-data): "
                   + ", ".join(unverified) + "; such a cell is shown only where no cell on verified data exists.")
+    standins = {c.standin: None for ln in lines for c in ln.cells if c.standin}
+    if standins:
+        marks += (f" {STANDIN}: the dataset's training set is not offline, so the victim trained on a stand-in "
+                  f"({spec.standin} {', '.join(standins)}; each cell records it).")
     if absent_blocks:
         marks += " No results at all for: " + ", ".join(absent_blocks) + "."
     passed_over = sum(c.stat.passed_over for ln in lines for c in ln.cells)
@@ -516,7 +536,7 @@ def _single_part(table: Table, line: Line, i: int) -> bool:
 
 TEX_SPECIAL = {"&": "\\&", "%": "\\%", "#": "\\#", "_": "\\_", "$": "\\$", "{": "\\{", "}": "\\}",
                "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "\\": "\\textbackslash{}",
-               "–": "--", "−": "$-$", "±": "$\\pm$", "†": "$^\\dagger$", "‡": "$^\\ddagger$", "Δ": "$\\Delta$", "×": "$\\times$",
+               "–": "--", "−": "$-$", "±": "$\\pm$", "†": "$^\\dagger$", "‡": "$^\\ddagger$", "§": "\\S{}", "Δ": "$\\Delta$", "×": "$\\times$",
                "ℓ": "$\\ell$", "↑": "$\\uparrow$", "↓": "$\\downarrow$",
                **{ch: f"$\\{name}$" for ch, name in zip("αβγδελστ", ("alpha", "beta", "gamma", "delta", "epsilon",
                                                                         "lambda", "sigma", "tau"))}}
@@ -542,6 +562,7 @@ class Style:
     missing: str
     escape: object = staticmethod(lambda s: s)
     join: str = "{ours}{paper}"  # how ours and the paper part share a cell
+    standin: str = STANDIN
 
 
 MD = Style(bold="**{}**", ci=" ({low}–{high})", pm=" ± ", n=" (n={})", partial=PARTIAL, unverified=UNVERIFIED, paper=" [paper {paper}, Δ {delta}]",
@@ -551,6 +572,7 @@ TEX = Style(bold="\\textbf{{{}}}", ci=" {{\\scriptsize ({low}--{high})}}", pm="$
             paper=" {{\\scriptsize[{paper}, $\\Delta$ {delta}]}}", paper_only=" {{\\scriptsize[{paper}]}}",
             missing="--", escape=lambda s: tex_escape(s),
             # The paper part on a second line of the cell keeps wide tables on the page.
+            standin="$^\\S$",
             join="\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{ours}\\\\{paper}\\end{{tabular}}")
 HTML = Style(bold="<b>{}</b>", ci="<br><small>({low}–{high})</small>", pm=" ± ", n=" (n={})", partial=PARTIAL,
              unverified=UNVERIFIED, paper="<br><small>[paper {paper}, Δ {delta}]</small>",
@@ -573,6 +595,8 @@ def cell_text(cell: Cell, style: Style, decimals: int) -> str:
             text += style.partial
         if cell.unverified:
             text += style.unverified
+        if cell.standin:
+            text += style.standin
         if cell.bold:
             text = style.bold.format(text)
         if cell.mark:
@@ -673,7 +697,8 @@ def to_html(table: Table) -> str:
 
 
 CSV_FIELDS = ("table", "block", "backbone", "model", "column", "mean", "std", "ci_low", "ci_high", "ci_method",
-              "seeds", "partial", "bold", "mark", "paper", "delta", "better", "reference", "unverified_data")
+              "seeds", "partial", "bold", "mark", "paper", "delta", "better", "reference", "unverified_data",
+              "standin")
 
 
 def to_csv(table: Table) -> str:
@@ -692,7 +717,8 @@ def to_csv(table: Table) -> str:
                              "ci_high": num(cell.stat.ci.high), "ci_method": cell.stat.ci.method,
                              "seeds": cell.stat.seeds or "", "partial": int(cell.partial), "bold": int(cell.bold),
                              "mark": cell.mark, "paper": num(cell.paper), "delta": num(cell.delta), "better": better,
-                             "reference": int(cell.reference), "unverified_data": int(cell.unverified)})
+                             "reference": int(cell.reference), "unverified_data": int(cell.unverified),
+                             "standin": cell.standin})
     return buf.getvalue()
 
 

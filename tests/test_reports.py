@@ -245,12 +245,21 @@ def test_cells_carry_the_rows_intervals(generated):
 
 
 def test_paper_reference_rows_and_one_header_per_group(generated):
+    md = generated["robustembed-table1.md"]
+    headers = [ln for ln in md.splitlines() if ln.startswith("| *")]
+    assert len(headers) == len(set(headers))  # each group header once
+    assert headers[-1].startswith("| *paper (RobustEmbed Table 1, its backbones)*")
+    # Table 3 is block-major: each recipe's block is closed by the paper's rows for that recipe
     md = generated["robustembed-table3.md"]
     assert "| TextFooler | paper · SimCSE-BERT_base | 65.53 | 71.49 | 72.61 |" in md  # our columns only
     assert "| PWWS | paper · RobustEmbed-BERT_base |" in md
-    headers = [ln for ln in md.splitlines() if ln.startswith("| *")]
-    assert len(headers) == len(set(headers))  # each group header once, not once per recipe block
-    assert headers[-1].startswith("| *paper (RobustEmbed Table 3, its backbones)*")
+    body = [ln for ln in md.splitlines() if ln.startswith("| TextFooler |") or ln.startswith("| PWWS |")]
+    blocks = [ln.split(" | ")[0] for ln in body]
+    assert blocks == sorted(blocks, key=lambda b: b != "| TextFooler")  # one block, then the next
+    for recipe in ("TextFooler", "PWWS"):
+        mine = [ln for ln in body if ln.startswith(f"| {recipe} |")]
+        first_paper = next(i for i, ln in enumerate(mine) if "paper · " in ln)
+        assert first_paper > 0 and all("paper · " in ln for ln in mine[first_paper:])  # ours, then the paper's
     t3 = _cells(generated["robustembed-table3.csv"])
     ref = t3[("TextFooler", "paper · RobustEmbed-BERT_base", "MR")]
     assert (ref["reference"], ref["paper"], ref["mean"], ref["bold"]) == ("1", "32.69", "", "0")
@@ -811,3 +820,22 @@ def test_card_shows_the_kept_step_and_the_papers_open_choices(results, tmp_path)
     assert "| weights kept | step 125 of 250 (STS-B dev Spearman 74.20; 68.89 before training) |" in md
     assert "| passes over the training data | 1.34 |" in md
     assert "## Choices the paper leaves open" in md and "| epsilon | 1e-5 (not given) |" in md
+
+
+def test_a_cell_on_a_stand_in_victim_is_marked_and_explained(results):
+    """A dataset whose training set is not offline is attacked on a victim trained on a stand-in: the cell
+    carries the mark, the legend names the stand-in, and the CSV records it."""
+    from reports import generate
+
+    _cell(ResultStore(results), "simcse-bert", "adversarial", "snli", 0,
+          _runs("attack_success_rate", [70.0, 71.0, 72.0], "textfooler"), recipes=["textfooler"], runs=3,
+          substitute_victim="snli-dev")
+    reports = generate(results).reports
+    md = reports["robustembed-table3.md"]
+    line = next(ln for ln in md.splitlines() if ln.startswith("| TextFooler | simcse-bert |"))
+    assert line.count("§") == 1  # SNLI's cell only
+    assert "§: the dataset's training set is not offline, so the victim trained on a stand-in " \
+           "(substitute_victim snli-dev" in md
+    t3 = _cells(reports["robustembed-table3.csv"])
+    assert t3[("TextFooler", "simcse-bert", "SNLI")]["standin"] == "snli-dev"
+    assert t3[("TextFooler", "simcse-bert", "MR")]["standin"] == ""
