@@ -1367,8 +1367,8 @@ def test_hand_edited_attack_log_is_detected(bench_env, capsys):
 
 
 def test_perturbation_set_refuses_an_edited_log(bench_env, tmp_path, capsys):
-    """The frozen perturbation set is built from attack logs; one edited after its cell was computed is named
-    (exit 2) before it is parsed, while a log no cell records yet (an attack still running) is read."""
+    """An attack log edited after its cell was computed, read by the perturbation-set builder: exit 2; the log and
+    the cell are named before the log is parsed, while a log no cell records yet (an attack still running) is read."""
     from attacks.perturbation_set import main
 
     _, _, cell, log = _cell_with_log(bench_env.results)
