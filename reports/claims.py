@@ -381,12 +381,12 @@ def _found_tasks(store: ResultStore, ledger: Ledger, claim: Claim, model: str, v
     return found
 
 
-def seed_evidence(store: ResultStore, ledger: Ledger, claim: Claim, model: str, variant: dict):
-    """The model's evidence for the claim's row: one task's, or, for a claim over several tasks, their
-    equal-weight average (each task resampled within itself). Returns (evidence, value, missing tasks)."""
+def seed_evidence(claim: Claim, found: dict):
+    """The model's evidence for the claim's row from its ``_found_tasks``: one task's, or, for a claim over
+    several tasks, their equal-weight average (each task resampled within itself). Returns (evidence, value,
+    missing tasks)."""
     from bench.scoring.stats import Evidence
 
-    found = _found_tasks(store, ledger, claim, model, variant)
     missing = tuple(t for t in claim.task_list if t not in found)
     if missing:
         return None, None, missing
@@ -484,14 +484,15 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
     """Every seed's line under ``variant`` and the pooled effect of those that ran (verdict pending Holm)."""
     lines, pairs, ran_at = [], [], []
     for seed, baseline, method in _pairs(ledger, claim):
-        a, b = (seed_evidence(store, ledger, claim, m, variant) for m in (baseline, method))
+        found = [_found_tasks(store, ledger, claim, m, variant) for m in (baseline, method)]
+        a, b = (seed_evidence(claim, f) for f in found)
         missing = tuple(m for m, (_, _, gone) in ((baseline, a), (method, b)) if gone)
         if missing:
             todo = steps(ledger, claim, variant, missing, store)
             lines.append(Comparison(method, baseline, variant, seed, missing=missing, steps=todo,
                                     command=" && ".join(s.command for s in todo),
                                     cpu_minutes=sum(s.run_minutes + s.train_minutes for s in todo),
-                                    note=partial_average(store, ledger, claim, variant, baseline, method, cache)))
+                                    note=partial_average(claim, *found, cache)))
         elif a[0] is None or b[0] is None:
             lines.append(Comparison(method, baseline, variant, seed, estimate=_minus(b[1], a[1]),
                                     values=(a[1], b[1]), note=NO_EVIDENCE))
@@ -512,15 +513,14 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
     return Effect(claim, variant, tuple(lines), pooled)
 
 
-def partial_average(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, baseline: str, method: str,
-                    cache) -> str:
+def partial_average(claim: Claim, a: dict, b: dict, cache) -> str:
     """For a claim over several datasets that one seed has not finished: the difference over the datasets both
-    models have, as a progress note that decides nothing ("" when there is none to show)."""
+    models have (``a``, ``b``: the baseline's and the method's ``_found_tasks``), as a progress note that
+    decides nothing ("" when there is none to show)."""
     from bench.scoring.stats import Evidence
 
     if not claim.tasks:
         return ""
-    a, b = (_found_tasks(store, ledger, claim, m, variant) for m in (baseline, method))
     shared = [t for t in claim.task_list if t in a and t in b and a[t][0] is not None and b[t][0] is not None]
     if not shared:
         return ""
