@@ -119,9 +119,13 @@ def test_attack_rows_wilson_and_mcnemar_with_skips(tmp_path):
     assert counts == {"shared_cells": 1, "only_a": 0, "only_b": 0}
     d = {x.key["metric"]: x for x in diffs}
     asr_d = d["attack_success_rate"].diff
-    # Each victim's own rate: A 100/110, B 70/110; McNemar on the 100 examples both attacked.
-    assert asr_d.estimate == pytest.approx(100 * 70 / 110 - 100 * 100 / 110)
+    # Each victim's own rate: A 100/110, B 70/110. The difference, its CI and McNemar rest on the 100
+    # examples both attacked (A 100/100, B 60/100), as the ledger's; the own rates stay beside them.
+    assert asr_d.estimate == pytest.approx(60.0 - 100.0) and asr_d.high < 0
     assert asr_d.extra["counted_by_both"] == 100 and asr_d.extra["counted_by_one"] == 20
+    row = d["attack_success_rate"]
+    assert (row.a, row.b) == (pytest.approx(100.0), pytest.approx(60.0))
+    assert (row.stored_a, row.stored_b) == (pytest.approx(100 * 100 / 110), pytest.approx(100 * 70 / 110))
     assert asr_d.extra["mcnemar"]["a_only"] == 40 and asr_d.extra["mcnemar"]["b_only"] == 0
     assert asr_d.p < 1e-6 and d["attack_success_rate"].significant
     q = d["avg_queries"].diff

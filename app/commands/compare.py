@@ -6,10 +6,10 @@ configuration; only the model differs), from the stored results and their eviden
 
 - STS and other correlations: paired bootstrap over the same pairs (1,000 resamples, seeded);
 - attack rates (success rate, accuracy under attack, ...) and accuracies: paired bootstrap over the
-  same examples for the CI, McNemar's mid-p for the p-value. For the success rate an example skipped
-  (already misclassified) by one victim but attacked by the other counts in that victim's rate only,
-  as in each model's own number; McNemar uses the examples both victims attacked, and the counts of
-  examples attacked by one victim only are reported;
+  same examples for the CI, McNemar's mid-p for the p-value. The success rate counts only the examples
+  a victim attacked (those it classified correctly), so A, B, B - A, its CI and McNemar's test all rest
+  on the examples both victims attacked, as in the claims ledger; the examples attacked by one victim
+  only are counted and reported, and `--json` keeps each cell's own rate (stored_a, stored_b);
 - continuous per-example measures (queries, % words perturbed): paired bootstrap of the mean difference;
 - averages (STS avg, transfer avg) and means over runs: the parts pair up (task with task, run with
   run) and the difference of the averages is bootstrapped from each part's paired resamples; runs pool
@@ -175,9 +175,10 @@ def footnotes(model_a: str, model_b: str, diffs: list, counts: dict) -> list[str
     unmatched = sum(d.diff.extra.get("unmatched", 0) for d in diffs if d.diff)
     one_sided = sum(d.diff.extra.get("counted_by_one", 0) for d in diffs if d.diff and "mcnemar" in d.diff.extra)
     if one_sided or unmatched:
-        notes.append(f"Examples counted by one model only (e.g. skipped by one victim): {one_sided}, in that "
-                     f"model's rate and the CI, not in McNemar's test; examples in one cell only: {unmatched}, "
-                     f"left out.")
+        notes.append(f"Examples counted by one model only (e.g. skipped by one victim): {one_sided}, left out: "
+                     f"A, B, B − A, the CI and McNemar's test rest on the examples both counted (each cell's own "
+                     f"rate: bench results, or --json's stored_a/stored_b); examples in one cell only: "
+                     f"{unmatched}, left out.")
     unverified = sorted({f for d in diffs for f in d.unverified_a + d.unverified_b})
     if unverified:
         notes.append(f"{UNVERIFIED}: computed on data that failed its sha256 check (run with --allow-unverified-data): "

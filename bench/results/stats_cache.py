@@ -127,11 +127,11 @@ class StatsCache:
         return from_dict(entry["value"])  # read back from the stored form, so a hit and a miss agree
 
     def paired(self, a: Evidence, b: Evidence, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED,
-               level: float = LEVEL) -> Difference:
-        """``bench.scoring.stats.paired_bootstrap(a, b)``, B - A, computed once per content. Raises ValueError as
-        it does when the two cannot be paired (not cached)."""
-        key = _key("paired", resamples, seed, level, evidence_digest(a), evidence_digest(b))
-        return self._get(key, "paired", lambda: paired_bootstrap(a, b, resamples, seed, level),
+               level: float = LEVEL, common: bool = False) -> Difference:
+        """``bench.scoring.stats.paired_bootstrap(a, b, common=common)``, B - A, computed once per content. Raises
+        ValueError as it does when the two cannot be paired (not cached)."""
+        key = _key("paired", resamples, seed, level, f"common={common}", evidence_digest(a), evidence_digest(b))
+        return self._get(key, "paired", lambda: paired_bootstrap(a, b, resamples, seed, level, common),
                          _difference_to_dict, _difference_from_dict)
 
     def pooled(self, pairs: list[tuple[Evidence, Evidence]], common: bool = False, resamples: int = RESAMPLES,

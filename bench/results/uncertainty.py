@@ -148,6 +148,8 @@ class CellDiff:
     setting: str = ""  # what sets this cell apart from the other shared cells of its task ("victim=frozen, ...")
     unverified_a: tuple = ()  # data files under A's row that failed their sha256 check (--allow-unverified-data)
     unverified_b: tuple = ()
+    stored_a: float | None = None  # each cell's own value (a and b: over the examples the difference rests on)
+    stored_b: float | None = None
 
     @property
     def estimate(self) -> float | None:
@@ -162,7 +164,8 @@ class CellDiff:
     def as_dict(self) -> dict:
         d = self.diff
         return {"suite": self.suite, "task": self.task, "seed": self.seed, "config_hash": self.config_hash,
-                **self.key, "a": self.a, "b": self.b, "difference": _clean(self.estimate),
+                **self.key, "a": self.a, "b": self.b, "stored_a": self.stored_a, "stored_b": self.stored_b,
+                "difference": _clean(self.estimate),
                 "ci_low": _clean(d.low) if d else None, "ci_high": _clean(d.high) if d else None,
                 "p": _clean(d.p) if d else None, "significant": self.significant,
                 "method": d.method if d else "", "pairs": d.n if d else None,
@@ -221,7 +224,12 @@ def unverified_data(row: dict) -> tuple[str, ...]:
 def compare_cells(store: ResultStore, path_a: Path, path_b: Path, include=lambda key: True,
                   setting: str = "", cache: StatsCache | None = None) -> list[CellDiff]:
     """Paired differences B - A over the rows of two cells of one (suite, task, seed, config), each
-    bootstrap taken from ``cache`` when it holds it (default: the cache beside the results)."""
+    bootstrap taken from ``cache`` when it holds it (default: the cache beside the results).
+
+    Rates over a subset (an attack success rate counts only the examples its victim classified
+    correctly) are compared over the examples both count, so A, B, B - A, its CI and McNemar's test
+    all rest on the same examples, as in the claims ledger; ``stored_a``/``stored_b`` keep each
+    cell's own value."""
     cache = cache if cache is not None else StatsCache.load(store.root)
     cell_a, cell_b = store.read(path_a), store.read(path_b)
     ev_a, ev_b = stored_evidence(store, path_a), stored_evidence(store, path_b)
@@ -236,15 +244,24 @@ def compare_cells(store: ResultStore, path_a: Path, path_b: Path, include=lambda
         diff, note = None, ""
         if k in ev_a and k in ev_b:
             try:
-                diff = cache.paired(ev_a[k], ev_b[k])
+                diff = cache.paired(ev_a[k], ev_b[k], common=True)
             except ValueError as exc:
                 note = f"not comparable: {exc}"
         else:
             missing = [m for m, ev in (("A", ev_a), ("B", ev_b)) if k not in ev]
             note = f"no stored evidence for {' and '.join(missing)}"
-        out.append(CellDiff(c["suite"], c["task"], c["seed"], c["config_hash"], row_key(ra), ra.get("value"),
-                            rb.get("value"), diff, note, setting, unverified_data(ra), unverified_data(rb)))
+        a, b = _compared_values(diff, ra.get("value"), rb.get("value"))
+        out.append(CellDiff(c["suite"], c["task"], c["seed"], c["config_hash"], row_key(ra), a, b, diff, note,
+                            setting, unverified_data(ra), unverified_data(rb), ra.get("value"), rb.get("value")))
     return out
+
+
+def _compared_values(diff: Difference | None, stored_a, stored_b) -> tuple:
+    """A and B over the examples the difference rests on: the stored values, unless the comparison
+    kept only the examples both count."""
+    if diff is not None and diff.extra.get("common") and diff.extra.get("a") is not None:
+        return diff.extra["a"], diff.extra["b"]
+    return stored_a, stored_b
 
 
 def compare_models(store: ResultStore, model_a: str, model_b: str, suite: str | None = None,

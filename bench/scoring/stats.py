@@ -34,7 +34,8 @@ RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
 # What the interval and paired-test functions compute; a change to their results bumps it, so the
 # bootstrap results kept beside the results (bench/results/stats_cache.py) are computed afresh.
-METHODS_VERSION = 1
+# 2: with ``common``, counted_by_one also counts the examples the restriction left out (1 reported 0 there).
+METHODS_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -513,12 +514,15 @@ def _paired(a: Evidence, b: Evidence, resamples: int, seed: int, level: float,
     if (a.statistic, a.columns) != (b.statistic, b.columns):
         raise ValueError(f"cannot pair {a.statistic}{a.columns} with {b.statistic}{b.columns}")
     restrict = common and STATISTICS[a.statistic].interval == "wilson"
+    one_sided = 0  # examples one side counts and the other does not, left out by ``common``
     if a.sample.ids == b.sample.ids and not restrict:  # the same examples in the same order: reuse their bootstraps
         sa, sb, dropped, ea, eb = a.sample, b.sample, 0, a, b
     else:
         sa, sb, dropped = match(a.sample, b.sample)
         if restrict:
-            sa, sb = _counted_by_both(sa, sb, a.columns[0])
+            col = a.columns[0]
+            one_sided = int(np.sum(np.isnan(sa.columns[col]) != np.isnan(sb.columns[col])))
+            sa, sb = _counted_by_both(sa, sb, col)
         ea, eb = Evidence(a.statistic, sa, a.columns, a.scale), Evidence(b.statistic, sb, b.columns, b.scale)
     if not len(sa):
         return Difference(None, None, None, None, "no shared examples", 0, {"unmatched": dropped}), None
@@ -526,7 +530,7 @@ def _paired(a: Evidence, b: Evidence, resamples: int, seed: int, level: float,
     estimate = None if pa is None or pb is None else pb - pa
     dist = eb.bootstrap(resamples, seed) - ea.bootstrap(resamples, seed)
     ci = percentile_interval(dist, level)
-    extra = {"unmatched": dropped, "a": pa, "b": pb}
+    extra = {"unmatched": dropped, "a": pa, "b": pb, **({"common": True} if restrict else {})}
     strat = "-stratified" if a.statistic.endswith("_wmean") else ""
     method = f"paired-bootstrap{strat}(B={resamples},seed={seed})" + ("; examples counted by both" if restrict else "")
     p = bootstrap_p(dist, estimate) if estimate is not None else None
@@ -535,7 +539,7 @@ def _paired(a: Evidence, b: Evidence, resamples: int, seed: int, level: float,
         both = ~np.isnan(va) & ~np.isnan(vb)
         test = mcnemar(va[both], vb[both])
         extra.update(mcnemar=test, counted_by_both=int(both.sum()),
-                     counted_by_one=int(np.sum(np.isnan(va) != np.isnan(vb))))
+                     counted_by_one=int(np.sum(np.isnan(va) != np.isnan(vb))) + one_sided)
         p = test["p_mid"]
         method += "; McNemar mid-p on examples counted by both"
     return Difference(estimate, ci.low, ci.high, p, method, len(sa), extra), dist
@@ -561,7 +565,8 @@ def _paired_parts(a: Evidence, b: Evidence, resamples: int, seed: int, level: fl
     diffs = [d for d, _ in leaves]
     estimate = float(np.mean([d.estimate for d in diffs]))
     ci = percentile_interval(dist, level)
-    extra = {"parts": len(diffs), "unmatched": sum(d.extra.get("unmatched", 0) for d in diffs)}
+    extra = {"parts": len(diffs), "unmatched": sum(d.extra.get("unmatched", 0) for d in diffs),
+             **({"common": True} if any(d.extra.get("common") for d in diffs) else {})}
     if all(d.extra.get("a") is not None and d.extra.get("b") is not None for d in diffs):  # the two values the difference is between
         extra.update(a=float(np.mean([d.extra["a"] for d in diffs])), b=float(np.mean([d.extra["b"] for d in diffs])))
     method = f"paired-bootstrap-{a.combine}-of-{len(diffs)}(B={resamples},seed={seed})"
