@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bench.results import metadata
 from bench.errors import BenchError
-from bench.scoring.stats import LEVEL, Difference, Pooled, holm, minimum_detectable_effect
+from bench.scoring.stats import LEVEL, Difference, Pooled, holm, mcnemar_detectable_effect, minimum_detectable_effect
 from bench.results.store import ResultStore
 from reports.claims_schema import claim_problem, file_problem
 from reports.paper import PAPER_VALUES, PaperRef, PaperValues
@@ -426,7 +426,12 @@ class Effect:
 
     @property
     def mde(self) -> float | None:
-        return minimum_detectable_effect(self.pooled.se if self.pooled else None, LEVEL, POWER)
+        se = self.pooled.se if self.pooled else None
+        ran = self.ran
+        if se == 0 and ran and all("McNemar" in ln.test and ln.pairs for ln in ran):
+            # no example differs in outcome on any seed: size the test by its examples, not its zero SE
+            return mcnemar_detectable_effect(sum(ln.pairs for ln in ran), LEVEL, POWER)
+        return minimum_detectable_effect(se, LEVEL, POWER)
 
     @property
     def relative(self) -> float | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -420,3 +422,14 @@ def test_attack_cost_uses_a_recipes_measured_seconds_where_known():
     assert claims.run_minutes(costs, {**options, "recipe": ["bae"]}) == pytest.approx(240 * 0.5 / 60 + 2)
     assert claims.run_minutes(costs, {**options, "recipe": ["bae", "pwws"]}) == pytest.approx(240 * 2.5 / 60 + 2)
     assert claims.run_minutes(costs, {**options, "recipe": "pwws"}) == pytest.approx(240 * 2 / 60 + 2)
+
+
+def test_a_rate_on_which_no_example_differs_still_has_an_mde():
+    from bench.scoring.stats import Pooled, mcnemar_detectable_effect
+
+    line = claims.Comparison("m", "b", {}, estimate=0.0, low=0.0, high=0.0, p=1.0, pairs=200, values=(2.0, 2.0),
+                             test="paired-bootstrap-runs-of-2(B=1000,seed=0); McNemar mid-p pooled over parts")
+    effect = claims.Effect(None, {}, (line,), Pooled(0.0, 0.0, 0.0, 1.0, 0.0, 1, None, "x"))
+    assert effect.mde == pytest.approx(mcnemar_detectable_effect(200)) and 3 < effect.mde < 4
+    other = claims.Effect(None, {}, (replace(line, test="paired-bootstrap"),), effect.pooled)
+    assert other.mde is None  # a continuous measure with zero spread has nothing to size a test by

@@ -336,3 +336,17 @@ def test_matthews_correlation_matches_its_definition():
     expected = (tp * tn - fp * fn) / np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
     assert float(mcc_binary(pred, gold)) == pytest.approx(expected)
     assert float(mcc_binary(np.ones(4), np.array([1, 0, 1, 0]))) == 0.0  # an empty margin
+
+
+def test_detectable_effect_when_no_example_differs():
+    """Two victims that agree on every example have a zero standard error; the MDE then comes from how many
+    one-way flips McNemar's test needs (5 at 5%: mid-p 0.031, 4 give 0.0625) and how likely n examples give them."""
+    from scipy.stats import binom
+
+    from bench.scoring.stats import mcnemar, mcnemar_detectable_effect
+
+    assert mcnemar([1] * 5, [0] * 5)["p_mid"] < 0.05 < mcnemar([1] * 4, [0] * 4)["p_mid"]
+    mde = mcnemar_detectable_effect(200)
+    assert binom.sf(4, 200, mde / 100) == pytest.approx(0.8, abs=1e-6)
+    assert mcnemar_detectable_effect(400) < mde  # more examples detect less
+    assert mcnemar_detectable_effect(4) is None and mcnemar_detectable_effect(0) is None  # 4 flips never reject

@@ -666,6 +666,25 @@ def minimum_detectable_effect(se: float | None, level: float = LEVEL, power: flo
     return float((norm.ppf(0.5 + level / 2.0) + norm.ppf(power)) * se)
 
 
+def mcnemar_detectable_effect(n: int, level: float = LEVEL, power: float = 0.8, scale: float = 100.0) -> float | None:
+    """For a paired rate over ``n`` examples on which the two sides never disagree (no discordant pair, so
+    no standard error to size a test by): the smallest share of examples that, flipping one way, makes
+    McNemar's mid-p test reject at 1 - ``level`` with probability ``power``, on the row's scale."""
+    from scipy.stats import binom
+
+    if n < 1:
+        return None
+    alpha = 1.0 - level
+    needed = next(d for d in range(1, 64) if mcnemar([1] * d, [0] * d)["p_mid"] < alpha)
+    if binom.sf(needed - 1, n, 1.0) < power:
+        return None
+    low, high = 0.0, 1.0
+    for _ in range(60):  # bisection on the flip rate: P(at least `needed` flips of n) >= power
+        mid = (low + high) / 2.0
+        low, high = (low, mid) if binom.sf(needed - 1, n, mid) >= power else (mid, high)
+    return float(scale * high)
+
+
 def match(a: Sample, b: Sample) -> tuple[Sample, Sample, int]:
     """The examples both samples hold, in A's order, and how many were in only one."""
     where_b = {i: k for k, i in enumerate(b.ids)}
