@@ -20,6 +20,11 @@ beside each other instead of overwriting one another; the card is checked again 
 Classifiers train and answer queries in the encoder's precision (``Encoder.amp_dtype``); a
 precision other than float32 enters the request (so the key) and the card.
 
+End-to-end training saves its state every ``CHECKPOINT_EVERY_S`` seconds to ``<key>.partial.pt`` beside
+the classifier's directory (weights, optimiser, schedule, random state, step; one file, written
+atomically, read with ``weights_only=True``), so an interrupted run (Ctrl-C, a session's end) continues
+from its last save instead of from step 0; the file is removed once the classifier is saved.
+
 Usage::
 
     victim = load_or_finetune(encoder, paths, task="mr", num_labels=2,
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import io
 import json
 import math
 import random
@@ -46,7 +52,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bench.data.datasets import atomic_write_text, read_json, umask_permissions
+from bench.data.datasets import atomic_write_bytes, atomic_write_text, read_json, umask_permissions
 from bench.models.encoder import autocast, dtype_name
 from bench.errors import BenchError
 from bench.models.poolers import NEEDS_HIDDEN_STATES, POOLERS
@@ -234,12 +240,16 @@ def mix(parts: Sequence[Labelled], cap: int | None, seed: int) -> tuple[Labelled
 
 def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled, config: FinetuneConfig,
              device: str = "cpu", log: Callable[[str], None] | None = None,
-             amp_dtype=None) -> tuple[FinetunedClassifier, dict]:
+             amp_dtype=None, checkpoint: Path | None = None,
+             checkpoint_every_s: float | None = None) -> tuple[FinetunedClassifier, dict]:
     """Train a ``Classifier`` on ``train`` (already mixed and capped). Returns it and training stats.
 
     ``backbone`` is deep-copied: the caller's encoder keeps its weights. ``amp_dtype`` (from
     ``bench.models.encoder.resolve_dtype``; None = float32) is the autocast of training and of the returned
-    classifier's queries; weights and optimiser state stay float32.
+    classifier's queries; weights and optimiser state stay float32. With ``checkpoint`` (a file path), the
+    state is saved there every ``checkpoint_every_s`` seconds (default ``CHECKPOINT_EVERY_S``) and a run
+    resumes from it: the data order is the seed's, replayed, and the random state is restored, so a
+    resumed run takes the steps an uninterrupted one would.
     """
     from transformers import get_linear_schedule_with_warmup
 
@@ -266,11 +276,17 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
     scaler = torch.amp.GradScaler("cuda", enabled=amp == torch.float16)
     rng = random.Random(config.seed)
     labels = torch.tensor(train.labels)
-    losses, start = [], time.perf_counter()
+    parts = {"model": model, "optimizer": optimizer, "schedule": schedule, "scaler": scaler}
+    every = CHECKPOINT_EVERY_S if checkpoint_every_s is None else checkpoint_every_s
+    resumed = _resume(checkpoint, config, total, parts, device, log) if checkpoint else None
+    losses, before = (resumed["losses"], resumed["elapsed"]) if resumed else ([], 0.0)
+    start = last_save = time.perf_counter()
     for epoch in range(config.epochs):
         order = list(range(len(feats)))
-        rng.shuffle(order)
+        rng.shuffle(order)  # every epoch's order is drawn, also those a resumed run skips, so the seed's order holds
         for step in range(steps_per_epoch):
+            if epoch * steps_per_epoch + step < len(losses):
+                continue
             chunk = order[step * config.batch_size:(step + 1) * config.batch_size]
             batch = tokenizer.pad([feats[i] for i in chunk], return_tensors="pt")
             batch = {k: v.to(device) for k, v in batch.items()}
@@ -286,11 +302,59 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
             losses.append(float(loss.detach()))
             if log and (len(losses) % 50 == 0 or len(losses) == total):
                 log(f"  finetune step {len(losses)}/{total} loss {np.mean(losses[-50:]):.4f}")
+            if checkpoint and len(losses) < total and time.perf_counter() - last_save >= every:
+                _save_checkpoint(checkpoint, config, total, parts, losses, before + time.perf_counter() - start,
+                                 device)
+                last_save = time.perf_counter()
     stats = {"steps": total, "first_loss": losses[0], "last_loss": float(np.mean(losses[-10:])),
-             "train_seconds": round(time.perf_counter() - start, 1), "device": device,
-             "amp": str(amp).replace("torch.", "") if amp else None}
+             "train_seconds": round(before + time.perf_counter() - start, 1), "device": device,
+             "amp": str(amp).replace("torch.", "") if amp else None,
+             **({"resumed_at_step": resumed["step"]} if resumed else {})}
     clf = FinetunedClassifier(model, tokenizer, config.max_len, device, amp_dtype=amp)
     return clf, stats
+
+
+CHECKPOINT_EVERY_S = 300.0  # a save costs about a second for MiniLM; a session's end loses at most this much
+CHECKPOINT_FORMAT = 1
+
+
+def _save_checkpoint(path: Path, config, total: int, parts: dict, losses: list, elapsed: float, device: str) -> None:
+    """Everything a resumed run needs, as one file written atomically (tensors and plain values only)."""
+    state = {"format": CHECKPOINT_FORMAT, "config": json.dumps(asdict(config), sort_keys=True), "total": total,
+             "step": len(losses), "losses": list(losses), "elapsed": elapsed,
+             "torch_rng": torch.get_rng_state(),
+             **({"cuda_rng": torch.cuda.get_rng_state(device)} if str(device).startswith("cuda") else {}),
+             **{name: part.state_dict() for name, part in parts.items()}}
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def _resume(path: Path, config, total: int, parts: dict, device: str, log) -> dict | None:
+    """Load the checkpoint at ``path`` into ``parts`` and the random state; None (logged) when there is
+    none, or it is unreadable or from other settings, and training starts at step 0."""
+    if not Path(path).is_file():
+        return None
+    say = log or (lambda _: None)
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+        fits = (isinstance(state, dict) and state.get("format") == CHECKPOINT_FORMAT and state.get("total") == total
+                and state.get("config") == json.dumps(asdict(config), sort_keys=True)
+                and 0 < state.get("step", 0) == len(state.get("losses", ())) < total)
+        if fits:
+            for name, part in parts.items():
+                part.load_state_dict(state[name])
+            torch.set_rng_state(state["torch_rng"].cpu())
+            if "cuda_rng" in state and str(device).startswith("cuda"):
+                torch.cuda.set_rng_state(state["cuda_rng"].cpu(), device)
+    except Exception as exc:  # a torn or foreign file costs the steps it held, never a wrong classifier
+        say(f"  the training checkpoint {path} is unreadable ({type(exc).__name__}); starting at step 0")
+        return None
+    if not fits:
+        say(f"  the training checkpoint {path} is from other settings; starting at step 0")
+        return None
+    say(f"  resuming from the checkpoint at step {state['step']}/{total}")
+    return state
 
 
 def _no_decay(name: str) -> bool:
@@ -354,12 +418,19 @@ def _load_or_train(encoder, paths, protocol: str, task: str, num_labels: int, tr
     counts = ", ".join(f"{d['used']} of {d['source']}" for d in data)  # no "a:b: n": rich reads ":b:" as an emoji
     log(f"Training a {protocol} classifier on {encoder.name} for '{task}' (seed {config.seed}) on "
         f"{len(data_mix.inputs)} examples ({counts}) on {encoder.device}")
-    clf, stats = train_fn(data_mix)
+    partial = partial_path(directory)
+    clf, stats = train_fn(data_mix, partial)
     clf.card = {**request, "training": stats, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "dev_accuracy": clf.accuracy(dev) if dev and dev.inputs else None}
     clf.queries = 0
     clf.save(directory)
+    partial.unlink(missing_ok=True)  # only once the classifier is saved
     return clf
+
+
+def partial_path(directory: Path) -> Path:
+    """Where an interrupted training of the classifier at ``directory`` keeps its state."""
+    return Path(directory).with_name(Path(directory).name + ".partial.pt")
 
 
 def load_or_finetune(encoder, paths, task: str, num_labels: int, train: Sequence[Labelled],
@@ -371,9 +442,9 @@ def load_or_finetune(encoder, paths, task: str, num_labels: int, train: Sequence
     ``encoder`` is a ``bench.models.encoder.Encoder``; its module is copied, never modified.
     ``train`` parts are mixed, shuffled and capped at ``config.max_examples`` (recorded per source).
     """
-    def train_fn(data_mix):
+    def train_fn(data_mix, partial):
         clf, stats = finetune(encoder.model, encoder.tokenizer, encoder.pooler, num_labels, data_mix, config,
-                              encoder.device, log, amp_dtype=encoder.amp_dtype)
+                              encoder.device, log, amp_dtype=encoder.amp_dtype, checkpoint=partial)
         clf.batch_size = batch_size
         return clf, stats
 
@@ -514,7 +585,7 @@ def load_or_train_frozen(encoder, paths, task: str, num_labels: int, train: Sequ
                          log: Callable[[str], None] = print) -> FrozenHeadClassifier:
     """The cached frozen-encoder classifier for this request if there is one, else train and cache it."""
     return _load_or_train(encoder, paths, FROZEN, task, num_labels, train, config, dev, label_names, log,
-                          lambda data_mix: train_frozen_head(encoder, num_labels, data_mix, config, log),
+                          lambda data_mix, _partial: train_frozen_head(encoder, num_labels, data_mix, config, log),
                           lambda d: FrozenHeadClassifier.load(d, encoder))
 
 

@@ -3,6 +3,7 @@ import random
 
 import numpy as np
 import pytest
+import torch
 
 from bench.models.encoder import Encoder, load_hf
 from bench.finetune import (FinetuneConfig, FinetunedClassifier, FrozenHeadClassifier, FrozenHeadConfig, Labelled,
@@ -191,3 +192,63 @@ def test_a_corrupt_victim_card_is_retrained_and_a_direct_load_names_the_fix(enco
     assert any("corrupt; retraining" in m for m in logs) and not any("Reusing" in m for m in logs)
     assert json.loads((directory / "card.json").read_text())["protocol"] == "frozen"
     assert isinstance(again, FrozenHeadClassifier)
+
+
+def _weights(clf):
+    return {k: v.detach().clone() for k, v in clf.model.state_dict().items()}
+
+
+def test_an_interrupted_training_resumes_from_its_checkpoint_to_the_same_weights(encoder, tmp_path, monkeypatch):
+    """Stopped after step 5 (Ctrl-C, a session's end), a run resumes there: the data order, dropout and the
+    optimiser continue as if never stopped, so the classifier equals an uninterrupted run's."""
+    import bench.finetune as ft
+
+    data, ckpt = sentiment_set(48), tmp_path / "victim.partial.pt"
+    whole, _ = finetune(encoder.model, encoder.tokenizer, "avg", 2, data, FAST)
+    real_save = ft._save_checkpoint
+
+    def save_then_stop(path, config, total, parts, losses, *rest):
+        real_save(path, config, total, parts, losses, *rest)
+        if len(losses) == 5:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(ft, "_save_checkpoint", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        finetune(encoder.model, encoder.tokenizer, "avg", 2, data, FAST, checkpoint=ckpt, checkpoint_every_s=0)
+    monkeypatch.setattr(ft, "_save_checkpoint", real_save)
+    logs = []
+    resumed, stats = finetune(encoder.model, encoder.tokenizer, "avg", 2, data, FAST, log=logs.append,
+                              checkpoint=ckpt, checkpoint_every_s=1e9)
+    assert stats["resumed_at_step"] == 5 and any("resuming from the checkpoint at step 5/24" in m for m in logs)
+    a, b = _weights(whole), _weights(resumed)
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_a_torn_or_foreign_checkpoint_starts_over(encoder, tmp_path):
+    data, ckpt = sentiment_set(48), tmp_path / "victim.partial.pt"
+    whole, _ = finetune(encoder.model, encoder.tokenizer, "avg", 2, data, FAST)
+    ckpt.write_bytes(b"PK\x03\x04 half a file")
+    logs = []
+    clf, stats = finetune(encoder.model, encoder.tokenizer, "avg", 2, data, FAST, log=logs.append, checkpoint=ckpt)
+    assert "resumed_at_step" not in stats and any("unreadable" in m for m in logs)
+    a, b = _weights(whole), _weights(clf)
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    other = FinetuneConfig(**{**FAST.__dict__, "lr": 5e-4})  # a checkpoint of other settings is never resumed
+    finetune(encoder.model, encoder.tokenizer, "avg", 2, data, other, checkpoint=ckpt, checkpoint_every_s=0)
+    logs.clear()
+    _, stats = finetune(encoder.model, encoder.tokenizer, "avg", 2, data, FAST, log=logs.append, checkpoint=ckpt)
+    assert "resumed_at_step" not in stats and any("other settings" in m for m in logs)
+
+
+def test_the_cache_removes_the_checkpoint_once_the_victim_is_saved(encoder, tmp_path, monkeypatch):
+    import bench.finetune as ft
+
+    monkeypatch.setattr(ft, "CHECKPOINT_EVERY_S", 0.0)
+    paths = Paths(home=tmp_path / "home", data=tmp_path / "data", results=tmp_path / "results")
+    saved = []
+    real_save = ft._save_checkpoint
+    monkeypatch.setattr(ft, "_save_checkpoint", lambda path, *a: (saved.append(path), real_save(path, *a)))
+    load_or_finetune(encoder, paths, "toy", 2, [sentiment_set(32)], FAST, log=lambda _: None)
+    (directory,) = _victim_dirs(paths)
+    assert saved and {p for p in saved} == {ft.partial_path(directory)}
+    assert not ft.partial_path(directory).exists() and (directory / "card.json").exists()
