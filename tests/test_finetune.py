@@ -252,3 +252,17 @@ def test_the_cache_removes_the_checkpoint_once_the_victim_is_saved(encoder, tmp_
     (directory,) = _victim_dirs(paths)
     assert saved and {p for p in saved} == {ft.partial_path(directory)}
     assert not ft.partial_path(directory).exists() and (directory / "card.json").exists()
+
+
+def test_a_checkpoint_that_cannot_be_written_costs_only_the_resume_point(encoder, tmp_path, monkeypatch):
+    import bench.finetune as ft
+
+    def full_disk(*_):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ft, "atomic_write_bytes", full_disk)
+    logs = []
+    clf, stats = finetune(encoder.model, encoder.tokenizer, "avg", 2, sentiment_set(32), FAST, log=logs.append,
+                          checkpoint=tmp_path / "v.partial.pt", checkpoint_every_s=0)
+    assert stats["steps"] == 16 and any("No space left" in m and "training goes on" in m for m in logs)
+    assert not (tmp_path / "v.partial.pt").exists()
