@@ -307,7 +307,8 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
                     _save_checkpoint(checkpoint, config, total, parts, losses, before + time.perf_counter() - start,
                                      device)
                 except OSError as exc:  # a full disk costs the resume point, never the training
-                    log and log(f"  could not save the training checkpoint {checkpoint} ({exc}); training goes on")
+                    if log:
+                        log(f"  could not save the training checkpoint {checkpoint} ({exc}); training goes on")
                 last_save = time.perf_counter()
     stats = {"steps": total, "first_loss": losses[0], "last_loss": float(np.mean(losses[-10:])),
              "train_seconds": round(before + time.perf_counter() - start, 1), "device": device,

@@ -34,7 +34,8 @@ RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
 # What the interval and paired-test functions compute; a change to their results bumps it, so the
 # bootstrap results kept beside the results (bench/results/stats_cache.py) are computed afresh.
-# 2: with ``common``, counted_by_one also counts the examples the restriction left out (1 reported 0 there).
+# Version 2: with ``common``, counted_by_one also counts the examples the restriction leaves out; version 1
+# reported 0 there.
 METHODS_VERSION = 2
 
 
