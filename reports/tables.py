@@ -378,7 +378,7 @@ def _mark_best(lines: list[Line], better: list[str], decimals: int, evidence: Ev
 
 def _better(best: Cell, runner_up: Cell, sign: int, evidence: EvidenceIndex | None) -> bool | None:
     """Whether best − runner-up is significantly in the better direction (its paired 95% CI excludes 0 and
-    the test rejects: ``Difference.significant``);
+    the test rejects: ``Difference.significant``), rates over the examples both count, as `bench compare`;
     None when either has no stored evidence or they share no examples."""
     if evidence is None:
         return None
@@ -386,7 +386,7 @@ def _better(best: Cell, runner_up: Cell, sign: int, evidence: EvidenceIndex | No
     if ev_best is None or ev_runner is None:
         return None
     try:
-        d = evidence.cache.paired(ev_runner, ev_best)
+        d = evidence.cache.paired(ev_runner, ev_best, common=True)
     except ValueError:
         return None
     if d.low is None or d.high is None:
