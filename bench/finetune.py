@@ -22,7 +22,7 @@ precision other than float32 enters the request (so the key) and the card.
 
 End-to-end training saves its state every ``CHECKPOINT_EVERY_S`` seconds to ``<key>.partial.pt`` beside
 the classifier's directory (weights, optimiser, schedule, random state, step; one file, written
-atomically, read with ``weights_only=True``), so an interrupted run (Ctrl-C, a session's end) continues
+atomically, read with ``weights_only=True``), so an interrupted run (Ctrl-C, a killed job) continues
 from its last save instead of from step 0; the file is removed once the classifier is saved.
 
 Usage::
@@ -318,7 +318,7 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
     return clf, stats
 
 
-CHECKPOINT_EVERY_S = 300.0  # a save costs about a second for MiniLM; a session's end loses at most this much
+CHECKPOINT_EVERY_S = 300.0  # a save costs about a second for MiniLM; a killed job loses at most this much
 CHECKPOINT_FORMAT = 1
 
 

@@ -199,7 +199,7 @@ def _weights(clf):
 
 
 def test_an_interrupted_training_resumes_from_its_checkpoint_to_the_same_weights(encoder, tmp_path, monkeypatch):
-    """Stopped after step 5 (Ctrl-C, a session's end), a run resumes there: the data order, dropout and the
+    """Stopped after step 5 (Ctrl-C, a killed job), a run resumes there: the data order, dropout and the
     optimiser continue as if never stopped, so the classifier equals an uninterrupted run's."""
     import bench.finetune as ft
 
