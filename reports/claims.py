@@ -327,6 +327,7 @@ class Comparison:
     cpu_minutes: float | None = None
     steps: tuple = ()  # the Steps behind command
     test: str = ""  # how the CI and p were made
+    binary: bool = False  # per-example outcomes are 0/1, tested by McNemar's test
     note: str = ""
 
     @property
@@ -428,7 +429,7 @@ class Effect:
     def mde(self) -> float | None:
         se = self.pooled.se if self.pooled else None
         ran = self.ran
-        if se == 0 and ran and all("McNemar" in ln.test and ln.pairs for ln in ran):
+        if se == 0 and ran and all(ln.binary and ln.pairs for ln in ran):
             # no example differs in outcome on any seed: size the test by its examples, not its zero SE
             return mcnemar_detectable_effect(sum(ln.pairs for ln in ran), LEVEL, POWER)
         return minimum_detectable_effect(se, LEVEL, POWER)
@@ -547,7 +548,7 @@ def _minus(b, a):
 def _with_difference(line: Comparison, d: Difference) -> Comparison:
     values = (d.extra.get("a"), d.extra.get("b"))
     return replace(line, estimate=d.estimate, low=d.low, high=d.high, p=d.p, pairs=d.n, values=values,
-                   test=d.method)
+                   test=d.method, binary="mcnemar" in d.extra)
 
 
 def judge(effect: Effect, p_adjusted: float | None) -> Effect:
@@ -649,10 +650,20 @@ def run_minutes(costs: dict, options: dict) -> float:
     length = float((costs.get("task_length_factor") or {}).get(options.get("task"), 1))
     seconds = examples * runs * length * sum(float(measured.get(r, default))
                                              for r in (recipes if isinstance(recipes, list) else [recipes]))
-    protocol = options.get("victim")
-    by_task = ((costs.get("task_victim_minutes") or {}).get(protocol) or {}).get(options.get("task"))
-    victim = float(by_task if by_task is not None else (costs.get("victim_minutes") or {}).get(protocol, 0)) * runs
-    return seconds / 60 + victim
+    return seconds / 60 + victim_minutes(costs, options) * runs
+
+
+def victim_minutes(costs: dict, options: dict) -> float:
+    """One victim's training minutes: the task's measured figure (scaled to the share of its training set a
+    --victim-examples sample keeps, where the size it was measured on is known), else the protocol's."""
+    protocol, task = options.get("victim"), options.get("task")
+    by_task = ((costs.get("task_victim_minutes") or {}).get(protocol) or {}).get(task)
+    if by_task is None:
+        return float((costs.get("victim_minutes") or {}).get(protocol, 0))
+    measured_on = ((costs.get("task_victim_examples") or {}).get(protocol) or {}).get(task)
+    sample = options.get("victim_examples")
+    share = min(1.0, int(sample) / int(measured_on)) if sample and measured_on else 1.0
+    return float(by_task) * share
 
 
 def train_minutes(costs: dict, method: str) -> float:

@@ -424,12 +424,34 @@ def test_attack_cost_uses_a_recipes_measured_seconds_where_known():
     assert claims.run_minutes(costs, {**options, "recipe": "pwws"}) == pytest.approx(240 * 2 / 60 + 2)
 
 
+def test_a_sampled_victim_costs_its_share_of_the_measured_minutes():
+    costs = {"victim_minutes": {"finetune": 10}, "task_victim_minutes": {"finetune": {"sst2": 45, "cola": 17}},
+             "task_victim_examples": {"finetune": {"sst2": 60000}}}
+    sst2 = {"victim": "finetune", "task": "sst2"}
+    assert claims.victim_minutes(costs, sst2) == 45
+    assert claims.victim_minutes(costs, {**sst2, "victim_examples": 20000}) == pytest.approx(15)
+    assert claims.victim_minutes(costs, {**sst2, "victim_examples": 90000}) == 45  # a cap above the set: all of it
+    # where the measured size is not known the figure stands; an unlisted task takes the protocol's
+    assert claims.victim_minutes(costs, {"victim": "finetune", "task": "cola", "victim_examples": 100}) == 17
+    assert claims.victim_minutes(costs, {"victim": "finetune", "task": "mr"}) == 10
+
+
 def test_a_rate_on_which_no_example_differs_still_has_an_mde():
     from bench.scoring.stats import Pooled, mcnemar_detectable_effect
 
     line = claims.Comparison("m", "b", {}, estimate=0.0, low=0.0, high=0.0, p=1.0, pairs=200, values=(2.0, 2.0),
-                             test="paired-bootstrap-runs-of-2(B=1000,seed=0); McNemar mid-p pooled over parts")
+                             test="paired-bootstrap-runs-of-2(B=1000,seed=0); McNemar mid-p pooled over parts",
+                             binary=True)
     effect = claims.Effect(None, {}, (line,), Pooled(0.0, 0.0, 0.0, 1.0, 0.0, 1, None, "x"))
     assert effect.mde == pytest.approx(mcnemar_detectable_effect(200)) and 3 < effect.mde < 4
-    other = claims.Effect(None, {}, (replace(line, test="paired-bootstrap"),), effect.pooled)
+    other = claims.Effect(None, {}, (replace(line, binary=False),), effect.pooled)
     assert other.mde is None  # a continuous measure with zero spread has nothing to size a test by
+
+
+def test_a_line_is_binary_when_its_test_is_mcnemars():
+    from bench.scoring.stats import Difference, mcnemar
+
+    line = claims.Comparison("m", "b", {})
+    rate = Difference(0.0, 0.0, 0.0, 1.0, "paired-bootstrap", 200, {"mcnemar": mcnemar([1, 0], [1, 0])})
+    assert claims._with_difference(line, rate).binary
+    assert not claims._with_difference(line, replace(rate, extra={})).binary
