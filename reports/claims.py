@@ -23,7 +23,8 @@ from pathlib import Path
 
 from bench.results import metadata
 from bench.errors import BenchError
-from bench.scoring.stats import LEVEL, Difference, Pooled, holm, mcnemar_detectable_effect, minimum_detectable_effect
+from bench.scoring.stats import (LEVEL, Difference, Pooled, holm, mcnemar_detectable_effect,
+                                 minimum_detectable_effect, wilson)
 from bench.results.store import ResultStore
 from reports.claims_schema import claim_problem, file_problem
 from reports.paper import PAPER_VALUES, PaperRef, PaperValues
@@ -59,14 +60,15 @@ MEANINGS = {
     INCONCLUSIVE: "the pooled CI includes both 0 and the paper's Δ: this run cannot tell them apart",
     NO_EVIDENCE: "both cells are stored, but one lacks its per-example evidence",
     NOT_RUN: "a cell is missing; its command and estimated CPU time are in the compute plan",
-    NOT_TESTABLE: "cannot be tested offline here, with the measured reason",
+    NOT_TESTABLE: "cannot be tested offline here, with the measured reason (no data offline, or classifiers "
+                  "that score at chance)",
 }
 
 REQUIRED = ("id", "paper", "table", "claim", "suite", "task", "metric", "aggregation", "method", "baseline",
             "paper_method", "paper_baseline", "direction", "differs")
 OPTIONAL = {"attack": "", "split": "", "paper_task": "", "paper_attack": None, "paper_split": None,
             "run": {}, "variants": [{}], "not_testable": "", "tasks": [], "task_run": {}, "margin": None,
-            "unit": "", "figure_only": False, "paper_metric": ""}
+            "unit": "", "figure_only": False, "paper_metric": "", "chance": None}
 
 
 # ---------------------------------------------------------------- the verdict rule ----------------
@@ -166,6 +168,7 @@ class Claim:
     unit: str = ""  # the forest plot's panel (default: from the metric)
     figure_only: bool = False  # the paper shows the claim in a figure and prints no values: direction only
     paper_metric: str = ""  # the metric's name in paper_values.csv where it differs from ours
+    chance: float | None = None  # an accuracy a classifier that learned nothing scores (the claim's floor)
     paper_method_value: float | None = 0.0
     paper_baseline_value: float | None = 0.0
 
@@ -435,6 +438,23 @@ class Effect:
         return minimum_detectable_effect(se, LEVEL, POWER)
 
     @property
+    def at_chance(self) -> str:
+        """Why the line cannot test its claim when every seed's two classifiers score within their binomial
+        95% interval of the claim's chance level ("" otherwise): a difference between two classifiers that
+        learned nothing says nothing of the encoders beneath them."""
+        chance, ran = self.claim.chance if self.claim else None, self.ran
+        if chance is None or not ran or any(len(ln.values) != 2 or None in ln.values or not ln.pairs
+                                           for ln in ran):
+            return ""
+        intervals = [wilson(round(v * ln.pairs / 100), ln.pairs) for ln in ran for v in ln.values]
+        if not all(i.low <= chance <= i.high for i in intervals):
+            return ""
+        scores = "; ".join(f"seed {ln.seed}: {ln.values[0]:.2f} and {ln.values[1]:.2f} on {ln.pairs} examples"
+                           for ln in ran)
+        return (f"both classifiers score at chance ({chance:.2f}), within their binomial 95% intervals "
+                f"({scores}): the classifier learned nothing the encoders could change")
+
+    @property
     def relative(self) -> float | None:
         """Our pooled Δ as a percentage of the baseline's value."""
         base = self.values[0]
@@ -557,6 +577,8 @@ def judge(effect: Effect, p_adjusted: float | None) -> Effect:
     if pooled is None or pooled.low is None or pooled.high is None:
         label = NO_EVIDENCE if any(ln.note == NO_EVIDENCE for ln in effect.lines) else NOT_RUN
         return replace(effect, verdict=Verdict(label), p_adjusted=p_adjusted)
+    if effect.at_chance:
+        return replace(effect, verdict=Verdict(NOT_TESTABLE, effect.at_chance), p_adjusted=p_adjusted)
     seeds = [ln.estimate for ln in effect.ran]
     v = verdict(claim.direction, claim.paper_delta, pooled.low, pooled.high,
                 p_adjusted if effect.primary else pooled.p, seeds, claim.margin)
@@ -582,7 +604,8 @@ def ledger(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValue
         effects.append([replace(effect(store, book, claim, v, cache), primary=(i == 0))
                         for i, v in enumerate(variants)])
     primaries = [e for group in effects for e in group if e.primary]
-    adjusted = dict(zip(map(id, primaries), holm([e.pooled.p if e.pooled else None for e in primaries])))
+    adjusted = dict(zip(map(id, primaries), holm([e.pooled.p if e.pooled and not e.at_chance else None
+                                                  for e in primaries])))
     rows = [Row(claim, tuple(judge(e, adjusted.get(id(e))) for e in group))
             for claim, group in zip(book.claims, effects)]
     return book, rows

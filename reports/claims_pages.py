@@ -124,8 +124,7 @@ def summary(rows: list[c.Row]) -> str:
 
 
 def family_text(rows: list[c.Row]) -> str:
-    m = sum(1 for r in rows if r.primary is not None and r.primary.primary and r.primary.pooled
-            and r.primary.pooled.p is not None)
+    m = sum(1 for r in rows if r.primary is not None and r.primary.primary and r.primary.p_adjusted is not None)
     return (f"The family: one primary line per testable claim (its first setting, pooled over its training "
             f"seeds) that has a p-value, {m} in all. Holm's step-down procedure holds the chance of calling any "
             f"false direction among them to {c.ALPHA:.0%}; a verdict of direction uses the adjusted p. Further "

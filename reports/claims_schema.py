@@ -47,6 +47,7 @@ class Claim(BaseModel):
     unit: Text = ""
     figure_only: StrictBool = False
     not_testable: Text = ""
+    chance: StrictInt | StrictFloat | None = None
 
 
 class Seeds(BaseModel):

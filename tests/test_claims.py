@@ -342,6 +342,23 @@ def test_holm_decides_the_family(tmp_path):
     assert all(r.primary.p_adjusted >= r.primary.pooled.p for r in rows)
 
 
+def test_classifiers_at_chance_make_a_claim_not_testable_and_leave_the_family():
+    from bench.scoring.stats import Pooled
+
+    claim = replace(claims.load().claims[0], chance=100 / 3)
+    line = claims.Comparison("m", "b", {}, seed=2, estimate=0.4, low=-1.9, high=2.7, p=0.7, pairs=3200,
+                             values=(33.6, 34.0))
+    pooled = Pooled(0.4, -1.9, 2.7, 0.7, 1.2, 1, None, "x")
+    flat = claims.Effect(claim, {}, (line,), pooled, primary=True)
+    assert "at chance (33.33)" in flat.at_chance and "seed 2: 33.60 and 34.00 on 3200 examples" in flat.at_chance
+    judged = claims.judge(flat, None)
+    assert judged.verdict.label == NOT_TESTABLE and judged.verdict.note == flat.at_chance
+    # one classifier above chance (its interval excludes it): the line tests the claim as any other
+    learned = replace(flat, lines=(replace(line, values=(33.6, 38.0)),))
+    assert learned.at_chance == "" and claims.judge(learned, 0.7).verdict.label != NOT_TESTABLE
+    assert replace(flat, claim=replace(claim, chance=None)).at_chance == ""
+
+
 def test_the_setting_comes_from_the_cards():
     claim = claims.load().claims[0]
     card = {"method": "robustembed", "base": "minilm-mlm",
