@@ -16,6 +16,7 @@ place that rule is written. ``reports/claims_pages.py`` renders the ledger; repo
 
 from __future__ import annotations
 
+import json
 import shlex
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -331,6 +332,7 @@ class Comparison:
     steps: tuple = ()  # the Steps behind command
     test: str = ""  # how the CI and p were made
     binary: bool = False  # per-example outcomes are 0/1, tested by McNemar's test
+    checks: tuple = ()  # (baseline, method): each classifier's held-out check, for a claim with a chance level
     note: str = ""
 
     @property
@@ -357,10 +359,9 @@ def _row_key(claim: Claim):
     return include
 
 
-def task_evidence(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict):
-    """(Evidence, stored value) of the claim's row in the model's newest matching cell of ``task``;
-    None when no cell matches, (None, value) when the cell has no per-example evidence."""
-    from bench.results.uncertainty import _key_tuple, model_cells, row_key, stored_evidence
+def _matching_row(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict):
+    """(cell path, row) of the claim's row in the model's newest matching cell of ``task``, or None."""
+    from bench.results.uncertainty import model_cells, row_key
 
     include = _row_key(claim)
     cells = [p for p in model_cells(store, model, claim.suite, task).values()
@@ -369,8 +370,33 @@ def task_evidence(store: ResultStore, model: str, claim: Claim, task: str, wante
     for path in sorted(cells, key=lambda p: store.read(p).get("written_at") or ""):
         rows = [r for r in store.read(path)["results"] if include(row_key(r))]
         if rows:
-            found = (stored_evidence(store, path).get(_key_tuple(row_key(rows[0]))), rows[0].get("value"))
+            found = (path, rows[0])
     return found
+
+
+def task_evidence(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict):
+    """(Evidence, stored value) of the claim's row in the model's newest matching cell of ``task``;
+    None when no cell matches, (None, value) when the cell has no per-example evidence."""
+    from bench.results.uncertainty import _key_tuple, row_key, stored_evidence
+
+    hit = _matching_row(store, model, claim, task, wanted)
+    if hit is None:
+        return None
+    path, row = hit
+    return stored_evidence(store, path).get(_key_tuple(row_key(row))), row.get("value")
+
+
+def held_out_check(store: ResultStore, model: str, claim: Claim, wanted: dict) -> str:
+    """The accuracy the row's classifier scored on its held-out check, as its card records it ("" if none):
+    whether the classifier learned its task at all."""
+    hit = _matching_row(store, model, claim, claim.task, wanted)
+    resources = hit[1].get("resources") if hit else None
+    try:
+        card = (json.loads(resources) if isinstance(resources, str) else resources or {}).get("classifier") or {}
+    except (ValueError, AttributeError):
+        return ""
+    accuracy, source = card.get("dev_accuracy"), (card.get("dev_data") or {}).get("source", "held-out")
+    return "" if accuracy is None else f"{accuracy:.2f} on {source}"
 
 
 def _found_tasks(store: ResultStore, ledger: Ledger, claim: Claim, model: str, variant: dict) -> dict:
@@ -450,6 +476,7 @@ class Effect:
         if not all(i.low <= chance <= i.high for i in intervals):
             return ""
         scores = "; ".join(f"seed {ln.seed}: {ln.values[0]:.2f} and {ln.values[1]:.2f} on {ln.pairs} examples"
+                           + (f", held-out checks {' and '.join(ln.checks)}" if all(ln.checks or [""]) else "")
                            for ln in ran)
         return (f"both classifiers score at chance ({chance:.2f}), within their binomial 95% intervals "
                 f"({scores}): the classifier learned nothing the encoders could change")
@@ -523,7 +550,9 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
             lines.append(Comparison(method, baseline, variant, seed, estimate=_minus(b[1], a[1]),
                                     values=(a[1], b[1]), note=NO_EVIDENCE))
         else:
-            lines.append(Comparison(method, baseline, variant, seed))
+            checks = (tuple(held_out_check(store, m, claim, _settings(ledger, claim, variant))
+                            for m in (baseline, method)) if claim.chance is not None else ())
+            lines.append(Comparison(method, baseline, variant, seed, checks=checks))
             pairs.append((a[0], b[0]))
             ran_at.append(len(lines) - 1)
     if not pairs:

@@ -351,12 +351,28 @@ def test_classifiers_at_chance_make_a_claim_not_testable_and_leave_the_family():
     pooled = Pooled(0.4, -1.9, 2.7, 0.7, 1.2, 1, None, "x")
     flat = claims.Effect(claim, {}, (line,), pooled, primary=True)
     assert "at chance (33.33)" in flat.at_chance and "seed 2: 33.60 and 34.00 on 3200 examples" in flat.at_chance
+    checked = replace(flat, lines=(replace(line, checks=("61.20 on snli:test", "60.80 on snli:test")),))
+    assert "3200 examples, held-out checks 61.20 on snli:test and 60.80 on snli:test" in checked.at_chance
     judged = claims.judge(flat, None)
     assert judged.verdict.label == NOT_TESTABLE and judged.verdict.note == flat.at_chance
     # one classifier above chance (its interval excludes it): the line tests the claim as any other
     learned = replace(flat, lines=(replace(line, values=(33.6, 38.0)),))
     assert learned.at_chance == "" and claims.judge(learned, 0.7).verdict.label != NOT_TESTABLE
     assert replace(flat, claim=replace(claim, chance=None)).at_chance == ""
+
+
+def test_a_held_out_check_is_read_from_the_row_that_answers_the_claim(tmp_path):
+    import json
+
+    store = ResultStore(tmp_path / "results")
+    card = {"classifier": {"dev_accuracy": 61.2, "dev_data": {"source": "snli:test", "n": 1000}}}
+    row = Result(model="base", suite="sts", task="stsb", split="test", metric="spearman", aggregation="all",
+                 value=50.0, n=10, seed=0, resources=json.dumps(card))
+    store.write(CellKey("base", "ab" * 32, "sts", "stsb", 0, "c" * 16), [row], {"suite": "sts", "task": "stsb", "profile": "study"})
+    claim = next(c for c in claims.load(_file(tmp_path, HEADER + CLAIM)).claims)
+    assert claims.held_out_check(store, "base", claim, {}) == "61.20 on snli:test"
+    assert claims.held_out_check(store, "better", claim, {}) == ""  # no cell
+    assert claims.held_out_check(store, "base", claim, {"profile": "paper"}) == ""  # no matching cell
 
 
 def test_the_setting_comes_from_the_cards():
