@@ -542,10 +542,11 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
         missing = tuple(m for m, (_, _, gone) in ((baseline, a), (method, b)) if gone)
         if missing:
             todo = steps(ledger, claim, variant, missing, store)
+            note = (partial_average(claim, *found, cache) if claim.tasks
+                    else one_side(store, ledger, claim, variant, ((baseline, a), (method, b))))
             lines.append(Comparison(method, baseline, variant, seed, missing=missing, steps=todo,
                                     command=" && ".join(s.command for s in todo),
-                                    cpu_minutes=sum(s.run_minutes + s.train_minutes for s in todo),
-                                    note=partial_average(claim, *found, cache)))
+                                    cpu_minutes=sum(s.run_minutes + s.train_minutes for s in todo), note=note))
         elif a[0] is None or b[0] is None:
             lines.append(Comparison(method, baseline, variant, seed, estimate=_minus(b[1], a[1]),
                                     values=(a[1], b[1]), note=NO_EVIDENCE))
@@ -566,6 +567,18 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
     for i, d in zip(ran_at, diffs):
         lines[i] = _with_difference(lines[i], d)
     return Effect(claim, variant, tuple(lines), pooled)
+
+
+def one_side(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, sides) -> str:
+    """For a one-task claim whose line waits on one model: the other model's stored value (and, for a claim
+    with a chance level, its classifier's held-out check), as a progress note that decides nothing."""
+    stored = [(model, value) for model, (_, value, gone) in sides if not gone and value is not None]
+    if len(stored) != 1:
+        return ""
+    model, value = stored[0]
+    check = held_out_check(store, model, claim, _settings(ledger, claim, variant)) if claim.chance is not None else ""
+    return (f"stored so far: {model} {value:.2f}" + (f" (held-out check {check})" if check else "")
+            + "; no verdict until both are run")
 
 
 def partial_average(claim: Claim, a: dict, b: dict, cache) -> str:

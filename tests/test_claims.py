@@ -259,6 +259,7 @@ def test_render_on_a_tiny_results_dir(tmp_path):
     assert "a tiny fixture" in md
     (row_line,) = [ln for ln in md.splitlines() if ln.startswith("| **stsb")]
     assert "not run yet (no cell for better-seed1): plan step 1" in row_line and "`bench run" not in row_line
+    assert "; stored so far: base-seed1 " in row_line and "no verdict until both are run" in row_line
     assert "\n1. `bench run --model better-seed1" in md
     assert "<table class=\"claims\">" in page and "claims-forest.png" in page and "no CoLA data offline" in page
     assert files["claims-forest.png"][:8] == b"\x89PNG\r\n\x1a\n"
