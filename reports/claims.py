@@ -646,11 +646,24 @@ def ledger(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValue
         effects.append([replace(effect(store, book, claim, v, cache), primary=(i == 0))
                         for i, v in enumerate(variants)])
     primaries = [e for group in effects for e in group if e.primary]
-    adjusted = dict(zip(map(id, primaries), holm([e.pooled.p if e.pooled and not e.at_chance else None
-                                                  for e in primaries])))
+    adjusted = dict(zip(map(id, primaries), declared_holm(primaries)))
     rows = [Row(claim, tuple(judge(e, adjusted.get(id(e))) for e in group))
             for claim, group in zip(book.claims, effects)]
     return book, rows
+
+
+def declared_holm(primaries: list[Effect]) -> list[float | None]:
+    """Holm-adjusted p of each primary line over the declared family: every testable claim's primary line,
+    a line not run yet counted at p = 1 until it runs, so that a verdict reached now is never undone by the
+    runs still to come. A claim whose classifiers score at chance leaves the family (a measured property of
+    the set-up, not of the difference)."""
+    def p(e: Effect) -> float | None:
+        if e.at_chance:
+            return None
+        return e.pooled.p if e.pooled and e.pooled.p is not None else 1.0
+
+    ran = [e.pooled is not None and e.pooled.p is not None and not e.at_chance for e in primaries]
+    return [q if has else None for q, has in zip(holm([p(e) for e in primaries]), ran)]
 
 
 # ---------------------------------------------------------------- what a missing line costs --------

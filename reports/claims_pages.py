@@ -124,9 +124,12 @@ def summary(rows: list[c.Row]) -> str:
 
 
 def family_text(rows: list[c.Row]) -> str:
-    m = sum(1 for r in rows if r.primary is not None and r.primary.primary and r.primary.p_adjusted is not None)
+    declared = [r.primary for r in rows if r.primary is not None and r.primary.primary and not r.primary.at_chance]
+    m, ran = len(declared), sum(1 for e in declared if e.p_adjusted is not None)
     return (f"The family: one primary line per testable claim (its first setting, pooled over its training "
-            f"seeds) that has a p-value, {m} in all. Holm's step-down procedure holds the chance of calling any "
+            f"seeds), {m} declared, {ran} with a p-value so far; a line not run yet counts as p = 1 until it "
+            "runs, so no verdict reached now is undone by the runs to come. Holm's step-down procedure holds the "
+            "chance of calling any "
             f"false direction among them to {c.ALPHA:.0%}; a verdict of direction uses the adjusted p. Further "
             "settings of a claim (another victim protocol) are shown beside it at their own p, outside the "
             "family, and decide nothing.")

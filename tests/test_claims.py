@@ -343,6 +343,19 @@ def test_holm_decides_the_family(tmp_path):
     assert all(r.primary.p_adjusted >= r.primary.pooled.p for r in rows)
 
 
+
+def test_a_claim_not_run_yet_counts_in_the_family_at_p_one(tmp_path):
+    from bench.scoring.stats import holm
+
+    results = tmp_path / "results"
+    _seeded(ResultStore(results), noise_base=1.0, noise_better=0.9)
+    waiting = CLAIM.replace('id = "stsb"', 'id = "sickr"').replace('task = "stsb"', 'task = "sickr"')
+    _, (ran, pending) = claims.ledger(results, _file(tmp_path, THREE_SEEDS + CLAIM + waiting))
+    assert pending.verdict.label == NOT_RUN and pending.primary.p_adjusted is None
+    assert ran.primary.p_adjusted == pytest.approx(holm([ran.primary.pooled.p, 1.0])[0])
+    assert "2 declared, 1 with a p-value so far" in claims_pages.family_text([ran, pending])
+
+
 def test_classifiers_at_chance_make_a_claim_not_testable_and_leave_the_family():
     from bench.scoring.stats import Pooled
 
