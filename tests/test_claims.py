@@ -382,7 +382,8 @@ def test_a_held_out_check_is_read_from_the_row_that_answers_the_claim(tmp_path):
     card = {"classifier": {"dev_accuracy": 61.2, "dev_data": {"source": "snli:test", "n": 1000}}}
     row = Result(model="base", suite="sts", task="stsb", split="test", metric="spearman", aggregation="all",
                  value=50.0, n=10, seed=0, resources=json.dumps(card))
-    store.write(CellKey("base", "ab" * 32, "sts", "stsb", 0, "c" * 16), [row], {"suite": "sts", "task": "stsb", "profile": "study"})
+    store.write(CellKey("base", "ab" * 32, "sts", "stsb", 0, "c" * 16), [row],
+                {"suite": "sts", "task": "stsb", "profile": "study"})
     claim = next(c for c in claims.load(_file(tmp_path, HEADER + CLAIM)).claims)
     assert claims.held_out_check(store, "base", claim, {}) == "61.20 on snli:test"
     assert claims.held_out_check(store, "better", claim, {}) == ""  # no cell
