@@ -375,22 +375,21 @@ def _matching_row(store: ResultStore, model: str, claim: Claim, task: str, wante
 
 
 def task_evidence(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict):
-    """(Evidence, stored value) of the claim's row in the model's newest matching cell of ``task``;
-    None when no cell matches, (None, value) when the cell has no per-example evidence."""
+    """(Evidence, stored value, row) of the claim's row in the model's newest matching cell of ``task``;
+    None when no cell matches, (None, value, row) when the cell has no per-example evidence."""
     from bench.results.uncertainty import _key_tuple, row_key, stored_evidence
 
     hit = _matching_row(store, model, claim, task, wanted)
     if hit is None:
         return None
     path, row = hit
-    return stored_evidence(store, path).get(_key_tuple(row_key(row))), row.get("value")
+    return stored_evidence(store, path).get(_key_tuple(row_key(row))), row.get("value"), row
 
 
-def held_out_check(store: ResultStore, model: str, claim: Claim, wanted: dict) -> str:
-    """The accuracy the row's classifier scored on its held-out check, as its card records it ("" if none):
+def held_out_check(row: dict) -> str:
+    """The accuracy a row's classifier scored on its held-out check, as its card records it ("" if none):
     whether the classifier learned its task at all."""
-    hit = _matching_row(store, model, claim, claim.task, wanted)
-    resources = hit[1].get("resources") if hit else None
+    resources = row.get("resources")
     try:
         card = (json.loads(resources) if isinstance(resources, str) else resources or {}).get("classifier") or {}
     except (ValueError, AttributeError):
@@ -400,14 +399,14 @@ def held_out_check(store: ResultStore, model: str, claim: Claim, wanted: dict) -
 
 
 def _found_tasks(store: ResultStore, ledger: Ledger, claim: Claim, model: str, variant: dict) -> dict:
-    """task -> (evidence labelled with the task, or None; stored value) for each of the claim's tasks the
-    model has a matching cell of."""
+    """task -> (evidence labelled with the task, or None; stored value; its classifier's held-out check, or
+    "") for each of the claim's tasks the model has a matching cell of."""
     found = {}
     for task in claim.task_list:
         hit = task_evidence(store, model, claim, task, _settings(ledger, claim, variant, task))
         if hit is not None:
-            ev, value = hit
-            found[task] = (None if ev is None else replace(ev, label=task, _memo={}), value)
+            ev, value, row = hit
+            found[task] = (None if ev is None else replace(ev, label=task, _memo={}), value, held_out_check(row))
     return found
 
 
@@ -462,6 +461,11 @@ class Effect:
             # no example differs in outcome on any seed: size the test by its examples, not its zero SE
             return mcnemar_detectable_effect(sum(ln.pairs for ln in ran), LEVEL, POWER)
         return minimum_detectable_effect(se, LEVEL, POWER)
+
+    @property
+    def in_family(self) -> bool:
+        """A primary line the claim can test: it belongs to the declared Holm family, run or not."""
+        return self.primary and not self.at_chance
 
     @property
     def at_chance(self) -> str:
@@ -543,7 +547,7 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
         if missing:
             todo = steps(ledger, claim, variant, missing, store)
             note = (partial_average(claim, *found, cache) if claim.tasks
-                    else one_side(store, ledger, claim, variant, ((baseline, a), (method, b))))
+                    else one_side(claim, ((baseline, a, found[0]), (method, b, found[1]))))
             lines.append(Comparison(method, baseline, variant, seed, missing=missing, steps=todo,
                                     command=" && ".join(s.command for s in todo),
                                     cpu_minutes=sum(s.run_minutes + s.train_minutes for s in todo), note=note))
@@ -551,8 +555,7 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
             lines.append(Comparison(method, baseline, variant, seed, estimate=_minus(b[1], a[1]),
                                     values=(a[1], b[1]), note=NO_EVIDENCE))
         else:
-            checks = (tuple(held_out_check(store, m, claim, _settings(ledger, claim, variant))
-                            for m in (baseline, method)) if claim.chance is not None else ())
+            checks = tuple(f[claim.task][2] for f in found) if claim.chance is not None else ()
             lines.append(Comparison(method, baseline, variant, seed, checks=checks))
             pairs.append((a[0], b[0]))
             ran_at.append(len(lines) - 1)
@@ -569,14 +572,15 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
     return Effect(claim, variant, tuple(lines), pooled)
 
 
-def one_side(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, sides) -> str:
+def one_side(claim: Claim, sides) -> str:
     """For a one-task claim whose line waits on one model: the other model's stored value (and, for a claim
-    with a chance level, its classifier's held-out check), as a progress note that decides nothing."""
-    stored = [(model, value) for model, (_, value, gone) in sides if not gone and value is not None]
+    with a chance level, its classifier's held-out check), as a progress note that decides nothing. ``sides``:
+    (model, its ``seed_evidence``, its ``_found_tasks``) for the baseline and the method."""
+    stored = [(model, value, found) for model, (_, value, gone), found in sides if not gone and value is not None]
     if len(stored) != 1:
         return ""
-    model, value = stored[0]
-    check = held_out_check(store, model, claim, _settings(ledger, claim, variant)) if claim.chance is not None else ""
+    model, value, found = stored[0]
+    check = found[claim.task][2] if claim.chance is not None else ""
     return (f"stored so far: {model} {value:.2f}" + (f" (held-out check {check})" if check else "")
             + "; no verdict until both are run")
 
@@ -658,11 +662,11 @@ def declared_holm(primaries: list[Effect]) -> list[float | None]:
     runs still to come. A claim whose classifiers score at chance leaves the family (a measured property of
     the set-up, not of the difference)."""
     def p(e: Effect) -> float | None:
-        if e.at_chance:
+        if not e.in_family:
             return None
         return e.pooled.p if e.pooled and e.pooled.p is not None else 1.0
 
-    ran = [e.pooled is not None and e.pooled.p is not None and not e.at_chance for e in primaries]
+    ran = [e.in_family and e.pooled is not None and e.pooled.p is not None for e in primaries]
     return [q if has else None for q, has in zip(holm([p(e) for e in primaries]), ran)]
 
 

@@ -124,7 +124,7 @@ def summary(rows: list[c.Row]) -> str:
 
 
 def family_text(rows: list[c.Row]) -> str:
-    declared = [r.primary for r in rows if r.primary is not None and r.primary.primary and not r.primary.at_chance]
+    declared = [r.primary for r in rows if r.primary is not None and r.primary.in_family]
     m, ran = len(declared), sum(1 for e in declared if e.p_adjusted is not None)
     return (f"The family: one primary line per testable claim (its first setting, pooled over its training "
             f"seeds), {m} declared, {ran} with a p-value so far; a line not run yet counts as p = 1 until it "

@@ -385,9 +385,15 @@ def test_a_held_out_check_is_read_from_the_row_that_answers_the_claim(tmp_path):
     store.write(CellKey("base", "ab" * 32, "sts", "stsb", 0, "c" * 16), [row],
                 {"suite": "sts", "task": "stsb", "profile": "study"})
     claim = next(c for c in claims.load(_file(tmp_path, HEADER + CLAIM)).claims)
-    assert claims.held_out_check(store, "base", claim, {}) == "61.20 on snli:test"
-    assert claims.held_out_check(store, "better", claim, {}) == ""  # no cell
-    assert claims.held_out_check(store, "base", claim, {"profile": "paper"}) == ""  # no matching cell
+
+    def check(model, wanted):
+        hit = claims.task_evidence(store, model, claim, claim.task, wanted)
+        return claims.held_out_check(hit[2]) if hit else ""
+
+    assert check("base", {}) == "61.20 on snli:test"
+    assert check("better", {}) == ""  # no cell
+    assert check("base", {"profile": "paper"}) == ""  # no matching cell
+    assert claims.held_out_check({"resources": ""}) == ""  # a row without a classifier card
 
 
 def test_the_setting_comes_from_the_cards():
