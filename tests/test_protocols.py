@@ -106,14 +106,15 @@ class StoredWorld:
 
 def context(stored: dict, world: StoredWorld, paths: Paths) -> tuple[RunContext, list[Task] | None]:
     """The narrowest command line that gives the stored configuration: every number-changing option the
-    suite declares is left out where its default resolves to the stored value. For a summary cell, also
-    the tasks it was run with (None: the suite's defaults)."""
+    suite declares is left out where its default resolves to the stored value, and an option the suite
+    records only when set (``changes_numbers=False``, e.g. victim_examples) is given where the cell records it.
+    For a summary cell, also the tasks it was run with (None: the suite's defaults)."""
     cfg, cell = stored["config"], stored["cell"]
     suite = get_suite(cell["suite"])
     world.cfg = cfg
     ctx = RunContext(paths=paths, seed=cell["seed"], limit=cfg["limit"], profile=cfg["profile"],
                      dtype=cfg.get("dtype", "float32"), log=lambda _msg: None)
-    ctx.options = {o.name: cfg.get(o.name) for o in suite.options if o.changes_numbers and cfg.get(o.name) is not None}
+    ctx.options = {o.name: cfg[o.name] for o in suite.options if cfg.get(o.name) is not None}
     for name in list(ctx.options):
         without = replace(ctx, options={k: v for k, v in ctx.options.items() if k != name})
         if recompute(stored, without, None) == cell["config_hash"]:
