@@ -226,6 +226,12 @@ BERT_ATTACK_CANDIDATES_OPTION = Option(
 # recipe -> {builder keyword: (option name, default per profile)}: recipe parameters that are suite options.
 RECIPE_PARAMETERS = {"bert-attack": {"max_candidates": ("bert_attack_candidates",
                                                         {"smoke": 8, "study": 8, "paper": 48})}}
+# Config entries that say which recipes a cell ran beside a row, not how the row was computed: config key ->
+# the recipe whose rows it applies to ("": none; each attack row records its own resources). Tables compare an
+# attack's rows across cells that ran different sets of recipes (Suite.row_scoped).
+RECIPE_SCOPED_CONFIG = {"recipes": "", "attack_resources": "",
+                        **{option: recipe for recipe, params in RECIPE_PARAMETERS.items()
+                           for option, _ in params.values()}}
 
 
 def recipe_parameters(recipes, options: dict, profile: str) -> dict[str, dict]:

@@ -111,6 +111,7 @@ def load_rows(results_dir: Path) -> list[dict]:
     if not cells:
         raise BenchError(f"No result cells under {Path(results_dir) / 'cells'}. Run `bench run --suite S --model M` "
                          f"first, or point BENCH_RESULTS_DIR at a results directory.")
+    scoped = {name: entry.get("row_scoped") or {} for name, entry in Catalog.load(results_dir).suites.items()}
     rows = []
     for path, payload in store.readable_cells():
         for row in payload["results"]:
@@ -118,7 +119,9 @@ def load_rows(results_dir: Path) -> list[dict]:
                 config = json.loads(row.get("config") or "{}")
             except json.JSONDecodeError:
                 config = {}
-            rows.append({**row, "_config": config if isinstance(config, dict) else {}, "_cell": str(path)})
+            row = {**row, "_config": config if isinstance(config, dict) else {}, "_cell": str(path)}
+            row["_setting"] = row_setting(row, scoped.get(row.get("suite"), {}))
+            rows.append(row)
     return rows
 
 
@@ -165,8 +168,32 @@ def _labelled(ev: Evidence, label: str) -> Evidence:
     return replace(ev, label=label)
 
 
+def row_setting(row: dict, row_scoped: dict) -> str:
+    """The setting a row was computed under: its cell's config minus the cell's identity (PER_CELL_KEYS) and
+    minus what describes the cell's other rows (the suite's ``row_scoped``: which recipes ran beside this one,
+    their parameters), with the cell's resources cut to those this row's recipe was served. So an attack's
+    rows from a cell that ran it alone and from one that ran all five share a setting when they ran alike."""
+    config, attack = row["_config"], row.get("attack") or ""
+    setting = {k: v for k, v in config.items()
+               if k not in PER_CELL_KEYS and (k not in row_scoped or (row_scoped[k] and row_scoped[k] == attack))}
+    if "attack_resources" in row_scoped and attack:
+        resources = config.get("attack_resources") or {}
+        setting["attack_resources"] = {role: resources.get(role) for role in sorted(_served(row))}
+    return json.dumps(setting, sort_keys=True, default=str)
+
+
+def _served(row: dict) -> dict:
+    """The resources a row's recipe was served (role -> name), as the row records them."""
+    resources = row.get("resources")
+    try:
+        record = json.loads(resources) if isinstance(resources, str) else resources or {}
+    except ValueError:
+        return {}
+    return record.get("served") or {}
+
+
 def setting_key(row: dict) -> str:
-    return json.dumps({k: v for k, v in row["_config"].items() if k not in PER_CELL_KEYS}, sort_keys=True, default=str)
+    return row["_setting"] if "_setting" in row else row_setting(row, {})
 
 
 def matches(row: dict, where: dict) -> bool:

@@ -45,9 +45,9 @@ from typing import Callable
 
 from attacks import datasets as ds
 from attacks.metrics import attack_evidence, attack_metrics, mean_std
-from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, QUERY_BUDGET_OPTION,
-                             RECIPE_PARAMETERS, RECIPES, RECIPES_OPTION, constraints_config, constraints_record,
-                             recipe_parameters, recipe_roles)
+from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, QUERY_BUDGET_OPTION, RECIPES,
+                             RECIPES_OPTION, RECIPE_PARAMETERS, RECIPE_SCOPED_CONFIG, constraints_config,
+                             constraints_record, recipe_parameters, recipe_roles)
 from bench.errors import BenchError, lookup
 from bench.plugins import Option
 from bench.protocols import protocol as protocol_named
@@ -210,6 +210,7 @@ class AdversarialSuite(Suite):
         return {"attack": {name: RECIPES.label(name) for name in RECIPES}}
     tasks = TASKS
     named_protocol = "robustembed-table3"  # its seven datasets and five recipes by default (CoLA when asked)
+    row_scoped = RECIPE_SCOPED_CONFIG
     options = (RECIPES_OPTION, QUERY_BUDGET_OPTION, BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION,
                Option(name="runs", type=int, default=1, minimum=1,
                       help="replications per cell: run k attacks its own victim (seed + 1000·k) on its own "

@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Callable
 
 from attacks.metrics import attack_evidence, attack_metrics
-from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, QUERY_BUDGET_OPTION,
-                             RECIPE_PARAMETERS, RECIPES, RECIPES_OPTION, constraints_config, recipe_parameters,
-                             recipe_roles)
+from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, QUERY_BUDGET_OPTION, RECIPES,
+                             RECIPES_OPTION, RECIPE_PARAMETERS, RECIPE_SCOPED_CONFIG, constraints_config,
+                             recipe_parameters, recipe_roles)
 from attacks.regression import COLUMNS, PERTURBED, SuccessRule
 from bench.data.datasets import PairSet, _norm, atomic_write_text, read_sick, read_stsb, require
 from bench.errors import BenchError, lookup
@@ -163,6 +163,7 @@ class AdvSTSSuite(Suite):
     version = 2  # 2: ASR definition recorded; BERT-Attack's K an option
     tasks = TASKS
     named_protocol = PROTOCOL
+    row_scoped = RECIPE_SCOPED_CONFIG
     options = (RECIPES_OPTION, QUERY_BUDGET_OPTION, BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION)
 
     @staticmethod

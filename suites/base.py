@@ -47,6 +47,9 @@ class Suite:
     options: tuple[Option, ...] = ()  # typed options (bench/plugins.py); the number-changing ones enter the config
     needs_encoder: bool = True
     summary_task: Task | None = None  # the Task that summary rows (averages) belong to
+    # Config keys that describe a cell's other rows rather than a given row: key -> the row ``attack`` it applies
+    # to ("": none). Reports leave them out of a row's setting (reports/results.py ``row_setting``).
+    row_scoped: dict[str, str] = {}
 
     label: str = ""  # how reports name the suite
     named_protocol: str = ""  # bench/protocols.toml: its tasks run by default and only they join the summary
@@ -76,7 +79,8 @@ class Suite:
         tasks = list(self.tasks) + ([self.summary_task] if self.summary_task is not None else [])
         return {"name": self.name, "label": self.label or self.name, "description": self.description,
                 "version": self.version, "options": [o.describe() for o in self.options],
-                "tasks": {t.name: t.describe() for t in tasks}, "labels": self.labels()}
+                "tasks": {t.name: t.describe() for t in tasks}, "labels": self.labels(),
+                "row_scoped": dict(self.row_scoped)}
 
     def labels(self) -> dict:
         """Extra display labels a suite's rows need (e.g. attack recipes: {"attack": {name: label}})."""

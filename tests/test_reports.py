@@ -419,6 +419,46 @@ def test_a_column_shows_every_model_under_one_setting(tmp_path):
     assert "80.00" in tuned and "60.00" not in tuned
 
 
+def test_an_attack_row_shares_a_setting_whichever_recipes_ran_beside_it(tmp_path):
+    """One model's recipes ran as separate cells, its peer's in one five-recipe cell: a column shows both, since
+    which other recipes a cell ran (and their parameters) is no part of a row's setting. The resources a row's
+    own recipe was served are."""
+    from reports import generate
+    from reports.results import row_setting
+    from attacks.recipes import RECIPE_SCOPED_CONFIG
+
+    store = ResultStore(tmp_path)
+    resources = {"word_embedding": {"served": "glove6b50d-counterfitted-local", "report": {}},
+                 "masked_lm": {"served": "minilm-mlm-local", "report": {}}}
+    five = ["textfooler", "textbugger", "pwws", "bae", "bert-attack"]
+    _cell(store, "simcse-bert", "adversarial", "mr", 0, [("attack_success_rate", 61.0, "mean-of-runs", "attack",
+                                                          "textfooler")], victim="frozen", recipes=five,
+          bert_attack_candidates=8, attack_resources=resources)
+    _cell(store, "robustembed-bert", "adversarial", "mr", 0, [("attack_success_rate", 41.0, "mean-of-runs", "attack",
+                                                               "textfooler")], victim="frozen", recipes=["textfooler"],
+          bert_attack_candidates=None, attack_resources={"word_embedding": resources["word_embedding"]})
+    export_metadata(tmp_path)
+    md = generate(tmp_path, formats=["md"]).reports["robustembed-table3.md"]
+    rows = {ln.split("|")[2].strip(): ln for ln in md.splitlines() if ln.startswith("| TextFooler |")}
+    assert "61.00" in rows["simcse-bert"] and "41.00" in rows["robustembed-bert"]
+
+    config = {"suite": "adversarial", "recipes": five, "bert_attack_candidates": 8, "attack_resources": resources}
+    served = json.dumps({"served": {"word_embedding": "glove6b50d-counterfitted-local"}})
+    row = {"_config": config, "attack": "textfooler", "resources": served}
+    alone = {"_config": {**config, "recipes": ["textfooler"], "bert_attack_candidates": None,
+                         "attack_resources": {"word_embedding": resources["word_embedding"]}},
+             "attack": "textfooler", "resources": served}
+    assert row_setting(row, RECIPE_SCOPED_CONFIG) == row_setting(alone, RECIPE_SCOPED_CONFIG)
+    assert row_setting(row, {}) != row_setting(alone, {})  # a suite that declares nothing: the whole config
+    other_build = {**resources, "word_embedding": {"served": "glove6b50d-counterfitted-local", "report": {"k": 1}}}
+    assert row_setting({**row, "_config": {**config, "attack_resources": other_build}},
+                       RECIPE_SCOPED_CONFIG) != row_setting(row, RECIPE_SCOPED_CONFIG)
+    k48 = {**row, "attack": "bert-attack", "_config": {**config, "bert_attack_candidates": 48}}
+    assert row_setting(k48, RECIPE_SCOPED_CONFIG) != row_setting({**k48, "_config": config}, RECIPE_SCOPED_CONFIG)
+    assert row_setting({**row, "_config": {**config, "bert_attack_candidates": 48}},
+                       RECIPE_SCOPED_CONFIG) == row_setting(row, RECIPE_SCOPED_CONFIG)  # K is BERT-Attack's alone
+
+
 def _tied_settings_fixture(root: Path) -> Path:
     """STS cells of two models where settings tie on every rank but the last: STS-B on verified data and
     on data that failed its sha256 check (both models have both), STS12 under two unranked options,
