@@ -302,4 +302,17 @@ def compare(files: dict[str, str | bytes], directory: Path, prune: bool = True) 
     if prune:
         stale = sorted(n for n in owned_names(directory) - set(files) if (Path(directory) / n).exists())
         problems += [f"stale (no longer generated): {Path(directory) / n}" for n in stale]
+        problems += [f"not made by `bench report` (remove it, or keep it outside this directory): {Path(directory) / n}"
+                     for n in unlisted(files, directory)]
     return problems
+
+
+def unlisted(files: dict, directory: Path) -> list[str]:
+    """Files in a manifest-keeping reports directory that a regeneration does not make and the manifest does
+    not list: left from a version of `bench report` that made them before manifests (a table since dropped),
+    or put there by hand. A complete run never removes them, so ``--check`` names them."""
+    listed = manifest(directory)
+    if listed is None or not Path(directory).is_dir():
+        return []
+    return sorted(p.name for p in Path(directory).iterdir()
+                  if p.is_file() and p.name not in files and p.name not in listed and p.name != MANIFEST)

@@ -590,6 +590,13 @@ def test_cli_report_is_deterministic_and_check_detects_drift(results, tmp_path):
     drift = _bench("report", "--out", str(out), "--check", env_extra=env)
     assert drift.returncode == 1 and "robustembed-table1.md" in drift.stdout
     (out / "robustembed-table1.md").write_bytes(snapshot["robustembed-table1.md"])
+    (out / "robustembed-table5.md").write_text("### RobustEmbed Table 5: norm constraint\n")  # a table since dropped
+    assert _bench("report", "--out", str(out), env_extra=env).returncode == 0
+    assert (out / "robustembed-table5.md").exists()  # never removed: the manifest does not say bench wrote it
+    left = _bench("report", "--out", str(out), "--check", env_extra=env)
+    assert left.returncode == 1 and "not made by `bench report`" in left.stdout and "robustembed-table5.md" in left.stdout
+    (out / "robustembed-table5.md").unlink()
+    assert _bench("report", "--out", str(out), "--check", env_extra=env).returncode == 0
     _cell(ResultStore(results), "simcse-bert", "sts", "sts12", 1, [("spearman", 90.0)])  # a new result lands
     assert _bench("report", "--out", str(out), "--check", env_extra=env).returncode == 1
 

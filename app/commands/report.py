@@ -88,7 +88,8 @@ def main(args) -> int:
             console.print(p)
         if problems:
             console.print(f"{len(problems)} file(s) differ from a regeneration of {paths.results}. "
-                          f"Fix: run `bench report` and commit {out.name}/ and the leaderboards.")
+                          f"Fix: run `bench report` (remove by hand a file named as not made by it) and commit "
+                          f"{out.name}/ and the leaderboards.")
             return 1
         console.print(f"Reports in {out} match a regeneration from {paths.results}.")
         return 0
