@@ -7,8 +7,8 @@ A quoted number is written between two HTML comments (invisible when the Markdow
 The opening names a CSV beside the results (``leaderboard-sts`` is ``results/leaderboard-sts.csv``) or
 a generated report (``reports/scale-robustembed-vs-simcse`` is ``reports/generated/….csv``) and the column
 values that pick exactly one row of it (``key=value``; ``key~=text``: the value contains the text; %20
-is a space). The quoted text is the row's ``value``, or its value
-and 95% CI (``V [L, H]``), each rounded to as many decimals as the text shows. ``check`` lists every
+is a space). The quoted text is the row's ``value`` (a ledger row's ``delta``), or that
+and its 95% CI (``V [L, H]``), each rounded to as many decimals as the text shows. ``check`` lists every
 quote that differs from its row (tests/test_readme.py runs it on the README and docs/); ``fill``
 rewrites the quotes from the rows, e.g. after a new render (``python -m reports.quoted --fill``).
 """
@@ -68,7 +68,8 @@ def _actual(match: re.Match, results_dir: Path, cache: dict) -> tuple[list[float
     if len(rows) != 1:
         return None, f"{len(rows)} rows of {match.group('file')}.csv match {keys}: name exactly one"
     row = rows[0]
-    return [float(row[c]) for c in ("value", "ci_low", "ci_high") if row.get(c) not in (None, "")], ""
+    value = "value" if "value" in row else "delta"  # the claims ledger's rows quote their difference
+    return [float(row[c]) for c in (value, "ci_low", "ci_high") if row.get(c) not in (None, "")], ""
 
 
 def check(text: str, results_dir: Path, where: str = "") -> list[str]:

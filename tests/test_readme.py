@@ -229,3 +229,15 @@ def test_the_quote_check_sees_a_drifted_number(tmp_path):
     assert "the results say 57.95 / 56.85 / 59.04" in quoted.check(drifted, tmp_path)[0]
     assert "2 rows" in quoted.check("<!-- q: leaderboard-sts task=avg -->1.0<!-- /q -->", tmp_path)[0]
     assert quoted.fill(drifted, tmp_path) == good
+
+
+def test_a_ledger_row_is_quoted_by_its_difference(tmp_path):
+    from reports import quoted
+
+    generated = tmp_path / "reports" / "generated"
+    generated.mkdir(parents=True)
+    (generated / "claims.csv").write_text("claim_id,seed,delta,ci_low,ci_high\nc,pooled,-0.351,-1.894,1.323\n"
+                                          "c,2,-0.4,-2.0,1.3\n", encoding="utf-8")
+    good = "<!-- q: reports/claims claim_id=c seed=pooled -->−0.35 [−1.89, +1.32]<!-- /q -->"
+    assert quoted.check(good, tmp_path / "results") == []
+    assert "the results say −0.35" in quoted.check(good.replace("−0.35", "−0.40"), tmp_path / "results")[0]
