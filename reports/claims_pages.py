@@ -167,8 +167,9 @@ def plan_items(rows: list[c.Row]) -> tuple[str, list[tuple[str, str]]]:
     if not todo:
         return "", []
     head = (f"To fill every \"not run yet\" line: {len(todo)} distinct `bench run` commands, about "
-            f"{_duration(total)} of CPU time in all (training counted once per model; estimates from "
-            "reports/claims.toml [costs]):")
+            f"{_duration(total)} of CPU time in all (training counted once per model, for a model with no stored "
+            "cell; a model with cells was trained where they ran, and `bench run` trains it again first where its "
+            "checkpoint is not at hand; estimates from reports/claims.toml [costs]):")
     items, trained = [], set()
     for s in todo:
         train = s.train_minutes if s.model not in trained else 0.0
