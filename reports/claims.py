@@ -470,8 +470,9 @@ class Effect:
     @property
     def at_chance(self) -> str:
         """Why the line cannot test its claim when every seed's two classifiers score within their binomial
-        95% interval of the claim's chance level ("" otherwise): a difference between two classifiers that
-        learned nothing says nothing of the encoders beneath them."""
+        95% interval of the claim's chance level ("" otherwise): a difference between two classifiers at
+        chance on the claim's data says nothing of the encoders beneath them, whatever their held-out checks
+        show they learned of their training task."""
         chance, ran = self.claim.chance if self.claim else None, self.ran
         if chance is None or not ran or any(len(ln.values) != 2 or None in ln.values or not ln.pairs
                                            for ln in ran):
@@ -482,8 +483,8 @@ class Effect:
         scores = "; ".join(f"seed {ln.seed}: {ln.values[0]:.2f} and {ln.values[1]:.2f} on {ln.pairs} examples"
                            + (f", held-out checks {' and '.join(ln.checks)}" if all(ln.checks or [""]) else "")
                            for ln in ran)
-        return (f"both classifiers score at chance ({chance:.2f}), within their binomial 95% intervals "
-                f"({scores}): the classifier learned nothing the encoders could change")
+        return (f"both classifiers score at chance ({chance:.2f}) on the claim's data, within their binomial 95% "
+                f"intervals ({scores}): a difference between them says nothing of the encoders beneath them")
 
     @property
     def relative(self) -> float | None:
