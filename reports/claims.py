@@ -16,7 +16,6 @@ place that rule is written. ``reports/claims_pages.py`` renders the ledger; repo
 
 from __future__ import annotations
 
-import json
 import shlex
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -30,6 +29,7 @@ from bench.results.store import ResultStore
 from reports.claims_schema import claim_problem, file_problem
 from reports.paper import PAPER_VALUES, PaperRef, PaperValues
 from reports.paper import by_label as paper_by_label
+from reports.results import row_resources
 
 CLAIMS_FILE = Path(__file__).with_name("claims.toml")
 DIRECTIONS = ("higher", "lower", "same")  # what the paper asserts of method − baseline on the metric
@@ -389,11 +389,7 @@ def task_evidence(store: ResultStore, model: str, claim: Claim, task: str, wante
 def held_out_check(row: dict) -> str:
     """The accuracy a row's classifier scored on its held-out check, as its card records it ("" if none):
     whether the classifier learned its task at all."""
-    resources = row.get("resources")
-    try:
-        card = (json.loads(resources) if isinstance(resources, str) else resources or {}).get("classifier") or {}
-    except (ValueError, AttributeError):
-        return ""
+    card = row_resources(row).get("classifier") or {}
     accuracy, source = card.get("dev_accuracy"), (card.get("dev_data") or {}).get("source", "held-out")
     return "" if accuracy is None else f"{accuracy:.2f} on {source}"
 

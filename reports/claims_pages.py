@@ -129,8 +129,7 @@ def family_text(rows: list[c.Row]) -> str:
     return (f"The family: one primary line per testable claim (its first setting, pooled over its training "
             f"seeds), {m} declared, {ran} with a p-value so far; a line not run yet counts as p = 1 until it "
             "runs, so no verdict reached now is undone by the runs to come. Holm's step-down procedure holds the "
-            "chance of calling any "
-            f"false direction among them to {c.ALPHA:.0%}; a verdict of direction uses the adjusted p. Further "
+            f"chance of calling any false direction among them to {c.ALPHA:.0%}; a verdict of direction uses the adjusted p. Further "
             "settings of a claim (another victim protocol) are shown beside it at their own p, outside the "
             "family, and decide nothing.")
 

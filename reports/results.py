@@ -184,12 +184,17 @@ def row_setting(row: dict, row_scoped: dict) -> str:
 
 def _served(row: dict) -> dict:
     """The resources a row's recipe was served (role -> name), as the row records them."""
-    resources = row.get("resources")
+    return row_resources(row).get("served") or {}
+
+
+def row_resources(row: dict) -> dict:
+    """A row's ``resources`` record, parsed ({} when it is empty, not JSON or not a mapping)."""
+    raw = row.get("resources") or {}
     try:
-        record = json.loads(resources) if isinstance(resources, str) else resources or {}
+        record = json.loads(raw) if isinstance(raw, str) else raw
     except ValueError:
         return {}
-    return record.get("served") or {}
+    return record if isinstance(record, dict) else {}
 
 
 def setting_key(row: dict) -> str:
@@ -301,13 +306,7 @@ def resource_pairs(rows: list[dict], key: str | None) -> set[str]:
     """role=resource pairs: the map under ``key`` when given, else the row's top-level short strings."""
     out = set()
     for r in rows:
-        raw = r.get("resources") or ""
-        try:
-            res = json.loads(raw) if raw else {}
-        except json.JSONDecodeError:
-            res = {}
-        if not isinstance(res, dict):
-            continue
+        res = row_resources(r)
         if key is not None:
             res = res.get(key) if isinstance(res.get(key), dict) else {}
         out |= {f"{k}={v}" for k, v in res.items() if isinstance(v, str) and len(v) <= 80}

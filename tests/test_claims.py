@@ -343,7 +343,6 @@ def test_holm_decides_the_family(tmp_path):
     assert all(r.primary.p_adjusted >= r.primary.pooled.p for r in rows)
 
 
-
 def test_a_claim_not_run_yet_counts_in_the_family_at_p_one(tmp_path):
     from bench.scoring.stats import holm
 
