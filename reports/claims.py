@@ -789,21 +789,21 @@ def _short(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def setting_text(catalog_models: dict, claim: Claim, suffixes: tuple[str, ...] = ()) -> tuple[str, tuple[str, ...]]:
-    """The generated setting of a claim: the method model's and the baseline's card facts (seed 0, with the
-    flags of every seed's models)."""
-    texts, flags = [], []
-    for role, name in (("method", claim.method), ("baseline", claim.baseline)):
+def setting_text(catalog_models: dict, claim: Claim, suffixes: tuple[str, ...] = (),
+                 pair: tuple[str, str] | None = None) -> tuple[str, tuple[str, ...]]:
+    """The generated setting of a claim: the method model's and the baseline's card facts, and the flags of
+    every seed's models. ``pair`` (method, baseline) names one training seed's models: then the text and the
+    flags are theirs alone (a per-seed line); without it, the claim's seed-0 models speak for the text."""
+    method, baseline = pair or (claim.method, claim.baseline)
+    names = [method, baseline] if pair else [m + x for m in (claim.method, claim.baseline) for x in ("", *suffixes)]
+    texts = []
+    for role, name in (("method", method), ("baseline", baseline)):
         facts = catalog_models.get(name) or {}
-        if not facts.get("method"):
-            continue  # a base that is not trained
-        text, own = model_setting(facts)
-        texts.append(f"{role} {name}: {text}")
-        for suffix in ("", *suffixes):
-            _, seed_flags = model_setting(catalog_models.get(name + suffix) or {})
-            flags += [f"{name + suffix}: {f}" for f in seed_flags]
-    bases = {(catalog_models.get(m + x) or {}).get("training", {}).get("base_weights_sha256")
-             for m in (claim.method, claim.baseline) for x in ("", *suffixes)} - {None}
+        if facts.get("method"):  # a base that is not trained has no card facts to show
+            texts.append(f"{role} {name}: {model_setting(facts)[0]}")
+    flags = [f"{name}: {f}" for name in names if (catalog_models.get(name) or {}).get("method")
+             for f in model_setting(catalog_models[name])[1]]
+    bases = {(catalog_models.get(m) or {}).get("training", {}).get("base_weights_sha256") for m in names} - {None}
     if len(bases) > 1:
         flags.append(f"its models were trained from {len(bases)} builds of the base (sha256 "
                      + ", ".join(sorted(b[:12] for b in bases)) + "), which differ in their last bits")

@@ -96,8 +96,8 @@ def claim_text(claim: c.Claim) -> str:
     return f"**{claim.id}** ({claim.paper} {claim.table}): {claim.claim}. Row: {what}; {claim.method} vs {claim.baseline}"
 
 
-def differs_text(row: c.Row, models: dict, suffixes) -> str:
-    setting, flags = c.setting_text(models, row.claim, suffixes)
+def differs_text(row: c.Row, models: dict, suffixes, pair: tuple[str, str] | None = None) -> str:
+    setting, flags = c.setting_text(models, row.claim, suffixes, pair)
     out = [f"Setting (model cards): {setting}."] if setting else []
     out += [f"⚠ {f}." for f in flags]
     out.append(row.claim.differs)
@@ -286,7 +286,8 @@ def records(book: c.Ledger, rows: list[c.Row], models: dict) -> list[dict]:
                 out.append({**base, "baseline_model": ln.baseline, "method_model": ln.method, "seed": ln.seed,
                             "setting": setting, "primary": False, "baseline_value": a, "method_value": b,
                             "delta": ln.estimate, "ci_low": ln.low, "ci_high": ln.high, "p": ln.p, "n": ln.pairs,
-                            "verdict": c.NOT_RUN if ln.missing else "", "verdict_note": ln.note})
+                            "verdict": c.NOT_RUN if ln.missing else "", "verdict_note": ln.note,
+                            "what_differs": differs_text(r, models, book.seed_suffixes, (ln.method, ln.baseline))})
             p = e.pooled
             a, b = e.values
             out.append({**base, "baseline_model": claim.baseline, "method_model": claim.method, "seed": "pooled",

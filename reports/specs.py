@@ -39,6 +39,9 @@ def _columns(tasks) -> tuple[Column, ...]:
     return tuple(Column({"task": task}) for task in tasks)
 
 
+# The 1,000-step series checkpoints have MR cells only; they have their own figure against training steps.
+SCALE_CHECKPOINTS = ("*-scale-step*", "the series scale-robustembed-vs-simcse (scale-robustembed-vs-simcse.md)")
+
 ATTACK_BLOCKS = tuple(Block({"attack": recipe}) for recipe in RECIPES)
 ADVSTS_TASKS = _columns(ADVSTS_DATASETS)
 
@@ -65,7 +68,7 @@ TABLES = (
         better="lower", blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 3"), settings=ATTACK_SETTINGS,
         prefer=ATTACK_PREFER, aggregation="mean-of-runs", runs="run", resources_key=SERVED, paper_rows=True,
         config={"victim": "frozen", "constraints": "unified"}, standin="substitute_victim",
-        block_major=True),
+        block_major=True, elsewhere=(SCALE_CHECKPOINTS,)),
     TableSpec(
         name="robustembed-table3-finetuned", title="RobustEmbed Table 3: attack success rate (%), fine-tuned victims",
         suite="adversarial",
@@ -120,7 +123,7 @@ SUMMARY = dict(suite="", metric="", unit="averages of Tables 1-3 (see those tabl
 TABLES += (
     TableSpec(name="robustembed-averages", title="Averages of RobustEmbed's Tables 1-3 per model: STS, transfer and ASR",
               summaries=(STS_AVG, TRANSFER_AVG, _asr_avg("textfooler"), _asr_avg("textbugger"),
-                         _asr_avg("bert-attack")), method=None, **SUMMARY),
+                         _asr_avg("bert-attack")), method=None, elsewhere=(SCALE_CHECKPOINTS,), **SUMMARY),
 )
 
 FIGURES = (

@@ -20,6 +20,7 @@ Rules every table follows:
 from __future__ import annotations
 
 import csv
+import fnmatch
 import html
 import io
 import json
@@ -104,6 +105,8 @@ class TableSpec:
     config: dict = field(default_factory=dict)  # only cells run under these settings (e.g. one victim protocol)
     standin: str = ""  # config key that names a stand-in a cell's run used (marked STANDIN in the cell)
     block_major: bool = False  # order block by block (each closed by the paper's rows), not group by group
+    # (model glob, where those models are shown instead): kept out of this table, named under it
+    elsewhere: tuple[tuple[str, str], ...] = ()
 
     @property
     def suites(self) -> tuple[str, ...]:
@@ -205,6 +208,7 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
     runs = [r for r in ours if spec.runs and (r["aggregation"] or "").startswith(spec.runs)]
     mine_of, runs_of = _by_model(mine), _by_model(runs)
     models = catalog.order({r["model"] for r in mine if spec.method is None or catalog.method(r["model"]) == spec.method})
+    models, moved = _shown_elsewhere(spec, models)
     headers = [c.label for c in spec.columns] + [a.label for a in spec.averages]
     setting = {(block.label, col.label): common_setting([mine_of.get(m, []) for m in models], {**block.where, **col.where},
                                                         spec.prefer)
@@ -240,7 +244,19 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
     lines = _grouped(lines, spec.block_major)
     better = [spec.better] * len(headers)
     _mark_best(lines, better, spec.decimals, evidence)
-    return Table(spec, headers, better, lines, settings_sentence(spec, lines, [c.label for c in spec.columns], absent))
+    return Table(spec, headers, better, lines,
+                 settings_sentence(spec, lines, [c.label for c in spec.columns], absent, moved))
+
+
+def _shown_elsewhere(spec: TableSpec, models: list[str]) -> tuple[list[str], list[str]]:
+    """The models this table shows, and a sentence per ``spec.elsewhere`` pattern that kept some out."""
+    moved = []
+    for pattern, where in spec.elsewhere:
+        out = [m for m in models if fnmatch.fnmatchcase(m, pattern)]
+        if out:
+            moved.append(f"{len(out)} model(s) matching {pattern} ({', '.join(out)}) are shown in {where}, not here")
+    kept = [m for m in models if not any(fnmatch.fnmatchcase(m, p) for p, _ in spec.elsewhere)]
+    return kept, moved
 
 
 def standins_of(rows, key: str) -> str:
@@ -314,7 +330,8 @@ def _build_summary(spec: TableSpec, paper: PaperValues, built: dict[str, Table],
         if table is not None:
             models += [ln.model for ln in table.lines if not ln.reference
                        and (spec.method is None or catalog.method(ln.model) == spec.method)]
-    models = catalog.order(set(models))
+    models, moved = _shown_elsewhere(spec, catalog.order(set(models)))
+
     def block_label(s: Summary) -> str:  # the referenced table's label for the block's attack
         table = built.get(s.table)
         blocks = table.spec.blocks if table is not None else ()
@@ -340,7 +357,7 @@ def _build_summary(spec: TableSpec, paper: PaperValues, built: dict[str, Table],
     better = [s.better for s in spec.summaries]
     _mark_best(lines, better, spec.decimals, evidence)
     headers = [s.label.format(block=block_label(s)) for s in spec.summaries]
-    return Table(spec, headers, better, lines, settings_sentence(spec, lines, headers))
+    return Table(spec, headers, better, lines, settings_sentence(spec, lines, headers, moved=moved))
 
 
 def _grouped(lines: list[Line], block_major: bool = False) -> list[Line]:
@@ -406,7 +423,8 @@ def _where_text(models: dict[str, list[str]], every: dict[str, dict[str, list[st
     return "; ".join(model if alone(model) else f"{model}: {', '.join(cols)}" for model, cols in models.items())
 
 
-def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], absent_blocks: list[str] = ()) -> str:
+def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], absent_blocks: list[str] = (),
+                      moved: list[str] = ()) -> str:
     """What produced the numbers: metric and aggregation, then each reported config key's values
     (naming the columns of each value when they differ), stand-in resources, seeds, and how to read
     bold, † and the paper values."""
@@ -456,6 +474,8 @@ def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], ab
                   f"({spec.standin} {', '.join(standins)}; each cell records it).")
     if absent_blocks:
         marks += " No results at all for: " + ", ".join(absent_blocks) + "."
+    if moved:
+        marks += " " + "; ".join(moved) + "."
     passed_over = sum(c.stat.passed_over for ln in lines for c in ln.cells)
     if passed_over:
         marks += (f" {passed_over} cell(s) also have results under other settings, not shown here (chosen: verified "

@@ -409,6 +409,23 @@ def test_the_setting_comes_from_the_cards():
     assert text2 != text and "lam=1e-06" in text2 and not flags2
 
 
+def test_a_seed_line_describes_its_own_models():
+    """A training seed's line shows that seed's cards, not seed 0's; the claim's text flags every seed."""
+    claim = claims.load().claims[0]
+    card = {"method": "robustembed", "base": "minilm-mlm",
+            "training": {"steps": 250, "batch_size": 64, "stsb_dev_before": 68.89,
+                         "best": {"step": 250, "stsb_dev_spearman": 73.0}}}
+    seed2 = {**card, "training": {**card["training"], "best": {"step": 25, "stsb_dev_spearman": 60.0}}}
+    models = {claim.method: card, claim.method + "-seed2": seed2}
+    whole, whole_flags = claims.setting_text(models, claim, ("-seed2",))
+    own, own_flags = claims.setting_text(models, claim, ("-seed2",), (claim.method + "-seed2", claim.baseline))
+    assert "kept step 250" in whole and any("-seed2" in f for f in whole_flags)
+    assert "kept step 25 " in own and f"method {claim.method}-seed2" in own
+    assert own_flags and all(f.startswith(claim.method + "-seed2") for f in own_flags)
+    zero, zero_flags = claims.setting_text(models, claim, ("-seed2",), (claim.method, claim.baseline))
+    assert zero == whole and not zero_flags
+
+
 def test_attack_rates_compare_the_examples_both_victims_attacked():
     """The CI and the test of an attack success rate rest on the same examples: those both victims got right."""
     from bench.scoring.stats import paired_bootstrap

@@ -459,6 +459,21 @@ def test_an_attack_row_shares_a_setting_whichever_recipes_ran_beside_it(tmp_path
                        RECIPE_SCOPED_CONFIG) == row_setting(row, RECIPE_SCOPED_CONFIG)  # K is BERT-Attack's alone
 
 
+def test_a_table_names_the_models_it_leaves_to_another_page(tmp_path):
+    """Table 3 leaves the training-step series checkpoints to their own figure, and says so under it."""
+    from reports import generate
+
+    store = ResultStore(tmp_path)
+    for model, asr in (("simcse-bert", 61.0), ("simcse-bert-scale-step500", 59.0)):
+        _cell(store, model, "adversarial", "mr", 0, [("attack_success_rate", asr, "mean-of-runs", "attack",
+                                                      "textfooler")], victim="frozen", constraints="unified")
+    export_metadata(tmp_path)
+    md = generate(tmp_path, formats=["md"]).reports["robustembed-table3.md"]
+    shown = {ln.split("|")[2].strip() for ln in md.splitlines() if ln.startswith("| TextFooler |")}
+    assert "simcse-bert" in shown and "simcse-bert-scale-step500" not in shown
+    assert "matching *-scale-step* (simcse-bert-scale-step500) are shown in the series" in md
+
+
 def _tied_settings_fixture(root: Path) -> Path:
     """STS cells of two models where settings tie on every rank but the last: STS-B on verified data and
     on data that failed its sha256 check (both models have both), STS12 under two unranked options,
