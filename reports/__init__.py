@@ -152,7 +152,7 @@ def claims_summary_html(files: dict) -> str:
            f"<a href=\"{site.CLAIMS}\">The ledger</a>.</p>"]
     if FOREST in files:
         out.append(f"<p><a href=\"{site.CLAIMS}\"><img src=\"{FOREST}\" alt=\"forest plot of the claims: ours "
-                   "against the paper's Δ\" style=\"width:560px;border:1px solid #ddd\"></a></p>")
+                   "against the paper's Δ\" style=\"width:100%;max-width:1100px;border:1px solid #ddd\"></a></p>")
     return "".join(out)
 
 
