@@ -8,7 +8,8 @@ The opening names a CSV beside the results (``leaderboard-sts`` is ``results/lea
 a generated report (``reports/scale-robustembed-vs-simcse`` is ``reports/generated/….csv``) and the column
 values that pick exactly one row of it (``key=value``; ``key~=text``: the value contains the text; %20
 is a space). The quoted text is the row's ``value`` (a ledger row's ``delta``), or that
-and its 95% CI (``V [L, H]``), each rounded to as many decimals as the text shows. ``check`` lists every
+and its 95% CI (``V [L, H]``), each rounded to as many decimals as the text shows; with the key
+``rows=count`` it is how many rows match (e.g. the ledger's primary lines with one verdict). ``check`` lists every
 quote that differs from its row (tests/test_readme.py runs it on the README and docs/); ``fill``
 rewrites the quotes from the rows, e.g. after a new render (``python -m reports.quoted --fill``).
 """
@@ -56,6 +57,7 @@ def _formatted(value: float, like: str) -> str:
 def _actual(match: re.Match, results_dir: Path, cache: dict) -> tuple[list[float] | None, str]:
     """The row's numbers the quote names (value, then CI), or None and why not."""
     keys = dict(pair.split("=", 1) for pair in match.group("keys").split())
+    count = keys.pop("rows", None) == "count"
 
     def fits(row: dict) -> bool:
         return all(unquote(v) in (row.get(k[:-1]) or "") if k.endswith("~") else row.get(k) == unquote(v)
@@ -65,6 +67,8 @@ def _actual(match: re.Match, results_dir: Path, cache: dict) -> tuple[list[float
         rows = [r for r in _rows(results_dir, match.group("file"), cache) if fits(r)]
     except OSError as exc:
         return None, f"cannot read {match.group('file')}.csv ({exc})"
+    if count:
+        return [float(len(rows))], ""
     if len(rows) != 1:
         return None, f"{len(rows)} rows of {match.group('file')}.csv match {keys}: name exactly one"
     row = rows[0]

@@ -241,3 +241,17 @@ def test_a_ledger_row_is_quoted_by_its_difference(tmp_path):
     good = "<!-- q: reports/claims claim_id=c seed=pooled -->−0.35 [−1.89, +1.32]<!-- /q -->"
     assert quoted.check(good, tmp_path / "results") == []
     assert "the results say −0.35" in quoted.check(good.replace("−0.35", "−0.40"), tmp_path / "results")[0]
+
+
+def test_a_count_of_rows_is_quoted(tmp_path):
+    """``rows=count`` quotes how many rows match: a verdict count in prose cannot drift from the ledger."""
+    from reports import quoted
+
+    generated = tmp_path / "reports" / "generated"
+    generated.mkdir(parents=True)
+    (generated / "claims.csv").write_text("claim_id,primary,verdict\na,True,inconclusive\nb,True,inconclusive\n"
+                                          "b,False,inconclusive\nc,True,replicated\n", encoding="utf-8")
+    good = "<!-- q: reports/claims primary=True verdict=inconclusive rows=count -->2<!-- /q --> inconclusive"
+    assert quoted.check(good, tmp_path / "results") == []
+    assert "the results say 2" in quoted.check(good.replace("-->2<", "-->3<"), tmp_path / "results")[0]
+    assert quoted.fill(good.replace("-->2<", "-->3<"), tmp_path / "results") == good
