@@ -254,7 +254,7 @@ def _shown_elsewhere(spec: TableSpec, models: list[str]) -> tuple[list[str], lis
     for pattern, where in spec.elsewhere:
         out = [m for m in models if fnmatch.fnmatchcase(m, pattern)]
         if out:
-            moved.append(f"{len(out)} model(s) matching {pattern} ({', '.join(out)}) are shown in {where}, not here")
+            moved.append(f"{', '.join(out)}: shown in {where}, not here")
     kept = [m for m in models if not any(fnmatch.fnmatchcase(m, p) for p, _ in spec.elsewhere)]
     return kept, moved
 
