@@ -775,14 +775,18 @@ def model_setting(facts: dict) -> tuple[str, tuple[str, ...]]:
         parts.append(f"kept step {kept}" + (f" (STS-B dev {dev:.2f}; base {before:.2f})"
                                             if dev is not None and before is not None else ""))
     config = training.get("method_config")
-    if isinstance(config, dict):
-        parts.append(", ".join(f"{k}={_short(v)}" for k, v in sorted(config.items())))
+    if isinstance(config, dict):  # where a resource sat on the training machine is no setting
+        parts.append(", ".join(f"{k}={_short(v)}" for k, v in sorted(config.items()) if not _machine_path(k, v)))
     flags = []
     if kept is not None and steps_run and kept < KEPT_EARLY * steps_run:
         flags.append(f"kept step {kept} is below {KEPT_EARLY:.0%} of the {steps_run} steps run")
     if dev is not None and before is not None and dev < before:
         flags.append(f"its STS-B dev ({dev:.2f}) is below its base's ({before:.2f})")
     return "; ".join(parts), tuple(flags)
+
+
+def _machine_path(key: str, value) -> bool:
+    return key.endswith(("_dir", "_path", "_file")) or (isinstance(value, str) and value.startswith(("/", "~")))
 
 
 def _short(value) -> str:

@@ -95,7 +95,7 @@ TABLES = (
         settings=("profile", "limit", "query_budget"), resources_key=SERVED),
     TableSpec(
         name="vadvcse-table3", title="V-advCSE Table 3: ANLI accuracy", suite="anli", metric="accuracy",
-        unit="accuracy ×100 of an NLI classifier fine-tuned on the encoder",
+        unit="accuracy ×100 of an NLI classifier fine-tuned on the encoder (three balanced classes: chance is 33.3)",
         # "All" is the unweighted mean of the rounds, as in the paper (the suite also writes a pooled row).
         columns=tuple(Column({"task": r, "split": split, **({"aggregation": "mean-of-rounds"} if r == "all" else {})},
                              label=f"{split} {{task}}")

@@ -399,9 +399,11 @@ def test_the_setting_comes_from_the_cards():
     claim = claims.load().claims[0]
     card = {"method": "robustembed", "base": "minilm-mlm",
             "training": {"steps": 250, "batch_size": 64, "stsb_dev_before": 68.89,
-                         "best": {"step": 25, "stsb_dev_spearman": 68.28}, "method_config": {"lam": 0.01}}}
+                         "best": {"step": 25, "stsb_dev_spearman": 68.28},
+                         "method_config": {"lam": 0.01, "wordnet_dir": "/home/me/wn", "vocab": "/tmp/v.txt"}}}
     text, flags = claims.setting_text({claim.method: card}, claim)
     assert "250 steps of 64" in text and "kept step 25" in text and "lam=0.01" in text
+    assert "wordnet_dir" not in text and "/tmp" not in text  # a machine's paths are no setting
     assert any("below 20%" in f for f in flags) and any("below its base's" in f for f in flags)
     changed = {**card, "training": {**card["training"], "best": {"step": 200, "stsb_dev_spearman": 70.0},
                                     "method_config": {"lam": 1e-06}}}
