@@ -231,27 +231,30 @@ def test_the_quote_check_sees_a_drifted_number(tmp_path):
     assert quoted.fill(drifted, tmp_path) == good
 
 
+def _ledger(tmp_path, text: str) -> Path:
+    """A results directory whose generated claims.csv holds ``text``."""
+    generated = tmp_path / "reports" / "generated"
+    generated.mkdir(parents=True)
+    (generated / "claims.csv").write_text(text, encoding="utf-8")
+    return tmp_path / "results"
+
+
 def test_a_ledger_row_is_quoted_by_its_difference(tmp_path):
     from reports import quoted
 
-    generated = tmp_path / "reports" / "generated"
-    generated.mkdir(parents=True)
-    (generated / "claims.csv").write_text("claim_id,seed,delta,ci_low,ci_high\nc,pooled,-0.351,-1.894,1.323\n"
-                                          "c,2,-0.4,-2.0,1.3\n", encoding="utf-8")
+    results = _ledger(tmp_path, "claim_id,seed,delta,ci_low,ci_high\nc,pooled,-0.351,-1.894,1.323\nc,2,-0.4,-2.0,1.3\n")
     good = "<!-- q: reports/claims claim_id=c seed=pooled -->−0.35 [−1.89, +1.32]<!-- /q -->"
-    assert quoted.check(good, tmp_path / "results") == []
-    assert "the results say −0.35" in quoted.check(good.replace("−0.35", "−0.40"), tmp_path / "results")[0]
+    assert quoted.check(good, results) == []
+    assert "the results say −0.35" in quoted.check(good.replace("−0.35", "−0.40"), results)[0]
 
 
 def test_a_count_of_rows_is_quoted(tmp_path):
     """``rows=count`` quotes how many rows match: a verdict count in prose cannot drift from the ledger."""
     from reports import quoted
 
-    generated = tmp_path / "reports" / "generated"
-    generated.mkdir(parents=True)
-    (generated / "claims.csv").write_text("claim_id,primary,verdict\na,True,inconclusive\nb,True,inconclusive\n"
-                                          "b,False,inconclusive\nc,True,replicated\n", encoding="utf-8")
+    results = _ledger(tmp_path, "claim_id,primary,verdict\na,True,inconclusive\nb,True,inconclusive\n"
+                                "b,False,inconclusive\nc,True,replicated\n")
     good = "<!-- q: reports/claims primary=True verdict=inconclusive rows=count -->2<!-- /q --> inconclusive"
-    assert quoted.check(good, tmp_path / "results") == []
-    assert "the results say 2" in quoted.check(good.replace("-->2<", "-->3<"), tmp_path / "results")[0]
-    assert quoted.fill(good.replace("-->2<", "-->3<"), tmp_path / "results") == good
+    assert quoted.check(good, results) == []
+    assert "the results say 2" in quoted.check(good.replace("-->2<", "-->3<"), results)[0]
+    assert quoted.fill(good.replace("-->2<", "-->3<"), results) == good
