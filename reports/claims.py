@@ -800,13 +800,11 @@ def setting_text(catalog_models: dict, claim: Claim, suffixes: tuple[str, ...] =
     flags are theirs alone (a per-seed line); without it, the claim's seed-0 models speak for the text."""
     method, baseline = pair or (claim.method, claim.baseline)
     names = [method, baseline] if pair else [m + x for m in (claim.method, claim.baseline) for x in ("", *suffixes)]
-    texts = []
-    for role, name in (("method", method), ("baseline", baseline)):
-        facts = catalog_models.get(name) or {}
-        if facts.get("method"):  # a base that is not trained has no card facts to show
-            texts.append(f"{role} {name}: {model_setting(facts)[0]}")
-    flags = [f"{name}: {f}" for name in names if (catalog_models.get(name) or {}).get("method")
-             for f in model_setting(catalog_models[name])[1]]
+    # a base that is not trained has no card facts to show
+    trained = {n: model_setting(catalog_models[n]) for n in names if (catalog_models.get(n) or {}).get("method")}
+    texts = [f"{role} {name}: {trained[name][0]}" for role, name in (("method", method), ("baseline", baseline))
+             if name in trained]
+    flags = [f"{name}: {f}" for name in names if name in trained for f in trained[name][1]]
     bases = {(catalog_models.get(m) or {}).get("training", {}).get("base_weights_sha256") for m in names} - {None}
     if len(bases) > 1:
         flags.append(f"its models were trained from {len(bases)} builds of the base (sha256 "

@@ -249,14 +249,15 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
 
 
 def _shown_elsewhere(spec: TableSpec, models: list[str]) -> tuple[list[str], list[str]]:
-    """The models this table shows, and a sentence per ``spec.elsewhere`` pattern that kept some out."""
-    moved = []
-    for pattern, where in spec.elsewhere:
-        out = [m for m in models if fnmatch.fnmatchcase(m, pattern)]
-        if out:
-            moved.append(f"{', '.join(out)}: shown in {where}, not here")
-    kept = [m for m in models if not any(fnmatch.fnmatchcase(m, p) for p, _ in spec.elsewhere)]
-    return kept, moved
+    """The models this table shows, and a sentence per page named in ``spec.elsewhere`` that takes some."""
+    kept, moved = [], {}
+    for model in models:
+        where = next((w for pattern, w in spec.elsewhere if fnmatch.fnmatchcase(model, pattern)), None)
+        if where is None:
+            kept.append(model)
+        else:
+            moved.setdefault(where, []).append(model)
+    return kept, [f"{', '.join(out)}: shown in {where}, not here" for where, out in moved.items()]
 
 
 def standins_of(rows, key: str) -> str:
