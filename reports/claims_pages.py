@@ -324,6 +324,10 @@ def to_json(book: c.Ledger, rows: list[c.Row], recs: list[dict]) -> str:
 
 # ---------------------------------------------------------------- the forest plot -----------------
 
+# Directional verdicts stand out; a line that cannot be tested here is drawn, but greyed.
+VERDICT_COLOURS = {c.REPLICATED: "#1a7f37", c.REVERSED: "#b35900", c.NOT_TESTABLE: "#9e9e9e"}
+
+
 def forest_points(rows: list[c.Row]) -> dict[str, list[tuple]]:
     """unit -> (label, our Δ, low, high, the paper's Δ, verdict) of every primary line that ran."""
     out: dict[str, list[tuple]] = {}
@@ -331,7 +335,8 @@ def forest_points(rows: list[c.Row]) -> dict[str, list[tuple]]:
         e = r.primary
         if e is None or e.pooled is None or e.pooled.low is None:
             continue
-        label = r.claim.id + (f" ({e.pooled.seeds} seeds)" if e.pooled.seeds != 1 else " (1 seed)")
+        seeds = f"{e.pooled.seeds} seed{'s' * (e.pooled.seeds != 1)}"
+        label = f"{r.claim.id} ({seeds}): {e.verdict.label}"
         out.setdefault(unit(r.claim), []).append((label, e.pooled.estimate, e.pooled.low, e.pooled.high,
                                                   r.claim.paper_delta, e.verdict.label, r.claim.margin))
     return out
@@ -354,7 +359,7 @@ def forest_png(rows: list[c.Row]) -> bytes | None:
     for ax, (name, pts) in zip(axes[:, 0], panels.items()):
         ys = list(range(len(pts)))[::-1]
         for y, (label, est, low, high, paper, verdict, margin) in zip(ys, pts):
-            colour = {c.REPLICATED: "#1a7f37", c.REVERSED: "#b35900"}.get(verdict, "#1d4e89")
+            colour = VERDICT_COLOURS.get(verdict, "#1d4e89")
             if margin is not None:  # a claim of no difference: its equivalence margin, shaded
                 ax.fill_betweenx([y - 0.3, y + 0.3], -margin, margin, color="#c62828", alpha=0.12, lw=0)
             ax.plot([low, high], [y, y], color=colour, lw=2)
@@ -366,8 +371,9 @@ def forest_png(rows: list[c.Row]) -> bytes | None:
         ax.set_yticklabels([p[0] for p in pts], fontsize=8)
         ax.set_title(name, fontsize=10, loc="left")
         ax.tick_params(axis="x", labelsize=8)
-    axes[-1, 0].set_xlabel("method − baseline (dot and bar: ours, pooled, 95% CI; red diamond: the paper's Δ; "
-                           "shaded: a no-difference claim's margin)",
+    axes[-1, 0].set_xlabel("method − baseline. Dot and bar: ours, pooled, 95% CI\n(green replicated, orange "
+                           "reversed, grey not testable here);\nred diamond: the paper's Δ; shaded: a no-difference "
+                           "claim's margin",
                            fontsize=9)
     fig.tight_layout()
     blobs = figure_bytes(fig)

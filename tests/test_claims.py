@@ -263,6 +263,9 @@ def test_render_on_a_tiny_results_dir(tmp_path):
     assert "\n1. `bench run --model better-seed1" in md
     assert "<table class=\"claims\">" in page and "claims-forest.png" in page and "no CoLA data offline" in page
     assert files["claims-forest.png"][:8] == b"\x89PNG\r\n\x1a\n"
+    # the plot's label says how many seeds and what the verdict is; an untestable claim draws nothing
+    ((label, *_),) = [p for pts in claims_pages.forest_points(rows).values() for p in pts]
+    assert label == f"stsb (1 seed): {FEW_SEEDS}"
     # stored cells under another setting are not compared
     other = tmp_path / "other"
     _sts_cell(ResultStore(other), "base", noise=3.0)
