@@ -805,11 +805,24 @@ def setting_text(catalog_models: dict, claim: Claim, suffixes: tuple[str, ...] =
     texts = [f"{role} {name}: {trained[name][0]}" for role, name in (("method", method), ("baseline", baseline))
              if name in trained]
     flags = [f"{name}: {f}" for name in names if name in trained for f in trained[name][1]]
-    bases = {(catalog_models.get(m) or {}).get("training", {}).get("base_weights_sha256") for m in names} - {None}
-    if len(bases) > 1:
-        flags.append(f"its models were trained from {len(bases)} builds of the base (sha256 "
-                     + ", ".join(sorted(b[:12] for b in bases)) + "), which differ in their last bits")
+    flags += _base_builds_flag([(catalog_models.get(m) or {}).get("training", {}) for m in names])
     return " | ".join(texts), tuple(dict.fromkeys(flags))
+
+
+BUILD_DEV_TOLERANCE = 0.05  # STS-B dev points: one build scores the same within this on any CPU
+
+
+def _base_builds_flag(trainings: list[dict]) -> list[str]:
+    """A flag when the models were trained from different builds of their base: told by the base's weights
+    hash, or, on cards that predate it, by the base's STS-B dev score before training."""
+    hashes = sorted({t["base_weights_sha256"][:12] for t in trainings if t.get("base_weights_sha256")})
+    devs = sorted({round(float(t["stsb_dev_before"]), 2) for t in trainings if t.get("stsb_dev_before") is not None})
+    spread = len(devs) > 1 and devs[-1] - devs[0] > BUILD_DEV_TOLERANCE
+    if len(hashes) < 2 and not spread:
+        return []
+    told = ([f"sha256 {', '.join(hashes)}"] if len(hashes) > 1 else []) + \
+           ([f"base STS-B dev {', '.join(f'{d:.2f}' for d in devs)}"] if spread else [])
+    return [f"its models were trained from different builds of the base ({'; '.join(told)})"]
 
 
 def catalog_models(results_dir: Path) -> dict:

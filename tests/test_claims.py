@@ -414,6 +414,26 @@ def test_the_setting_comes_from_the_cards():
     assert text2 != text and "lam=1e-06" in text2 and not flags2
 
 
+def test_a_pair_from_two_builds_of_the_base_is_flagged():
+    """Models trained from different builds of their base are flagged: by the base's hash, or, on older cards
+    without it, by the base's STS-B dev score; one build on both sides is not."""
+    claim = claims.load().claims[0]
+
+    def card(dev, sha=None):
+        training = {"steps": 250, "batch_size": 64, "stsb_dev_before": dev,
+                    "best": {"step": 250, "stsb_dev_spearman": 73.0}, **({"base_weights_sha256": sha} if sha else {})}
+        return {"method": "m", "base": "minilm-mlm", "training": training}
+
+    pair = (claim.method, claim.baseline)
+    old_card_new_card = {claim.method: card(68.89), claim.baseline: card(69.07, "e1467f5604f8aa")}
+    _, flags = claims.setting_text(old_card_new_card, claim, (), pair)
+    assert any("different builds of the base (base STS-B dev 68.89, 69.07)" in f for f in flags)
+    two_hashes = {claim.method: card(69.07, "aaaaaaaaaaaa11"), claim.baseline: card(69.07, "bbbbbbbbbbbb22")}
+    assert any("sha256 aaaaaaaaaaaa, bbbbbbbbbbbb" in f for f in claims.setting_text(two_hashes, claim, (), pair)[1])
+    one_build = {claim.method: card(69.0701), claim.baseline: card(69.07, "e1467f5604f8aa")}
+    assert not any("builds" in f for f in claims.setting_text(one_build, claim, (), pair)[1])
+
+
 def test_a_seed_line_describes_its_own_models():
     """A training seed's line shows that seed's cards, not seed 0's; the claim's text flags every seed."""
     claim = claims.load().claims[0]
