@@ -809,7 +809,7 @@ def setting_text(catalog_models: dict, claim: Claim, suffixes: tuple[str, ...] =
     return " | ".join(texts), tuple(dict.fromkeys(flags))
 
 
-BUILD_DEV_TOLERANCE = 0.05  # STS-B dev points: one build scores the same within this on any CPU
+BUILD_DEV_TOLERANCE = 0.05  # STS-B dev points: one build re-scored on another CPU moves far less than this
 
 
 def _base_builds_flag(trainings: list[dict]) -> list[str]:
