@@ -71,8 +71,12 @@ def pooled_text(e: c.Effect) -> str:
     spread = f", seed SD {_n(p.spread, k)}" if p.spread is not None else ""
     adjusted = f", Holm {format_p(e.p_adjusted)}" if e.primary and e.p_adjusted is not None else ""
     return (f"{_n(base, k)} → {_n(method, k)}, Δ {_n(p.estimate, k, True)}{rel} [{_n(p.low, k, True)}, "
-            f"{_n(p.high, k, True)}]; {p.seeds} seed{'s' * (p.seeds != 1)}{spread}; p {format_p(p.p)}{adjusted}; "
+            f"{_n(p.high, k, True)}]; {_seeds(p.seeds)}{spread}; p {format_p(p.p)}{adjusted}; "
             f"MDE {_n(e.mde, k)}")
+
+
+def _seeds(n: int) -> str:
+    return f"{n} seed{'s' * (n != 1)}"
 
 
 def verdict_text(e: c.Effect) -> str:
@@ -335,8 +339,7 @@ def forest_points(rows: list[c.Row]) -> dict[str, list[tuple]]:
         e = r.primary
         if e is None or e.pooled is None or e.pooled.low is None:
             continue
-        seeds = f"{e.pooled.seeds} seed{'s' * (e.pooled.seeds != 1)}"
-        label = f"{r.claim.id} ({seeds}): {e.verdict.label}"
+        label = f"{r.claim.id} ({_seeds(e.pooled.seeds)}): {e.verdict.label}"
         out.setdefault(unit(r.claim), []).append((label, e.pooled.estimate, e.pooled.low, e.pooled.high,
                                                   r.claim.paper_delta, e.verdict.label, r.claim.margin))
     return out
