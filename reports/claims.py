@@ -805,7 +805,8 @@ def setting_text(catalog_models: dict, claim: Claim, suffixes: tuple[str, ...] =
     texts = [f"{role} {name}: {trained[name][0]}" for role, name in (("method", method), ("baseline", baseline))
              if name in trained]
     flags = [f"{name}: {f}" for name in names if name in trained for f in trained[name][1]]
-    flags += _base_builds_flag([(catalog_models.get(m) or {}).get("training", {}) for m in names])
+    trainings = [(catalog_models.get(n) or {}).get("training", {}) for n in names]
+    flags += _base_builds_flag(trainings) + _precisions_flag(trainings)
     return " | ".join(texts), tuple(dict.fromkeys(flags))
 
 
@@ -823,6 +824,15 @@ def _base_builds_flag(trainings: list[dict]) -> list[str]:
     told = ([f"sha256 {', '.join(hashes)}"] if len(hashes) > 1 else []) + \
            ([f"base STS-B dev {', '.join(f'{d:.2f}' for d in devs)}"] if spread else [])
     return [f"its models were trained from different builds of the base ({'; '.join(told)})"]
+
+
+def _precisions_flag(trainings: list[dict]) -> list[str]:
+    """A flag when the models trained at different precisions: `--dtype auto` autocasts to bf16 on CPUs
+    with AMX and on CUDA, and runs fp32 elsewhere, so one command can train differently on two machines."""
+    precisions = sorted({t.get("amp") or "fp32" for t in trainings if "amp" in t})
+    if len(precisions) < 2:
+        return []
+    return [f"its models were trained at different precisions ({', '.join(precisions)})"]
 
 
 def catalog_models(results_dir: Path) -> dict:

@@ -434,6 +434,25 @@ def test_a_pair_from_two_builds_of_the_base_is_flagged():
     assert not any("builds" in f for f in claims.setting_text(one_build, claim, (), pair)[1])
 
 
+def test_a_pair_trained_at_two_precisions_is_flagged():
+    """`--dtype auto` trains in bf16 on an AMX CPU and in fp32 on others: a pair that mixes them is flagged,
+    a pair at one precision is not, and a card without the record says nothing."""
+    claim = claims.load().claims[0]
+
+    def card(amp, recorded=True):
+        training = {"steps": 250, "batch_size": 64, "best": {"step": 250, "stsb_dev_spearman": 73.0},
+                    **({"amp": amp} if recorded else {})}
+        return {"method": "m", "base": "minilm-mlm", "training": training}
+
+    pair = (claim.method, claim.baseline)
+    mixed = {claim.method: card("bfloat16"), claim.baseline: card(None)}
+    assert "its models were trained at different precisions (bfloat16, fp32)" in claims.setting_text(
+        mixed, claim, (), pair)[1]
+    for same in ({claim.method: card(None), claim.baseline: card(None)},
+                 {claim.method: card("bfloat16"), claim.baseline: card(None, recorded=False)}):
+        assert not any("precisions" in f for f in claims.setting_text(same, claim, (), pair)[1])
+
+
 def test_a_seed_line_describes_its_own_models():
     """A training seed's line shows that seed's cards, not seed 0's; the claim's text flags every seed."""
     claim = claims.load().claims[0]
