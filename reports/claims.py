@@ -456,7 +456,7 @@ class Effect:
         if se == 0 and ran and all(ln.binary and ln.pairs for ln in ran):
             # no example differs in outcome on any seed: size the test by its examples, not its zero SE
             return mcnemar_detectable_effect(sum(ln.pairs for ln in ran), LEVEL, POWER)
-        return minimum_detectable_effect(se, LEVEL, POWER)
+        return minimum_detectable_effect(se, LEVEL, POWER, self.pooled.df if self.pooled else None)
 
     @property
     def in_family(self) -> bool:

@@ -9,6 +9,7 @@ a generated report (``reports/scale-robustembed-vs-simcse`` is ``reports/generat
 values that pick exactly one row of it (``key=value``; ``key~=text``: the value contains the text; %20
 is a space). The quoted text is the row's ``value`` (a ledger row's ``delta``), or that
 and its 95% CI (``V [L, H]``), each rounded to as many decimals as the text shows; with the key
+``show=COLUMN`` it is that column alone (``show=p``: a ledger row's p); with the key
 ``rows=count`` it is how many rows match (e.g. the ledger's primary lines with one verdict). ``check`` lists every
 quote that differs from its row (tests/test_readme.py runs it on the README and docs/); ``fill``
 rewrites the quotes from the rows, e.g. after a new render (``python -m reports.quoted --fill``).
@@ -58,6 +59,7 @@ def _actual(match: re.Match, results_dir: Path, cache: dict) -> tuple[list[float
     """The row's numbers the quote names (value, then CI), or None and why not."""
     keys = dict(pair.split("=", 1) for pair in match.group("keys").split())
     count = keys.pop("rows", None) == "count"
+    shown = keys.pop("show", None)
 
     def fits(row: dict) -> bool:
         return all(unquote(v) in (row.get(k[:-1]) or "") if k.endswith("~") else row.get(k) == unquote(v)
@@ -72,6 +74,8 @@ def _actual(match: re.Match, results_dir: Path, cache: dict) -> tuple[list[float
     if len(rows) != 1:
         return None, f"{len(rows)} rows of {match.group('file')}.csv match {keys}: name exactly one"
     row = rows[0]
+    if shown:
+        return ([float(row[shown])], "") if row.get(shown) not in (None, "") else (None, f"no {shown} in that row")
     value = "value" if "value" in row else "delta"  # the claims ledger's rows quote their difference
     return [float(row[c]) for c in (value, "ci_low", "ci_high") if row.get(c) not in (None, "")], ""
 

@@ -258,3 +258,14 @@ def test_a_count_of_rows_is_quoted(tmp_path):
     assert quoted.check(good, results) == []
     assert "the results say 2" in quoted.check(good.replace("-->2<", "-->3<"), results)[0]
     assert quoted.fill(good.replace("-->2<", "-->3<"), results) == good
+
+
+def test_one_column_of_a_row_is_quoted(tmp_path):
+    """``show=p`` quotes a ledger row's p alone, so a p in prose cannot drift either."""
+    from reports import quoted
+
+    results = _ledger(tmp_path, "claim_id,seed,delta,ci_low,ci_high,p\nc,pooled,-2.4,-4.3,-0.6,0.0290\n")
+    good = "<!-- q: reports/claims claim_id=c seed=pooled show=p -->0.029<!-- /q -->"
+    assert quoted.check(good, results) == []
+    assert "the results say 0.029" in quoted.check(good.replace("0.029", "0.048"), results)[0]
+    assert "no mde in that row" in quoted.check(good.replace("show=p", "show=mde"), results)[0]

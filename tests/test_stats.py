@@ -321,6 +321,35 @@ def test_hierarchical_bootstrap_counts_the_seeds_spread():
     assert single.p < 0.001
 
 
+def test_pooled_effect_refers_to_t_on_the_seeds_degrees_of_freedom():
+    """Three seeds whose spread dominates: the pooled p and interval are a one-sample t-test's on the
+    per-seed differences (2 d.f.), not the normal's; seeds that agree within their examples' noise keep
+    many d.f. and the normal's p; a single seed is its own example bootstrap."""
+    from scipy.stats import norm, t, ttest_1samp
+
+    from bench.scoring.stats import hierarchical_bootstrap, minimum_detectable_effect
+
+    rng = np.random.default_rng(1)
+    estimates = [-3.20, -2.34, -1.66]  # AdCSE's STS losses, examples' noise 50x smaller than the spread
+    dists = [rng.normal(e, 0.05, 2000) for e in estimates]
+    pooled = hierarchical_bootstrap(estimates, dists, resamples=20000)
+    assert pooled.df == pytest.approx(2.0, abs=0.05)
+    assert pooled.p == pytest.approx(ttest_1samp(estimates, 0.0).pvalue, rel=0.15)
+    assert 0.01 < pooled.p < 0.1  # the normal reference would say about 1e-7
+    half = t.ppf(0.975, pooled.df) * pooled.se
+    assert pooled.low == pytest.approx(pooled.estimate - half, abs=0.25 * half)
+    assert pooled.high == pytest.approx(pooled.estimate + half, abs=0.25 * half)
+    assert minimum_detectable_effect(pooled.se, df=pooled.df) > 1.5 * minimum_detectable_effect(pooled.se)
+
+    agreeing = [0.50, 0.51, 0.49]  # spread far below each seed's noise: many d.f., the normal's p
+    noisy = [rng.normal(e, 0.2, 2000) for e in agreeing]
+    calm = hierarchical_bootstrap(agreeing, noisy, resamples=20000)
+    assert calm.df > 100
+    assert calm.p == pytest.approx(2 * norm.sf(calm.estimate / calm.se), rel=0.05)
+    single = hierarchical_bootstrap([0.5], [noisy[0]])
+    assert single.df is None and single.p == pytest.approx(2 * norm.sf(0.5 / single.se), rel=0.01)
+
+
 def test_minimum_detectable_effect_is_2_8_standard_errors():
     from bench.scoring.stats import minimum_detectable_effect
 

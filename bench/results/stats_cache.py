@@ -6,7 +6,8 @@ A bootstrap over thousands of examples takes a fraction of a second; a report ma
 - the content of both evidences (``evidence_digest``: statistic, columns, scale, labels and every
   example's id and values, so a changed or re-scored cell never hits an old entry; a cell's recorded
   evidence sha256 is implied by it),
-- the computation and its parameters (resamples, seed, level) and ``bench.scoring.stats.METHODS_VERSION``.
+- the computation and its parameters (resamples, seed, level) and ``bench.scoring.stats.METHODS_VERSION``
+  (``POOLED_VERSION`` too for a pooled effect).
 
 So an entry never goes stale: a key either names exactly this computation or is never asked for again.
 The cache file beside the results (``<results>/comparisons.jsonl``) is one JSON object per line, sorted
@@ -24,8 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.scoring.stats import (BOOTSTRAP_SEED, LEVEL, METHODS_VERSION, RESAMPLES, Difference, Evidence, Interval, Pooled,
-                         hierarchical_bootstrap, paired_bootstrap, paired_distribution)
+from bench.scoring.stats import (BOOTSTRAP_SEED, LEVEL, METHODS_VERSION, POOLED_VERSION, RESAMPLES, Difference,
+                                 Evidence, Interval, Pooled, hierarchical_bootstrap, paired_bootstrap,
+                                 paired_distribution)
 
 CACHE_FILE = "comparisons.jsonl"
 CACHE_FORMAT = "bench-stats-cache/1"
@@ -140,7 +142,7 @@ class StatsCache:
         pooled effect (``bench.scoring.stats.hierarchical_bootstrap``), computed once per content. Raises
         ValueError as ``paired_bootstrap`` does when a pair cannot be paired (not cached)."""
         digests = [evidence_digest(x) for pair in pairs for x in pair]
-        key = _key("pooled", resamples, seed, level, f"common={common}", *digests)
+        key = _key(f"pooled/{POOLED_VERSION}", resamples, seed, level, f"common={common}", *digests)
 
         def compute():
             made = [paired_distribution(a, b, resamples, seed, level, common) for a, b in pairs]
