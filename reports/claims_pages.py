@@ -144,15 +144,18 @@ RULE = (
     "classified correctly, so both attacked, with McNemar's mid-p on the same examples). Pooled: the mean of the "
     "per-seed differences with a hierarchical bootstrap (training seeds resampled, their deviations scaled by "
     "√(k/(k−1)), then each drawn seed's own resample of its examples); its p is two-sided from the bootstrap's "
-    "standard error (normal), fine enough for a correction. With 3 seeds the seed-level spread is estimated from "
-    "3 values: read a pooled p near its threshold with that in mind. MDE: the smallest true difference a "
-    "two-sided 5% test detects with 80% power at the pooled standard error; for a rate on which the two "
+    "standard error on Student's t, fine enough for a correction, and its CI the bootstrap's stretched to t. The "
+    "t's degrees of freedom are Welch–Satterthwaite's: k − 1 where the seeds' spread dominates (2 for 3 seeds "
+    "that scatter), many where the seeds agree within their examples' noise; one seed keeps the normal. MDE: "
+    "the smallest true difference a two-sided 5% test on that t detects with 80% power at the pooled standard "
+    "error; for a rate on which the two "
     "models' victims never disagree (no standard error), the share of the examples compared that, flipping one "
     "way, McNemar's test would catch with 80% power. Relative Δ: the pooled Δ as a share "
     "of the baseline's value (the paper's likewise), so effects on scales that do not correspond can be "
     "compared. The setting of each trained model is generated from its card (base, steps run, the step kept "
     "and its STS-B dev score against the base's, the recorded method settings); ⚠ flags a kept step below 20% "
-    "of the steps run or a dev score below the base's.")
+    "of the steps run, a dev score below the base's, models trained from different builds of the base, or at "
+    "different precisions.")
 
 
 def legend() -> list[tuple[str, str]]:

@@ -597,7 +597,7 @@ def _paired_parts(a: Evidence, b: Evidence, resamples: int, seed: int, level: fl
 @dataclass(frozen=True)
 class Pooled:
     """An effect over training seeds: the mean of the per-seed differences, its hierarchical bootstrap
-    interval, the standard error of that bootstrap and the two-sided p it gives."""
+    interval (stretched to t), the standard error of that bootstrap and the two-sided p it gives on t."""
 
     estimate: float | None
     low: float | None
