@@ -267,8 +267,8 @@ def to_html(book: c.Ledger, rows: list[c.Row], models: dict, forest: bool = True
 
 COLUMNS = ("claim_id", "paper", "table", "metric", "attack", "suite", "tasks", "baseline_model", "method_model",
            "seed", "setting", "primary", "paper_baseline_value", "paper_method_value", "paper_delta",
-           "paper_relative_delta", "baseline_value", "method_value", "delta", "ci_low", "ci_high", "p", "p_holm",
-           "mde", "relative_delta", "seeds", "seed_sd", "n", "verdict", "verdict_note", "what_differs")
+           "paper_relative_delta", "baseline_value", "method_value", "delta", "ci_low", "ci_high", "se", "df", "p",
+           "p_holm", "mde", "relative_delta", "seeds", "seed_sd", "n", "verdict", "verdict_note", "what_differs")
 
 
 def records(book: c.Ledger, rows: list[c.Row], models: dict) -> list[dict]:
@@ -300,7 +300,8 @@ def records(book: c.Ledger, rows: list[c.Row], models: dict) -> list[dict]:
             out.append({**base, "baseline_model": claim.baseline, "method_model": claim.method, "seed": "pooled",
                         "setting": setting, "primary": e.primary, "baseline_value": a, "method_value": b,
                         "delta": p.estimate if p else None, "ci_low": p.low if p else None,
-                        "ci_high": p.high if p else None, "p": p.p if p else None, "p_holm": e.p_adjusted,
+                        "ci_high": p.high if p else None, "se": p.se if p else None, "df": p.df if p else None,
+                        "p": p.p if p else None, "p_holm": e.p_adjusted,
                         "mde": e.mde, "relative_delta": e.relative, "seeds": p.seeds if p else 0,
                         "seed_sd": p.spread if p else None, "verdict": e.verdict.label,
                         "verdict_note": e.verdict.note})

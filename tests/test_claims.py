@@ -296,6 +296,10 @@ def test_three_agreeing_seeds_replicate_and_the_ledger_is_data(tmp_path):
     pooled = recs[-1]
     assert pooled["verdict"] == REPLICATED and float(pooled["p_holm"]) < 0.05 and float(pooled["mde"]) > 0
     assert float(pooled["ci_low"]) <= float(pooled["delta"]) <= float(pooled["ci_high"])
+    from scipy.stats import norm, t  # the p is re-computable from the record's Δ, SE and d.f.
+    z = abs(float(pooled["delta"])) / float(pooled["se"])
+    again = 2 * (t.sf(z, float(pooled["df"])) if pooled["df"] else norm.sf(z))
+    assert float(pooled["p"]) == pytest.approx(again, rel=1e-6, abs=1e-300)
     data = json.loads(files["claims.json"])
     assert data["correction"] == "holm" and data["counts"] == {REPLICATED: 1} and len(data["lines"]) == 4
 

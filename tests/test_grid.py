@@ -52,11 +52,24 @@ def write_fixtures(data_root: Path, corrupt_sick: bool = False) -> None:
             write_sized(path, lines_for.get(path.name, ["(not read by the suites)"]), ref.bytes)
 
 
+def _cpu_without_amx():
+    """Ray's workers see the CPU the in-process tests see (conftest's _cpu_without_amx): `--dtype auto`
+    means fp32 in both, so a grid cell and a `bench run` cell agree on an AMX host too."""
+    import torch
+
+    torch.cpu._is_amx_tile_supported = lambda: False
+
+
 @pytest.fixture(scope="module")
 def ray_session():
     ray = pytest.importorskip("ray")
+    import sys
+
+    from ray import cloudpickle  # the hook travels by value: the workers cannot import this test module
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             object_store_memory=100 * 1024**2)
+             object_store_memory=100 * 1024**2, runtime_env={"worker_process_setup_hook": _cpu_without_amx})
     yield ray
     ray.shutdown()
 
