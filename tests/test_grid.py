@@ -72,6 +72,7 @@ def ray_session():
              object_store_memory=100 * 1024**2, runtime_env={"worker_process_setup_hook": _cpu_without_amx})
     yield ray
     ray.shutdown()
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
 @pytest.fixture

@@ -610,16 +610,18 @@ class Pooled:
     df: float | None = None  # degrees of freedom of the t reference (None: normal, one seed)
 
 
-def normal_p(estimate: float | None, se: float | None) -> float | None:
-    """Two-sided p of 'no difference' from an estimate and its standard error (normal approximation):
-    unlike the shifted-bootstrap p it resolves below 1/(B+1), as a multiplicity correction needs."""
-    from scipy.stats import norm
+def t_p(estimate: float | None, se: float | None, df: float | None = None) -> float | None:
+    """Two-sided p of 'no difference' from an estimate and its standard error, on Student's t with ``df``
+    degrees of freedom (None: the normal): unlike the shifted-bootstrap p it resolves below 1/(B+1), as a
+    multiplicity correction needs."""
+    from scipy.stats import norm, t
 
     if estimate is None or se is None or not math.isfinite(se) or not math.isfinite(estimate):
         return None
     if se <= 0:
         return 1.0 if estimate == 0 else 0.0
-    return float(2.0 * norm.sf(abs(estimate) / se))
+    z = abs(estimate) / se
+    return float(2.0 * (norm.sf(z) if df is None else t.sf(z, df)))
 
 
 def hierarchical_bootstrap(estimates, dists, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED,
@@ -674,23 +676,10 @@ def _t_widened(ci: Interval, centre: float, df: float | None, level: float) -> I
     """The bootstrap percentile interval, its two arms stretched by t(df) / z at ``level``."""
     from scipy.stats import norm, t
 
-    if df is None or ci.low is None or ci.high is None:
+    if df is None or not ci.present:
         return ci
     stretch = float(t.ppf(0.5 + level / 2.0, df) / norm.ppf(0.5 + level / 2.0))
     return Interval(centre - stretch * (centre - ci.low), centre + stretch * (ci.high - centre), ci.method)
-
-
-def t_p(estimate: float | None, se: float | None, df: float | None) -> float | None:
-    """Two-sided p of 'no difference' on Student's t with ``df`` degrees of freedom (None: normal)."""
-    from scipy.stats import t
-
-    if df is None:
-        return normal_p(estimate, se)
-    if estimate is None or se is None or not math.isfinite(se) or not math.isfinite(estimate):
-        return None
-    if se <= 0:
-        return 1.0 if estimate == 0 else 0.0
-    return float(2.0 * t.sf(abs(estimate) / se, df))
 
 
 def holm(pvalues) -> list[float | None]:
