@@ -34,42 +34,54 @@ from reports.results import row_resources
 CLAIMS_FILE = Path(__file__).with_name("claims.toml")
 DIRECTIONS = ("higher", "lower", "same")  # what the paper asserts of method − baseline on the metric
 ALPHA = 1 - LEVEL  # the family-wise error rate Holm's procedure holds the primary lines to
-MIN_SEEDS = 3  # training seeds a direction needs
+MIN_SEEDS = 3  # matched training seeds a verdict needs (claims.toml [tests] and a claim's min_seeds say more)
+EXCLUSION_SHARE = 0.5  # "excluded" tests that the effect is smaller than this share of the paper's Δ
 POWER = 0.8  # the power at which the minimum detectable effect is given
 
 # Verdicts, strongest first (the rule: ``verdict``).
 REPLICATED = "replicated"
 REVERSED = "reversed"
 EXCLUDED = "paper's effect excluded"
-MIXED = "mixed seeds"
 FEW_SEEDS = "too few seeds"
 INCONCLUSIVE = "inconclusive"
+REFUSED = "refused: unmatched seeds"  # every pair breaks the matched-seed rule (each line says why)
 NO_EVIDENCE = "no paired evidence"  # both cells stored, but a model's per-example evidence is not
 NOT_RUN = "not run yet"
 NOT_TESTABLE = "not testable here"
-VERDICTS = (REPLICATED, REVERSED, EXCLUDED, MIXED, FEW_SEEDS, INCONCLUSIVE, NO_EVIDENCE, NOT_RUN, NOT_TESTABLE)
+FLOOR = "not testable here (floor)"
+CEILING = "not testable here (ceiling)"
+VERDICTS = (REPLICATED, REVERSED, EXCLUDED, FEW_SEEDS, INCONCLUSIVE, REFUSED, NO_EVIDENCE, NOT_RUN, NOT_TESTABLE,
+            FLOOR, CEILING)
+KINDS = ("paper", "control", "placebo")  # each kind is its own set of Holm families, never mixed
 MEANINGS = {
-    REPLICATED: f"the paper's direction: at least {MIN_SEEDS} training seeds point its way and the pooled test "
-                "passes after Holm's correction (noted when the CI also excludes the paper's Δ); for a claim of "
-                "no difference, the pooled CI lies inside the stated margin",
+    REPLICATED: "the paper's direction: the seed-level t test of no difference passes after Holm's correction "
+                "over the direction family (noted when the effect is also smaller than the exclusion margin); "
+                "for a claim of no difference, TOST shows the effect inside the stated margin after Holm's "
+                "correction over the equivalence family",
     REVERSED: "the other direction, by the same standard (for a claim of no difference: a difference beyond "
-              "the margin, by that standard)",
-    EXCLUDED: "no direction established, and the pooled CI excludes the paper's Δ: an effect of the paper's "
-              "size is ruled out at this scale",
-    MIXED: "the pooled test passes, but the training seeds point different ways",
-    FEW_SEEDS: f"the pooled test passes and the seeds agree, but there are fewer than {MIN_SEEDS}",
-    INCONCLUSIVE: "the pooled CI includes both 0 and the paper's Δ: this run cannot tell them apart",
+              "the margin)",
+    EXCLUDED: "no direction established, and the one-sided test that the effect is smaller than the stated "
+              "share (by default half) of the paper's Δ passes after Holm's correction over the exclusion family",
+    FEW_SEEDS: "fewer matched training seeds than the line needs (3, the headline lines 5): no verdict, "
+               "whatever the interval says",
+    INCONCLUSIVE: "neither a direction nor the exclusion is established: this run cannot tell them apart",
+    REFUSED: "no pair of models passes the matched-seed rule (one base build, one weights hash per model)",
     NO_EVIDENCE: "both cells are stored, but one lacks its per-example evidence",
     NOT_RUN: "a cell is missing; its command and estimated CPU time are in the compute plan",
     NOT_TESTABLE: "cannot be tested offline here, with the measured reason (no data offline, or classifiers "
                   "that score at chance)",
+    FLOOR: "the baseline sits nearer its lower bound than the paper's Δ (or no example differs), so a change "
+           "of the paper's size cannot be measured",
+    CEILING: "the baseline sits nearer its upper bound than the paper's Δ, so a change of the paper's size "
+             "cannot be measured",
 }
 
 REQUIRED = ("id", "paper", "table", "claim", "suite", "task", "metric", "aggregation", "method", "baseline",
             "paper_method", "paper_baseline", "direction", "differs")
 OPTIONAL = {"attack": "", "split": "", "paper_task": "", "paper_attack": None, "paper_split": None,
             "run": {}, "variants": [{}], "not_testable": "", "tasks": [], "task_run": {}, "margin": None,
-            "unit": "", "figure_only": False, "paper_metric": "", "chance": None}
+            "unit": "", "figure_only": False, "paper_metric": "", "chance": None, "kind": "paper",
+            "expectation": "", "margin_reason": "", "min_seeds": None, "exclusion_share": None, "pairs": []}
 
 
 # ---------------------------------------------------------------- the verdict rule ----------------
@@ -80,61 +92,64 @@ class Verdict:
     note: str = ""  # e.g. a replicated effect whose CI excludes the paper's Δ
 
 
-def verdict(direction: str, paper_delta: float | None, low: float, high: float, p_adjusted: float | None,
-            seed_estimates=(), margin: float | None = None, min_seeds: int = MIN_SEEDS) -> Verdict:
-    """The verdict of a pooled effect: its 95% CI [low, high] of method − baseline, its Holm-adjusted p
-    (None: not in the family, judged by its CI alone) and the per-seed differences behind it.
+@dataclass(frozen=True)
+class Tests:
+    """A line's Holm-adjusted p in each family it belongs to (None: not in that family)."""
 
-    A direction stands when the CI excludes 0 and the adjusted p is below ALPHA. It is then
-    - replicated or reversed when at least ``min_seeds`` seeds all point its way;
-    - mixed seeds when the seeds point different ways; too few seeds when they agree but are fewer.
-    Without a direction: inconclusive when the CI includes both 0 and the paper's Δ, else the paper's
-    effect is excluded. The CI is closed: an end exactly at 0 or at the paper's Δ includes it.
-    A claim of no difference (direction "same", the paper's Δ 0) is replicated when the CI lies inside
-    ±margin, reversed when a direction stands beyond the margin, else inconclusive."""
+    direction: float | None = None  # two-sided: no difference
+    exclusion: float | None = None  # one-sided: the effect is at least the exclusion margin, the paper's way
+    equivalence: float | None = None  # TOST: the effect lies outside ±margin
+
+
+def verdict(direction: str, paper_delta: float | None, estimate: float, adjusted: Tests, seeds: int,
+            min_seeds: int, exclusion_margin: float | None = None, margin: float | None = None) -> Verdict:
+    """The verdict of a pooled effect from its estimate, its number of matched training seeds and its
+    Holm-adjusted p in each family (``Tests``). Fewer seeds than ``min_seeds``: no verdict. Else a direction
+    stands when the direction test passes (replicated on the paper's side, reversed on the other); without
+    one, the paper's effect is excluded when the one-sided test that the effect is smaller than
+    ``exclusion_margin`` passes, else inconclusive. A claim of no difference is replicated when TOST against
+    ±margin passes, reversed when a direction stands beyond the margin, else inconclusive."""
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
-    if low > high:
-        raise ValueError(f"the CI's low end {low} is above its high end {high}")
-    excludes_zero = low > 0 or high < 0
-    directed = excludes_zero and (p_adjusted is None or p_adjusted < ALPHA)
-    sign = 1 if low > 0 else -1
+    if seeds < min_seeds:
+        return Verdict(FEW_SEEDS, f"{seeds} matched training seed{'s' * (seeds != 1)} of the {min_seeds} "
+                                  "this line needs")
+    passes = lambda p: p is not None and p < ALPHA  # noqa: E731
     if direction == "same":
-        return _same_verdict(low, high, directed, margin, seed_estimates, min_seeds)
-    if not directed:  # judged as if the CI reached 0
-        note = (f"the CI excludes 0 but not after Holm's correction (adjusted p {p_adjusted:.3g})"
-                if excludes_zero else "")
-        if paper_delta is None:  # a claim read off a figure: no printed Δ to exclude
-            return Verdict(INCONCLUSIVE, note or "the paper prints no value to exclude (a figure)")
-        inside = min(low, 0.0) <= paper_delta <= max(high, 0.0)
-        return Verdict(INCONCLUSIVE if inside else EXCLUDED, note)
-    agree = [e for e in seed_estimates if e is not None]
-    if any((e > 0) != (sign > 0) or e == 0 for e in agree):
-        return Verdict(MIXED, "the training seeds point different ways")
-    if len(agree) < min_seeds:
-        return Verdict(FEW_SEEDS, f"{len(agree)} training seed{'s' * (len(agree) != 1)} of the {min_seeds} a "
-                                  "direction needs")
+        if passes(adjusted.equivalence):
+            return Verdict(REPLICATED, f"TOST: inside the margin ±{margin:g}")
+        if passes(adjusted.direction) and margin is not None and abs(estimate) > margin:
+            return Verdict(REVERSED, f"a difference beyond the margin ±{margin:g}, where the paper reports none")
+        return Verdict(INCONCLUSIVE, f"TOST does not show the effect inside ±{margin:g}" if margin else "")
     asserted = 1 if direction == "higher" else -1
-    if sign != asserted:
-        return Verdict(REVERSED)
-    if paper_delta is None or low <= paper_delta <= high:
-        return Verdict(REPLICATED)
-    smaller = abs(high if asserted > 0 else low) < abs(paper_delta)
-    return Verdict(REPLICATED, "smaller effect than the paper's (CI excludes its Δ)" if smaller
-                   else "larger effect than the paper's (CI excludes its Δ)")
+    if passes(adjusted.direction):
+        if (estimate > 0) != (asserted > 0):
+            return Verdict(REVERSED)
+        smaller = passes(adjusted.exclusion)
+        return Verdict(REPLICATED, f"smaller than the exclusion margin ({exclusion_margin:+.3g})" if smaller else "")
+    if paper_delta is None:  # a claim read off a figure: no printed Δ to exclude
+        return Verdict(INCONCLUSIVE, "the paper prints no value to exclude (a figure)")
+    if passes(adjusted.exclusion):
+        return Verdict(EXCLUDED, f"smaller than {exclusion_margin:+.3g}, the stated share of the paper's Δ")
+    return Verdict(INCONCLUSIVE)
 
 
-def _same_verdict(low, high, directed, margin, seed_estimates, min_seeds) -> Verdict:
-    seeds = len([e for e in seed_estimates if e is not None])
-    if margin is not None and -margin <= low and high <= margin:
-        if seeds < min_seeds:
-            return Verdict(FEW_SEEDS, f"inside ±{margin:g} on {seeds} seed(s) of the {min_seeds} needed")
-        return Verdict(REPLICATED, f"the CI lies inside the margin ±{margin:g}")
-    if directed and margin is not None and (low > margin or high < -margin):
-        if seeds < min_seeds:
-            return Verdict(FEW_SEEDS, f"a difference beyond ±{margin:g} on {seeds} seed(s)")
-        return Verdict(REVERSED, f"a difference beyond the margin ±{margin:g}, where the paper reports none")
-    return Verdict(INCONCLUSIVE, f"the CI is not inside the margin ±{margin:g}" if margin is not None else "")
+def bound_verdict(paper_delta: float | None, baseline: float | None, bounds: tuple[float, float] | None,
+                  no_example_differs: bool) -> Verdict | None:
+    """FLOOR or CEILING when the baseline cannot move by the paper's Δ inside the metric's bounds, or when no
+    example differs between the two sides on any seed; None otherwise."""
+    if no_example_differs:
+        return Verdict(FLOOR, "no example differs between the two models on any seed (no discordant pair)")
+    if paper_delta is None or baseline is None or bounds is None:
+        return None
+    low, high = bounds
+    if paper_delta < 0 and baseline - low < -paper_delta:
+        return Verdict(FLOOR, f"the baseline's {baseline:.2f} lies {baseline - low:.2f} above the floor {low:g}, "
+                              f"less than the paper's Δ {paper_delta:+.2f}")
+    if paper_delta > 0 and high - baseline < paper_delta:
+        return Verdict(CEILING, f"the baseline's {baseline:.2f} lies {high - baseline:.2f} below the ceiling "
+                                f"{high:g}, less than the paper's Δ {paper_delta:+.2f}")
+    return None
 
 
 # ---------------------------------------------------------------- the claims file -----------------
@@ -170,6 +185,12 @@ class Claim:
     figure_only: bool = False  # the paper shows the claim in a figure and prints no values: direction only
     paper_metric: str = ""  # the metric's name in paper_values.csv where it differs from ours
     chance: float | None = None  # an accuracy a classifier that learned nothing scores (the claim's floor)
+    kind: str = "paper"  # "paper", "control" (a positive control) or "placebo": each its own Holm families
+    expectation: str = ""  # a control's expectation, stated before it ran
+    margin_reason: str = ""  # why a claim of no difference takes its margin
+    min_seeds: int | None = None  # matched training seeds the line needs (default: [tests] min_seeds)
+    exclusion_share: float | None = None  # the exclusion margin as a share of the paper's Δ (default: [tests])
+    pairs: tuple = ()  # explicit (baseline, method) per training seed, in place of the [seeds] suffixes
     paper_method_value: float | None = 0.0
     paper_baseline_value: float | None = 0.0
 
@@ -202,6 +223,19 @@ class Ledger:
     seed_suffixes: tuple[str, ...]
     run_defaults: dict
     source: str
+    tests: dict = field(default_factory=dict)  # [tests]: min_seeds, exclusion_share, bounds per metric
+
+    def min_seeds(self, claim: Claim) -> int:
+        return claim.min_seeds or int(self.tests.get("min_seeds", MIN_SEEDS))
+
+    def exclusion_margin(self, claim: Claim) -> float | None:
+        """The one-sided exclusion test's bound: the stated share of the paper's Δ."""
+        share = claim.exclusion_share or float(self.tests.get("exclusion_share", EXCLUSION_SHARE))
+        return None if claim.paper_delta is None else share * claim.paper_delta
+
+    def bounds(self, claim: Claim) -> tuple[float, float] | None:
+        b = (self.tests.get("bounds") or {}).get(claim.metric)
+        return None if not b else (float(b[0]), float(b[1]))
 
 
 def _fail(path: Path, where: str, problem: str, fix: str) -> BenchError:
@@ -240,7 +274,8 @@ def load(path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None) -> L
         claims.append(claim)
     seeds = data.get("seeds") or {}
     return Ledger(tuple(claims), dict(data.get("costs") or {}), dict(models),
-                  tuple(seeds.get("suffixes") or ()), dict(data.get("run_defaults") or {}), path.name)
+                  tuple(seeds.get("suffixes") or ()), dict(data.get("run_defaults") or {}), path.name,
+                  dict(data.get("tests") or {}))
 
 
 def _check_fields(path: Path, where: str, entry: dict, models: dict) -> None:
@@ -266,9 +301,20 @@ def _check_fields(path: Path, where: str, entry: dict, models: dict) -> None:
     if not isinstance(entry.get("tasks", []), list) or not all(isinstance(t, str) for t in entry.get("tasks", [])):
         raise _fail(path, where, "tasks must be a list of task names", 'write tasks = ["mr", "sst2"]')
     margin = entry.get("margin")
-    if entry["direction"] == "same" and (not isinstance(margin, (int, float)) or margin <= 0):
-        raise _fail(path, where, "a claim of no difference (direction \"same\") needs a margin above 0",
-                    "add margin = <the largest difference that still counts as none, in the metric's units>")
+    if entry["direction"] == "same" and (not isinstance(margin, (int, float)) or margin <= 0
+                                         or not str(entry.get("margin_reason", "")).strip()):
+        raise _fail(path, where, "a claim of no difference (direction \"same\") needs a margin above 0 and its reason",
+                    "add margin = <the largest difference that still counts as none, in the metric's units> and "
+                    "margin_reason = \"<why that size>\"")
+    if entry.get("kind", "paper") not in KINDS:
+        raise _fail(path, where, f"kind {entry.get('kind')!r}", f"write one of {', '.join(KINDS)}")
+    if entry.get("kind") == "control" and not str(entry.get("expectation", "")).strip():
+        raise _fail(path, where, "a control states its expectation before it runs",
+                    "add expectation = \"<what the control should do, and by how much>\"")
+    for pair in entry.get("pairs", []):
+        if len(pair) != 2 or any(m not in models for m in pair):
+            raise _fail(path, where, f"pairs entry {pair} is not two models listed under [models]",
+                        'write pairs = [["<baseline>", "<method>"], ...] with models from [models]')
 
 
 def _claim(path: Path, i: int, entry: dict, models: dict, paper_values: PaperValues) -> Claim:
@@ -280,8 +326,11 @@ def _claim(path: Path, i: int, entry: dict, models: dict, paper_values: PaperVal
     fields = {**OPTIONAL, **entry}
     fields["variants"] = tuple(fields["variants"]) or ({},)
     fields["tasks"] = tuple(fields["tasks"])
+    fields["pairs"] = tuple(tuple(p) for p in fields["pairs"])
     claim = Claim(**fields)
     values = {}
+    if claim.kind != "paper":  # a control or a placebo: no paper row, its expectation or margin says it all
+        return Claim(**{**fields, "paper_method_value": None, "paper_baseline_value": None})
     if claim.figure_only:
         if claim.direction == "same":
             raise _fail(path, where, "a claim read off a figure has no printed Δ to hold a margin against",
@@ -334,10 +383,11 @@ class Comparison:
     binary: bool = False  # per-example outcomes are 0/1, tested by McNemar's test
     checks: tuple = ()  # (baseline, method): each classifier's held-out check, for a claim with a chance level
     note: str = ""
+    refused: str = ""  # why the pair breaks the matched-seed rule (then it is not pooled)
 
     @property
     def ran(self) -> bool:
-        return self.estimate is not None and self.low is not None
+        return self.estimate is not None and self.low is not None and not self.refused
 
 
 def _matches(config: dict, wanted: dict) -> bool:
@@ -434,8 +484,9 @@ class Effect:
     lines: tuple[Comparison, ...]
     pooled: Pooled | None = None
     verdict: Verdict = Verdict(NOT_RUN)
-    primary: bool = False  # the claim's line in the Holm family
-    p_adjusted: float | None = None
+    primary: bool = False  # the claim's line in the Holm families
+    p_adjusted: float | None = None  # the direction test's (Holm-adjusted for a primary line)
+    adjusted: Tests = Tests()  # every family's p (Holm-adjusted for a primary line)
 
     @property
     def ran(self) -> tuple[Comparison, ...]:
@@ -524,6 +575,8 @@ def _pairs(ledger: Ledger, claim: Claim) -> list[tuple[int, str, str]]:
     """(seed, baseline, method): the claim's own (seed 0), then each further training seed whose two models
     are both listed under [models] (e.g. simcse-…-seed1 and robustembed-…-seed1; a baseline that is an
     untrained base is the same model for every seed)."""
+    if claim.pairs:
+        return [(i, baseline, method) for i, (baseline, method) in enumerate(claim.pairs)]
     out = [(0, claim.baseline, claim.method)]
     untrained = ledger.models.get(claim.baseline) == ""  # a base: the same model against every seed
     for suffix in ledger.seed_suffixes:
@@ -534,14 +587,44 @@ def _pairs(ledger: Ledger, claim: Claim) -> list[tuple[int, str, str]]:
     return out
 
 
-def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cache) -> Effect:
-    """Every seed's line under ``variant`` and the pooled effect of those that ran (verdict pending Holm)."""
+class Matching:
+    """The matched-seed rule: within a pair, both models trained from one build of their base, and each model
+    name stands for one set of weights across all its cells (a model retrained on another machine is another
+    model: its older cells must go). Reads the cells' weights hashes and the cards in plugins.json, once."""
+
+    def __init__(self, store: ResultStore, catalog: dict):
+        self.store, self.catalog, self._weights = store, catalog, {}
+
+    def weights(self, model: str) -> set[str]:
+        if model not in self._weights:
+            self._weights[model] = {c["cell"]["weights_sha256"] for _, c in self.store.cells_of(model)}
+        return self._weights[model]
+
+    def refusal(self, baseline: str, method: str) -> str:
+        """Why the pair may not be pooled ("" when it may)."""
+        reasons = [f"{m} has cells from {len(w)} sets of weights ({', '.join(sorted(x[:12] for x in w))})"
+                   for m in dict.fromkeys((baseline, method)) if len(w := self.weights(m)) > 1]
+        trainings = [(self.catalog.get(m) or {}).get("training") or {} for m in (baseline, method)]
+        if all(trainings):
+            reasons += [f.replace("its models were", "the two models were") for f in _base_builds_flag(trainings)]
+        return "; ".join(reasons)
+
+
+def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cache,
+           matching: Matching | None = None) -> Effect:
+    """Every seed's line under ``variant`` and the pooled effect of those that ran (verdict pending Holm);
+    a pair that breaks the matched-seed rule (``Matching``) is shown with its reason and not pooled."""
     lines, pairs, ran_at = [], [], []
+    matching = matching or Matching(store, {})
     for seed, baseline, method in _pairs(ledger, claim):
         found = [_found_tasks(store, ledger, claim, m, variant) for m in (baseline, method)]
         a, b = (seed_evidence(claim, f) for f in found)
         missing = tuple(m for m, (_, _, gone) in ((baseline, a), (method, b)) if gone)
-        if missing:
+        refused = "" if missing else matching.refusal(baseline, method)
+        if refused:
+            lines.append(Comparison(method, baseline, variant, seed, estimate=_minus(b[1], a[1]),
+                                    values=(a[1], b[1]), refused=refused, note=f"not pooled: {refused}"))
+        elif missing:
             todo = steps(ledger, claim, variant, missing, store)
             note = (partial_average(claim, *found, cache) if claim.tasks
                     else one_side(claim, ((baseline, a, found[0]), (method, b, found[1]))))
@@ -614,18 +697,79 @@ def _with_difference(line: Comparison, d: Difference) -> Comparison:
                    test=d.method, binary="mcnemar" in d.extra)
 
 
-def judge(effect: Effect, p_adjusted: float | None) -> Effect:
-    """The effect with its verdict: by its pooled CI, its Holm-adjusted p and its seeds."""
+FAMILIES = ("direction", "exclusion", "equivalence")
+
+
+def raw_tests(e: Effect, book: Ledger) -> Tests:
+    """A judged line's unadjusted p in each family it belongs to: the seed-level t test of no difference, the
+    one-sided test that the effect is smaller than the exclusion margin (a claim with a paper's Δ), TOST
+    against ±margin (a claim of no difference)."""
+    pooled, claim = e.pooled, e.claim
+    if pooled is None or pooled.estimate is None:
+        return Tests()
+    bound = book.exclusion_margin(claim)
+    exclusion = (pooled.one_sided_p(bound, above=bound < 0)
+                 if claim.direction != "same" and bound is not None else None)
+    equivalence = pooled.equivalence_p(claim.margin) if claim.direction == "same" and claim.margin else None
+    return Tests(pooled.p, exclusion, equivalence)
+
+
+def _bounds_verdict(e: Effect, book: Ledger) -> Verdict | None:
+    ran = e.ran
+    no_difference = bool(e.pooled and e.pooled.se == 0 and ran and all(ln.binary and ln.pairs for ln in ran))
+    return bound_verdict(e.claim.paper_delta, e.values[0], book.bounds(e.claim), no_difference)
+
+
+def decidable(e: Effect, book: Ledger) -> bool:
+    """A line the rule judges: pooled, neither at chance nor at a bound, with the matched seeds it needs."""
+    return (e.pooled is not None and e.pooled.estimate is not None and not e.at_chance
+            and _bounds_verdict(e, book) is None and len(e.ran) >= book.min_seeds(e.claim))
+
+
+def family_adjusted(primaries: list[Effect], book: Ledger) -> dict[int, Tests]:
+    """Holm-adjusted p of every primary line, within each (kind, family): the declared family holds every
+    testable primary line of its kind that the family's test applies to; a line not decidable yet is counted
+    at p = 1, so a verdict reached now is never undone by the runs still to come. Only decidable lines get
+    an adjusted p."""
+    raw = {id(e): raw_tests(e, book) for e in primaries}
+    out = {id(e): {} for e in primaries}
+    for kind in KINDS:
+        for family in FAMILIES:
+            members = [e for e in primaries if e.claim.kind == kind and e.in_family
+                       and _applies(e.claim, family, book)]
+            ps = [getattr(raw[id(e)], family) if decidable(e, book) else None for e in members]
+            for e, q, p in zip(members, holm([1.0 if p is None else p for p in ps]), ps):
+                out[id(e)][family] = q if p is not None else None
+    return {key: Tests(**fams) for key, fams in out.items()}
+
+
+def _applies(claim: Claim, family: str, book: Ledger) -> bool:
+    if family == "equivalence":
+        return claim.direction == "same"
+    if family == "exclusion":
+        return claim.direction != "same" and book.exclusion_margin(claim) is not None
+    return True
+
+
+def judge(effect: Effect, adjusted: Tests | None, book: Ledger) -> Effect:
+    """The effect with its verdict: its bounds, its matched seeds and its (Holm-adjusted, for a primary
+    line) p in each family."""
     claim, pooled = effect.claim, effect.pooled
-    if pooled is None or pooled.low is None or pooled.high is None:
-        label = NO_EVIDENCE if any(ln.note == NO_EVIDENCE for ln in effect.lines) else NOT_RUN
-        return replace(effect, verdict=Verdict(label), p_adjusted=p_adjusted)
+    tests = adjusted if effect.primary and adjusted is not None else raw_tests(effect, book)
+    done = replace(effect, adjusted=tests, p_adjusted=tests.direction if effect.primary else None)
+    if pooled is None or pooled.estimate is None:
+        refused = [ln for ln in effect.lines if ln.refused]
+        label = (REFUSED if refused and not effect.ran else
+                 NO_EVIDENCE if any(ln.note == NO_EVIDENCE for ln in effect.lines) else NOT_RUN)
+        return replace(done, verdict=Verdict(label, "; ".join(dict.fromkeys(ln.refused for ln in refused))))
     if effect.at_chance:
-        return replace(effect, verdict=Verdict(NOT_TESTABLE, effect.at_chance), p_adjusted=p_adjusted)
-    seeds = [ln.estimate for ln in effect.ran]
-    v = verdict(claim.direction, claim.paper_delta, pooled.low, pooled.high,
-                p_adjusted if effect.primary else pooled.p, seeds, claim.margin)
-    return replace(effect, verdict=v, p_adjusted=p_adjusted)
+        return replace(done, verdict=Verdict(NOT_TESTABLE, effect.at_chance))
+    at_bound = _bounds_verdict(effect, book)
+    if at_bound is not None:
+        return replace(done, verdict=at_bound)
+    v = verdict(claim.direction, claim.paper_delta, pooled.estimate, tests, len(effect.ran),
+                book.min_seeds(claim), book.exclusion_margin(claim), claim.margin)
+    return replace(done, verdict=v)
 
 
 def ledger(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None,
@@ -633,38 +777,25 @@ def ledger(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValue
     """The claims and their effects, judged; bootstraps from ``cache`` (bench.results.stats_cache.StatsCache,
     default: the one beside the results), as `bench report` shares one for every table, card and claim.
 
-    The family: the first variant of every testable claim that has a pooled p (its primary line). Holm's
-    procedure holds the chance of any false direction among them to ALPHA; further variants (another victim
-    protocol) are shown beside, judged at their own p, outside the family."""
+    The families (``family_adjusted``): per kind of claim, the first variant of every testable claim is its
+    primary line; Holm's procedure holds the chance of any false verdict among the primary lines of each
+    family to ALPHA. Further variants (another victim protocol) are shown beside, judged at their own p."""
     from bench.results.stats_cache import StatsCache
 
     book = load(path, paper_values)
     store = ResultStore(Path(results_dir))
     cache = cache if cache is not None else StatsCache.load(store.root)
+    matching = Matching(store, catalog_models(Path(results_dir)))
     effects = []
     for claim in book.claims:
         variants = () if claim.not_testable else claim.variants
-        effects.append([replace(effect(store, book, claim, v, cache), primary=(i == 0))
+        effects.append([replace(effect(store, book, claim, v, cache, matching), primary=(i == 0))
                         for i, v in enumerate(variants)])
     primaries = [e for group in effects for e in group if e.primary]
-    adjusted = dict(zip(map(id, primaries), declared_holm(primaries)))
-    rows = [Row(claim, tuple(judge(e, adjusted.get(id(e))) for e in group))
+    adjusted = family_adjusted(primaries, book)
+    rows = [Row(claim, tuple(judge(e, adjusted.get(id(e)), book) for e in group))
             for claim, group in zip(book.claims, effects)]
     return book, rows
-
-
-def declared_holm(primaries: list[Effect]) -> list[float | None]:
-    """Holm-adjusted p of each primary line over the declared family: every testable claim's primary line,
-    a line not run yet counted at p = 1 until it runs, so that a verdict reached now is never undone by the
-    runs still to come. A claim whose classifiers score at chance leaves the family (a measured property of
-    the set-up, not of the difference)."""
-    def p(e: Effect) -> float | None:
-        if not e.in_family:
-            return None
-        return e.pooled.p if e.pooled and e.pooled.p is not None else 1.0
-
-    ran = [e.in_family and e.pooled is not None and e.pooled.p is not None for e in primaries]
-    return [q if has else None for q, has in zip(holm([p(e) for e in primaries]), ran)]
 
 
 # ---------------------------------------------------------------- what a missing line costs --------

@@ -48,12 +48,28 @@ class Claim(BaseModel):
     figure_only: StrictBool = False
     not_testable: Text = ""
     chance: StrictInt | StrictFloat | None = None
+    kind: Text = "paper"
+    expectation: Text = ""
+    margin_reason: Text = ""
+    min_seeds: StrictInt | None = Field(None, ge=1)
+    exclusion_share: StrictInt | StrictFloat | None = Field(None, gt=0, le=1)
+    pairs: list[list[Text]] = []
 
 
 class Seeds(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     suffixes: list[Text] = []
+
+
+class Tests(BaseModel):
+    """[tests]: the ledger's rules, stated before any line is judged."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_seeds: StrictInt = Field(3, ge=1)
+    exclusion_share: StrictInt | StrictFloat = Field(0.5, gt=0, le=1)
+    bounds: dict[str, list[StrictInt | StrictFloat]] = {}
 
 
 class ClaimsFile(BaseModel):
@@ -64,6 +80,7 @@ class ClaimsFile(BaseModel):
 
     run_defaults: dict[str, Any] = {}
     seeds: Seeds = Seeds()
+    tests: Tests = Tests()
     models: dict[str, Text] = {}
     costs: dict[str, Any] = {}
     claim: list[dict[str, Any]] = []

@@ -133,7 +133,9 @@ def test_average_bootstraps_the_tasks_own_resamples():
     avg = stats.Evidence(parts=parts, combine="average")
     assert avg.point() == pytest.approx(np.mean([p.point() for p in parts]))
     dist = avg.bootstrap()
-    assert np.allclose(dist, (parts[0].bootstrap() + parts[1].bootstrap()) / 2)
+    own = [p.bootstrap(seed=stats.part_seed(0, p.label, i)) for i, p in enumerate(parts)]
+    assert np.allclose(dist, (own[0] + own[1]) / 2)
+    assert stats.part_seed(0, "", 0) != stats.part_seed(0, "", 1)  # each part on a stream of its own
     iv = avg.interval()
     assert iv.method == "bootstrap-average-of-2(B=1000,seed=0)" and iv.low < avg.point() < iv.high
     # Averaging independent tasks narrows the interval compared with either task alone.
@@ -302,52 +304,21 @@ def test_holm_matches_the_step_down_rule():
     assert holm([]) == []
 
 
-def test_hierarchical_bootstrap_counts_the_seeds_spread():
-    from bench.scoring.stats import hierarchical_bootstrap
+def test_pooled_effect_is_the_seed_level_test():
+    """The pooled effect is bench.scoring.seeds' test: three scattered seeds are judged on their own spread
+    (a few d.f.), seeds that agree on the shared example noise (∞ d.f., reported as None)."""
+    from bench.scoring.stats import pooled_test
 
     rng = np.random.default_rng(0)
-    # no example-level noise: the pooled SE is the seeds' SD over sqrt(k), unbiased thanks to the inflation
-    estimates = [1.0, 2.0, 3.0, 4.0]
-    dists = [np.full(1000, e) for e in estimates]
-    pooled = hierarchical_bootstrap(estimates, dists, resamples=20000)
-    assert pooled.estimate == pytest.approx(2.5)
-    assert pooled.se == pytest.approx(np.std(estimates, ddof=1) / 2, rel=0.05)
-    assert pooled.spread == pytest.approx(np.std(estimates, ddof=1))
-    # one seed: its own example bootstrap
-    one = rng.normal(0.5, 0.1, 1000)
-    single = hierarchical_bootstrap([0.5], [one])
-    assert single.seeds == 1 and single.spread is None
-    assert single.low == pytest.approx(np.quantile(one, 0.025), abs=0.03)
-    assert single.p < 0.001
-
-
-def test_pooled_effect_refers_to_t_on_the_seeds_degrees_of_freedom():
-    """Three seeds whose spread dominates: the pooled p and interval are a one-sample t-test's on the
-    per-seed differences (2 d.f.), not the normal's; seeds that agree within their examples' noise keep
-    many d.f. and the normal's p; a single seed is its own example bootstrap."""
-    from scipy.stats import norm, t, ttest_1samp
-
-    from bench.scoring.stats import hierarchical_bootstrap, minimum_detectable_effect
-
-    rng = np.random.default_rng(1)
-    estimates = [-3.20, -2.34, -1.66]  # AdCSE's STS losses, examples' noise 50x smaller than the spread
-    dists = [rng.normal(e, 0.05, 2000) for e in estimates]
-    pooled = hierarchical_bootstrap(estimates, dists, resamples=20000)
-    assert pooled.df == pytest.approx(2.0, abs=0.05)
-    assert pooled.p == pytest.approx(ttest_1samp(estimates, 0.0).pvalue, rel=0.15)
-    assert 0.01 < pooled.p < 0.1  # the normal reference would say about 1e-7
-    half = t.ppf(0.975, pooled.df) * pooled.se
-    assert pooled.low == pytest.approx(pooled.estimate - half, abs=0.25 * half)
-    assert pooled.high == pytest.approx(pooled.estimate + half, abs=0.25 * half)
-    assert minimum_detectable_effect(pooled.se, df=pooled.df) > 1.5 * minimum_detectable_effect(pooled.se)
-
-    agreeing = [0.50, 0.51, 0.49]  # spread far below each seed's noise: many d.f., the normal's p
-    noisy = [rng.normal(e, 0.2, 2000) for e in agreeing]
-    calm = hierarchical_bootstrap(agreeing, noisy, resamples=20000)
-    assert calm.df > 100
-    assert calm.p == pytest.approx(2 * norm.sf(calm.estimate / calm.se), rel=0.05)
-    single = hierarchical_bootstrap([0.5], [noisy[0]])
-    assert single.df is None and single.p == pytest.approx(2 * norm.sf(0.5 / single.se), rel=0.01)
+    shared = rng.normal(0, 0.05, 1000)
+    scattered = np.array([0.2, 1.0, 1.6])
+    pooled = pooled_test(scattered, [e + shared for e in scattered])
+    assert pooled.seeds == 3 and pooled.df is not None and 2.0 <= pooled.df < 10
+    assert pooled.low < pooled.estimate < pooled.high and (pooled.low > 0) == (pooled.p < 0.05)
+    agreeing = pooled_test([0.5, 0.5, 0.5], [0.5 + shared] * 3)
+    assert agreeing.df is None and agreeing.se == pytest.approx(0.05, rel=0.1)
+    assert pooled.one_sided_p(3.0, above=False) < 0.05 < pooled.one_sided_p(1.5, above=False)
+    assert agreeing.equivalence_p(0.8) < 0.05 < agreeing.equivalence_p(0.4)
 
 
 def test_minimum_detectable_effect_is_2_8_standard_errors():

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.scoring.stats import (BOOTSTRAP_SEED, LEVEL, METHODS_VERSION, POOLED_VERSION, RESAMPLES, Difference,
-                                 Evidence, Interval, Pooled, hierarchical_bootstrap, paired_bootstrap,
+                                 Evidence, Interval, Pooled, paired_bootstrap, pooled_test,
                                  paired_distribution)
 
 CACHE_FILE = "comparisons.jsonl"
@@ -139,7 +139,7 @@ class StatsCache:
     def pooled(self, pairs: list[tuple[Evidence, Evidence]], common: bool = False, resamples: int = RESAMPLES,
                seed: int = BOOTSTRAP_SEED, level: float = LEVEL) -> tuple[list[Difference], Pooled]:
         """One paired difference B - A per training seed (``pairs``: (A, B) evidence per seed) and their
-        pooled effect (``bench.scoring.stats.hierarchical_bootstrap``), computed once per content. Raises
+        pooled effect (``bench.scoring.stats.pooled_test``), computed once per content. Raises
         ValueError as ``paired_bootstrap`` does when a pair cannot be paired (not cached)."""
         digests = [evidence_digest(x) for pair in pairs for x in pair]
         key = _key(f"pooled/{POOLED_VERSION}", resamples, seed, level, f"common={common}", *digests)
@@ -149,8 +149,7 @@ class StatsCache:
             diffs = [d for d, _ in made]
             if any(dist is None or d.estimate is None for d, dist in made):
                 return diffs, Pooled(None, None, None, None, None, len(made), None, "a seed has no shared examples")
-            return diffs, hierarchical_bootstrap([d.estimate for d in diffs], [dist for _, dist in made],
-                                                 resamples, seed, level)
+            return diffs, pooled_test([d.estimate for d in diffs], [dist for _, dist in made], level)
 
         def to_dict(value):
             diffs, pooled = value

@@ -23,6 +23,7 @@ numpy/scipy only (kernel). Every interval is two-sided at ``LEVEL`` and on the s
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -34,14 +35,15 @@ RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
 # What the interval and paired-test functions compute; a change to their results bumps it, so the
 # bootstrap results kept beside the results (bench/results/stats_cache.py) are computed afresh.
-# Version 2: with ``common``, counted_by_one also counts the examples the restriction leaves out; version 1
-# reported 0 there.
-METHODS_VERSION = 2
-# The same for the pooled effect over training seeds (``hierarchical_bootstrap``) alone, so a change to it
-# recomputes only the pooled entries. Version 2: p and interval on Student's t with Welch-Satterthwaite
-# degrees of freedom; version 1 used the normal distribution, which with three seeds whose spread dominates
-# overstates the evidence by orders of magnitude (p 1e-7 where t on 2 d.f. gives 0.03).
-POOLED_VERSION = 2
+# Version 3: each part of a combined row (a dataset of an average, a run of an attack) resamples on its own
+# stream, and a paired rate over the examples both victims attacked masks the others in place instead of
+# dropping them; version 2 drew every part from one stream, so two runs of 159 and 160 examples got nearly
+# the same indices. Version 2: with ``common``, counted_by_one also counts the examples the restriction
+# leaves out; version 1 reported 0 there.
+METHODS_VERSION = 3
+# The same for the pooled effect over training seeds (``pooled_test``) alone, so a change to it recomputes
+# only the pooled entries: bench.scoring.seeds.TEST_VERSION, whose docstring keeps the history.
+POOLED_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,14 @@ def _finite(x) -> float | None:
 
 
 # ---------------------------------------------------------------- resampling ---------------------
+
+def part_seed(seed: int, label: str, position: int) -> int:
+    """The resample stream of one part of a combined row (a dataset of an average, a run of an attack): its
+    own, named by its label (else its position), and the same for every model that scored that part, so two
+    models' (or two training seeds') resamples of the same examples draw the same examples."""
+    name = f"{seed}:{label or position}".encode()
+    return int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "little")
+
 
 def resample_indices(n: int, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED,
                      strata: np.ndarray | None = None) -> np.ndarray:
@@ -315,10 +325,9 @@ class Evidence:
     def bootstrap(self, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> np.ndarray:
         """(resamples,) bootstrap values of the statistic (NaN where a resample leaves it undefined)."""
         if (resamples, seed) not in self._memo:
-            if self.combine == "strata":  # independent draws per part (seed + its position)
-                values = np.mean([p.bootstrap(resamples, seed + i) for i, p in enumerate(self.parts)], axis=0)
-            elif self.combine:
-                values = np.mean([p.bootstrap(resamples, seed) for p in self.parts], axis=0)
+            if self.combine:  # each part on its own stream (``part_seed``)
+                values = np.mean([p.bootstrap(resamples, part_seed(seed, p.label, i))
+                                  for i, p in enumerate(self.parts)], axis=0)
             else:
                 idx = resample_indices(len(self.sample), resamples, seed, self.sample.strata)
                 values = np.asarray(self._apply(self.sample, idx), dtype=np.float64)
@@ -509,8 +518,14 @@ def paired_distribution(a: Evidence, b: Evidence, resamples: int = RESAMPLES, se
 
 
 def _counted_by_both(sa: Sample, sb: Sample, column: str) -> tuple[Sample, Sample]:
-    both = np.flatnonzero(~np.isnan(sa.columns[column]) & ~np.isnan(sb.columns[column]))
-    return sa.subset(both), sb.subset(both)
+    """Both samples with ``column`` missing (NaN) wherever either side does not count the example. The
+    examples stay in place, so every training seed's resamples of one attack set draw the same examples
+    whichever of them its two victims attacked."""
+    neither = np.isnan(sa.columns[column]) | np.isnan(sb.columns[column])
+
+    def masked(s: Sample) -> Sample:
+        return Sample(s.ids, {**s.columns, column: np.where(neither, np.nan, s.columns[column])}, s.strata)
+    return masked(sa), masked(sb)
 
 
 def _paired(a: Evidence, b: Evidence, resamples: int, seed: int, level: float,
@@ -530,7 +545,8 @@ def _paired(a: Evidence, b: Evidence, resamples: int, seed: int, level: float,
             one_sided = int(np.sum(np.isnan(sa.columns[col]) != np.isnan(sb.columns[col])))
             sa, sb = _counted_by_both(sa, sb, col)
         ea, eb = Evidence(a.statistic, sa, a.columns, a.scale), Evidence(b.statistic, sb, b.columns, b.scale)
-    if not len(sa):
+    counted = int(np.sum(~np.isnan(sa.columns[a.columns[0]]))) if restrict else len(sa)
+    if not counted:
         return Difference(None, None, None, None, "no shared examples", 0, {"unmatched": dropped}), None
     pa, pb = ea.point(), eb.point()
     estimate = None if pa is None or pb is None else pb - pa
@@ -548,7 +564,7 @@ def _paired(a: Evidence, b: Evidence, resamples: int, seed: int, level: float,
                      counted_by_one=int(np.sum(np.isnan(va) != np.isnan(vb))) + one_sided)
         p = test["p_mid"]
         method += "; McNemar mid-p on examples counted by both"
-    return Difference(estimate, ci.low, ci.high, p, method, len(sa), extra), dist
+    return Difference(estimate, ci.low, ci.high, p, method, counted, extra), dist
 
 
 def _pair_parts(a: Evidence, b: Evidence) -> list[tuple[Evidence, Evidence]] | None:
@@ -564,7 +580,8 @@ def _paired_parts(a: Evidence, b: Evidence, resamples: int, seed: int, level: fl
     pairs = _pair_parts(a, b) if a.combine == b.combine else None
     if pairs is None:
         return Difference(None, None, None, None, "the two rows combine different parts", 0), None
-    leaves = [_paired(pa, pb, resamples, seed, level, common) for pa, pb in pairs]
+    leaves = [_paired(pa, pb, resamples, part_seed(seed, pa.label, i), level, common)
+              for i, (pa, pb) in enumerate(pairs)]
     if any(d.estimate is None or dist is None for d, dist in leaves):
         return Difference(None, None, None, None, "a part has no shared examples", 0), None
     dist = np.mean([dist for _, dist in leaves], axis=0)
@@ -596,8 +613,8 @@ def _paired_parts(a: Evidence, b: Evidence, resamples: int, seed: int, level: fl
 
 @dataclass(frozen=True)
 class Pooled:
-    """An effect over training seeds: the mean of the per-seed differences, its hierarchical bootstrap
-    interval (stretched to t), the standard error of that bootstrap and the two-sided p it gives on t."""
+    """An effect over training seeds: the mean of the per-seed differences, its standard error with a seed part
+    and a shared-example part, and the one t test behind both its interval and its p (``pooled_test``)."""
 
     estimate: float | None
     low: float | None
@@ -607,7 +624,26 @@ class Pooled:
     seeds: int
     spread: float | None  # sample SD of the per-seed differences (None for one seed)
     method: str
-    df: float | None = None  # degrees of freedom of the t reference (None: normal, one seed)
+    df: float | None = None  # degrees of freedom of the t reference (None: ∞, the normal)
+    seed_part: float | None = None  # the seeds' share of se² (A/k)
+    example_part: float | None = None  # the shared examples' share of se² (V)
+
+    def one_sided_p(self, bound: float, above: bool) -> float | None:
+        """p of H0 'the effect is at or beyond ``bound``' against H1 'it lies above (``above``) or below it',
+        on the same t: the exclusion test and the two halves of TOST."""
+        from scipy.stats import norm, t
+
+        if self.estimate is None or self.se is None:
+            return None
+        if self.se <= 0:
+            return 0.0 if (self.estimate > bound if above else self.estimate < bound) else 1.0
+        z = (self.estimate - bound) / self.se * (1 if above else -1)
+        return float(norm.sf(z) if self.df is None else t.sf(z, self.df))
+
+    def equivalence_p(self, margin: float) -> float | None:
+        """TOST p that the effect lies inside ±margin: the larger of its two one-sided p."""
+        low, high = self.one_sided_p(-margin, above=True), self.one_sided_p(margin, above=False)
+        return None if low is None or high is None else max(low, high)
 
 
 def t_p(estimate: float | None, se: float | None, df: float | None = None) -> float | None:
@@ -624,62 +660,18 @@ def t_p(estimate: float | None, se: float | None, df: float | None = None) -> fl
     return float(2.0 * (norm.sf(z) if df is None else t.sf(z, df)))
 
 
-def hierarchical_bootstrap(estimates, dists, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED,
-                           level: float = LEVEL) -> Pooled:
-    """The mean of k per-seed differences with a two-level bootstrap: draw k training seeds with
-    replacement, then for each drawn seed one of its own bootstrap resamples of the examples
-    (``dists[s]``), and average. A seed's draw is its difference plus its seed-level deviation scaled by
-    sqrt(k / (k - 1)) plus its example-level deviation: plain resampling of k seeds gives the mean a
-    variance (k - 1)/k too small (Davison and Hinkley 1997, section 2.4), which matters at k = 3.
+def pooled_test(estimates, dists, level: float = LEVEL) -> Pooled:
+    """The pooled difference over training seeds and its one test (``bench.scoring.seeds``): ``estimates``
+    the per-seed differences, ``dists`` their example bootstraps, drawn on the same resamples of the shared
+    examples. d.f. None stands for ∞ (the normal)."""
+    from bench.scoring.seeds import seed_level_test
 
-    The seed-level variance is estimated from k values, so the p and the interval refer to Student's t
-    with Welch-Satterthwaite degrees of freedom (``seed_degrees_of_freedom``): k - 1 where the seeds'
-    spread dominates, many where the examples' noise does. With one seed this is that seed's own example
-    bootstrap, on the normal reference."""
-    est = np.asarray(estimates, dtype=np.float64)
-    k = len(est)
-    if k == 0 or len(dists) != k:
-        return Pooled(None, None, None, None, None, k, None, "no seeds")
-    table = np.stack([np.asarray(d, dtype=np.float64) for d in dists])  # (k, B)
-    rng = np.random.default_rng(seed)
-    which_seed = rng.integers(0, k, size=(resamples, k))
-    which_draw = rng.integers(0, table.shape[1], size=(resamples, k))
-    centre = float(est.mean())
-    inflate = math.sqrt(k / (k - 1)) if k > 1 else 0.0
-    draws = centre + inflate * (est[which_seed] - centre) + (table[which_seed, which_draw] - est[which_seed])
-    values = draws.mean(axis=1)
-    ok = values[np.isfinite(values)]
-    se = float(np.std(ok, ddof=1)) if len(ok) > 1 else None
-    spread = float(np.std(est, ddof=1)) if k > 1 else None
-    df = seed_degrees_of_freedom(est, table)
-    ci = _t_widened(percentile_interval(values, level), centre, df, level)
-    method = (f"hierarchical-bootstrap(seeds={k},B={resamples},seed={seed}); p and interval on t with "
-              f"{'normal' if df is None else f'{df:.1f}'} d.f. (Welch-Satterthwaite)")
-    return Pooled(centre, ci.low, ci.high, t_p(centre, se, df), se, k, spread, method, df)
-
-
-def seed_degrees_of_freedom(estimates: np.ndarray, dists: np.ndarray) -> float | None:
-    """Welch-Satterthwaite d.f. of the pooled SE^2 = (A + W) / k, where A, the sample variance of the k
-    per-seed differences, has k - 1 d.f., and W, the mean variance of each seed's example bootstrap, is
-    known from thousands of examples: (k - 1)(1 + W/A)^2. None (normal) for one seed or no spread."""
     k = len(estimates)
-    if k < 2:
-        return None
-    between = float(np.var(estimates, ddof=1))
-    within = float(np.nanmean(np.nanvar(dists, axis=1, ddof=1)))
-    if not between > 0 or not math.isfinite(within):
-        return None
-    return (k - 1) * (1.0 + within / between) ** 2
-
-
-def _t_widened(ci: Interval, centre: float, df: float | None, level: float) -> Interval:
-    """The bootstrap percentile interval, its two arms stretched by t(df) / z at ``level``."""
-    from scipy.stats import norm, t
-
-    if df is None or not ci.present:
-        return ci
-    stretch = float(t.ppf(0.5 + level / 2.0, df) / norm.ppf(0.5 + level / 2.0))
-    return Interval(centre - stretch * (centre - ci.low), centre + stretch * (ci.high - centre), ci.method)
+    if k == 0:
+        return Pooled(None, None, None, None, None, 0, None, "no seeds")
+    r = seed_level_test(estimates, np.stack([np.asarray(d, dtype=np.float64) for d in dists]), level)
+    df = None if r.df is None or math.isinf(r.df) else r.df
+    return Pooled(r.estimate, r.low, r.high, r.p, r.se, k, r.spread, r.method, df, r.seed_part, r.example_part)
 
 
 def holm(pvalues) -> list[float | None]:
