@@ -104,9 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in argv or os.environ.get("BENCH_DEBUG", "") not in ("", "0")
     argv = [a for a in argv if a != "--debug"]
     _tolerant_output()
-    parser = build_parser(argv)
-    try:
+    try:  # building a command's flags reads the suites and protocols.toml: a broken file is bad input (exit 2)
+        parser = build_parser(argv)
         args = parser.parse_args(argv)
+    except BenchError as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 2
     except SystemExit as exc:  # argparse: --help (0) or a bad flag value (2, message printed): one exit path
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     if not getattr(args, "module", None):

@@ -73,6 +73,7 @@ def evaluate(model, *, name: str | None = None, suites, tasks=None, profile: str
     from bench.runner import RunContext, check_data, check_fits, get_suite, run_plan
     from bench.results.store import ResultStore
 
+    batch_size = checked_settings(profile=profile, seed=seed, batch_size=batch_size, limit=limit, overwrite=overwrite)
     log = log or _console_log()
     paths = Paths.from_env().with_results(results_dir)
     chosen = [get_suite(n) for n in ([suites] if isinstance(suites, str) else list(suites))]
@@ -81,7 +82,7 @@ def evaluate(model, *, name: str | None = None, suites, tasks=None, profile: str
     plan = task_plan(chosen, tasks)
     options = checked_options(suite_options, chosen)
     ResultStore(paths.results).check_writable()
-    ctx = RunContext(paths=paths, seed=seed, device=device, batch_size=batch_size or DEFAULT_BATCH_SIZE,
+    ctx = RunContext(paths=paths, seed=int(seed), device=device, batch_size=batch_size,
                      limit=limit, profile=profile, overwrite=overwrite, options=options, log=log,
                      allow_unverified_data=allow_unverified_data)
     named = isinstance(model, (str, os.PathLike))
@@ -93,6 +94,32 @@ def evaluate(model, *, name: str | None = None, suites, tasks=None, profile: str
         spec, encoder = open_model(model, name, paths, ctx, dtype, models_file)
     done = run_plan(spec, plan, ctx, encoder)
     return Evaluation(spec.name, paths.results, [(suite.name, o) for suite, outcomes in done for o in outcomes])
+
+
+OVERWRITE = ("never", "only-missing", "always")  # as `bench run --overwrite`
+
+
+def checked_settings(*, profile, seed, batch_size, limit, overwrite) -> int:
+    """Refuse, before any work, what `bench run`'s flags refuse (BenchError, exit 2, naming the accepted values);
+    returns the batch size to use."""
+    from numbers import Integral
+
+    from bench.plugins import PROFILES
+
+    def whole(key: str, value, least: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < least:
+            raise BenchError(f"bench.evaluate: {key}={value!r}: give a whole number of at least {least} (as "
+                             f"`bench run --{key.replace('_', '-')}`).")
+
+    if profile not in PROFILES:
+        raise BenchError(f"bench.evaluate: profile={profile!r}: choose one of {', '.join(PROFILES)}.")
+    if overwrite not in OVERWRITE:
+        raise BenchError(f"bench.evaluate: overwrite={overwrite!r}: choose one of {', '.join(OVERWRITE)}.")
+    whole("seed", seed, 0)
+    for key, value in (("batch_size", batch_size), ("limit", limit)):
+        if value is not None:  # None: the default batch size, or the whole test set
+            whole(key, value, 1)
+    return DEFAULT_BATCH_SIZE if batch_size is None else int(batch_size)
 
 
 def _console_log():

@@ -39,7 +39,24 @@ SUITES = Registry("suite", {
 
 
 def get_suite(name: str):
-    return SUITES.load(name)
+    suite = SUITES.load(name)
+    check_protocols(suite)
+    return suite
+
+
+def check_protocols(suite) -> None:
+    """Before a suite runs: every protocol of protocols.toml names a registered suite, and those naming this
+    suite name its tasks and recipes; else a ProtocolError (exit 2) naming the file, the protocol and the fix."""
+    from bench.protocols import PROTOCOLS, PROTOCOLS_FILE, ProtocolError
+
+    for name, declared in PROTOCOLS.items():
+        if declared.suite not in SUITES:
+            problem = f"suite '{declared.suite}' is none of the registered suites ({', '.join(SUITES)}; `bench ls suites`)"
+        else:
+            problem = suite.protocol_problem(declared) if declared.suite == suite.name else ""
+        if problem:
+            raise ProtocolError(f"{PROTOCOLS_FILE}: protocol '{name}': {problem}. Fix: correct it there, or restore "
+                                f"the file (git checkout bench/protocols.toml).")
 
 
 def all_suites():
@@ -252,17 +269,19 @@ def run_suite(suite: SuitePlugin, spec: ModelSpec, ctx: RunContext, encoder, tas
     tasks = [suite.task(n) for n in task_names] if task_names else suite.default_tasks()
     store = ctx.store
     outcomes: list[TaskOutcome] = []
-    for seed in suite.seeds(ctx):
-        seeded = replace(ctx, seed=seed)
-        seed_outcomes = [run_cell(suite, spec, seeded, encoder, task, store)
-                         for task in ctx.track(tasks, len(tasks), f"{suite.name} {spec.name} seed {seed}: tasks")]
-        outcomes += seed_outcomes
-        summary = run_summary(suite, spec, seeded, encoder, tasks, seed_outcomes, store)
-        if summary is not None:
-            outcomes.append(summary)
-    store.write_leaderboard()
-    export_metadata(ctx.paths.results, suites=[suite], models=[spec],  # labels, model facts, dev curves for reports
-                    models_dir=ctx.paths.models)
+    try:
+        for seed in suite.seeds(ctx):
+            seeded = replace(ctx, seed=seed)
+            seed_outcomes = [run_cell(suite, spec, seeded, encoder, task, store)
+                             for task in ctx.track(tasks, len(tasks), f"{suite.name} {spec.name} seed {seed}: tasks")]
+            outcomes += seed_outcomes
+            summary = run_summary(suite, spec, seeded, encoder, tasks, seed_outcomes, store)
+            if summary is not None:
+                outcomes.append(summary)
+    finally:  # interrupted (Ctrl-C) or failed too: the cells that finished reach the leaderboard and the card
+        store.write_leaderboard()
+        export_metadata(ctx.paths.results, suites=[suite], models=[spec],  # labels, model facts, dev curves
+                        models_dir=ctx.paths.models)
     return outcomes
 
 

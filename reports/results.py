@@ -16,7 +16,7 @@ from bench.errors import BenchError
 from bench.scoring.stats import NO_INTERVAL, Evidence, Interval, t_interval
 from bench.results.stats_cache import StatsCache
 from bench.results.store import ResultStore
-from bench.results.uncertainty import row_key, stored_evidence
+from bench.results.uncertainty import identity_order, row_key, stored_evidence
 
 # Config keys that differ between rows of one setting: the cell's identity, and a replication's own
 # record (run k's sample and victim seed), so the rows of a cell's runs stay one setting.
@@ -258,7 +258,7 @@ def stat(rows: list[dict], where: dict, prefer: dict | None = None) -> Stat:
     groups = [settings[k] for k in newest_first]
     chosen = min(groups, key=lambda g: (bool(unverified_files(g)), _rank(g, prefer or {})))
     per_seed: dict[tuple, dict] = {}
-    for r in sorted(chosen, key=lambda r: r.get("created_at") or ""):
+    for r in sorted(chosen, key=identity_order):  # other weights under one name: the newest, as cards and compare
         if r.get("value") is not None:
             # One sample per seed (and per run, for suites that write a row per run); a re-run replaces the older row.
             per_seed[(r.get("seed") or 0, r.get("aggregation") or "")] = r

@@ -206,6 +206,9 @@ class AdversarialSuite(Suite):
     # 4: the victims' clean accuracy carries per-example evidence (a Wilson interval, paired comparisons).
     version = 4
 
+    def recipe_names(self) -> tuple[str, ...]:
+        return tuple(RECIPES)
+
     def labels(self) -> dict:
         return {"attack": {name: RECIPES.label(name) for name in RECIPES}}
     tasks = TASKS

@@ -157,6 +157,9 @@ ROW_METRICS = ("attack_success_rate", "pearson_clean", "pearson_adversarial", "s
 class AdvSTSSuite(Suite):
     name = "advsts"
 
+    def recipe_names(self) -> tuple[str, ...]:
+        return tuple(RECIPES)
+
     def labels(self) -> dict:
         return {"attack": {name: RECIPES.label(name) for name in RECIPES}}
     description = "AdvSTS: TextAttack recipes on STS-B / SICK-R pairs vs cosine similarity (ASR, Pearson)"

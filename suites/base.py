@@ -66,6 +66,24 @@ class Suite:
         wanted = [self.task(name).name for name in protocol(self.named_protocol).tasks]  # unknown names fail
         return [t for t in self.tasks if t.name in wanted]
 
+    def recipe_names(self) -> tuple[str, ...]:
+        """The attack recipes a protocol of this suite may name (none, unless the suite attacks)."""
+        return ()
+
+    def protocol_problem(self, declared) -> str:
+        """What is wrong with a protocol of protocols.toml that names this suite ("" when nothing): a task the
+        suite lacks, or a recipe it cannot run."""
+        tasks = {t.name for t in self.tasks}
+        unknown = [name for name in declared.tasks if name not in tasks]
+        if unknown:
+            return (f"names task(s) {', '.join(unknown)} that the suite '{self.name}' does not have (it has: "
+                    f"{', '.join(sorted(tasks))}; `bench ls tasks`)")
+        stray = [name for name in declared.recipes if name not in self.recipe_names()]
+        if stray:
+            return (f"names recipe(s) {', '.join(stray)} that the suite '{self.name}' cannot run ("
+                    f"{', '.join(self.recipe_names()) or 'it runs no attack recipe'}; `bench ls recipes`)")
+        return ""
+
     def summarized(self, tasks) -> list[Task]:
         """The tasks of ``tasks`` that the summary (average) is over: those its protocol averages."""
         if not self.named_protocol:

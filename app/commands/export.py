@@ -1,6 +1,7 @@
 """bench export --format mteb --model M [--results-dir D] [--out DIR]: a model's cells in mteb's results layout.
 
-Per weights identity (the cells' ``weights_sha256``, mteb's "revision"), under ``DIR/<model>/<revision>/``:
+``DIR`` (``--out``) is an mteb results cache: per weights identity (the cells' ``weights_sha256``, mteb's
+"revision"), under ``DIR/results/<model>/<revision>/`` (a "/" in the model name becomes "__", as in mteb):
 - one ``<mteb task>.json`` per STS task mteb has with the same test set (``MTEB_STS``: the same pair count),
   in mteb's TaskResult schema: ``scores.test[0]`` holds ``main_score`` (= ``cosine_spearman``),
   ``cosine_spearman``, ``cosine_pearson``, ``spearman`` and ``pearson`` as fractions (bench stores x100),
@@ -11,8 +12,11 @@ Per weights identity (the cells' ``weights_sha256``, mteb's "revision"), under `
   run with --limit), in bench's own documented format (``FORMAT``; docs/results.md). It sits in a subdirectory,
   where mteb's loader (``<model>/<revision>/*.json``) does not look.
 
-mteb's ``ResultCache(cache_path=C).load_results(...)`` reads ``C/results/<model>/<revision>/``, so the default
-``DIR`` is ``<results dir>/export/mteb/results``. SentEval's transfer tasks (MR, CR, SUBJ, ...) have no mteb task
+mteb's ``ResultCache(cache_path=DIR).load_results(...)`` reads ``DIR/results/<model>/<revision>/``; the default
+``DIR`` is ``<results dir>/export/mteb``. Every path written lies inside ``DIR``; the files written are listed
+in ``DIR/.bench-export-manifest.json``: a file there that bench did not write is moved aside
+(``<name>.user-<n>``) before it would be overwritten, and a task file an earlier export wrote that this one
+does not (its cell has since become unreadable) is removed, so mteb never loads a stale score. SentEval's transfer tasks (MR, CR, SUBJ, ...) have no mteb task
 with the same protocol, and SICK-R differs (mteb scores all 9,927 SICK pairs, bench SentEval's 4,927-pair test
 split): their rows go to ``robustness.json``.
 """
@@ -38,26 +42,40 @@ ROW_FIELDS = ("suite", "task", "split", "metric", "aggregation", "attack", "valu
               "n", "seed", "profile", "dtype", "config_hash", "created_at")
 
 
+MANIFEST = ".bench-export-manifest.json"
+
+
 def add_arguments(parser):
     parser.add_argument("--format", choices=["mteb"], default="mteb", help="mteb: mteb's results layout and schema")
     parser.add_argument("--model", required=True, help="the model name its cells carry (`bench ls` / the leaderboard)")
     parser.add_argument("--results-dir", type=Path, help="results directory (default: $BENCH_RESULTS_DIR, else "
                                                          "$BENCH_HOME/results)")
-    parser.add_argument("--out", type=Path, help="where <model>/<revision>/ go (default: <results dir>/export/mteb/"
-                                                 "results, so mteb.ResultCache(<results dir>/export/mteb) reads it)")
+    parser.add_argument("--out", type=Path, help="the mteb results cache to write (files go to <out>/results/<model>/"
+                                                 "<revision>/; default: <results dir>/export/mteb)")
 
 
 def main(args) -> int:
     from bench.paths import Paths
+    from bench.results.store import check_writable
 
     paths = Paths.from_env().with_results(args.results_dir)
-    out = args.out or paths.results / "export" / "mteb" / "results"
-    written = export_mteb(paths.results, args.model, Path(out))
+    out = (args.out or paths.results / "export" / "mteb").expanduser().absolute()
+    check_writable(out, "export directory", "--out")  # a file, read-only or full: exit 2 before any work
+    written = export_mteb(paths.results, args.model, out)
     for revision, files in written.items():
-        print(f"{args.model} @ {revision[:12]}: {len(files) - 2} mteb task file(s), model_meta.json, "
-              f"bench/robustness.json in {files[0].parent}")
-    print(f"Load with mteb: mteb.ResultCache(cache_path='{Path(out).parent}').load_results(models=['{args.model}'])")
+        tasks = len(files) - 2
+        why = "" if tasks else (" (no STS cell of sts12-16 or stsb scored on mteb's whole test set: cells run with "
+                                "--limit, or none of those tasks run; their rows are in bench/robustness.json)")
+        print(f"{args.model} @ {revision[:12]}: {tasks} mteb task file(s){why}, model_meta.json, "
+              f"bench/robustness.json in {files[-1].parent.parent}")
+    print(f"Load with mteb: {mteb_hint(out, args.model)}")
     return 0
+
+
+def mteb_hint(out: Path, model: str) -> str:
+    """The Python line that loads the export with mteb's own reader."""
+    return (f"mteb.ResultCache(cache_path={str(out)!r}).load_results(models=[{model!r}], "
+            f"include_remote=False)")
 
 
 def export_mteb(results_dir: Path, model: str, out: Path) -> dict[str, list[Path]]:
@@ -73,29 +91,68 @@ def export_mteb(results_dir: Path, model: str, out: Path) -> dict[str, list[Path
         models = sorted({p.get("cell", {}).get("model", "") for _, p in store.readable_cells()} - {""})
         raise BenchError(f"No result cells of model '{model}' in {results_dir}. Models there: "
                          f"{', '.join(models) or 'none'}. Fix: check --model and --results-dir.")
-    return {revision: _export_revision(model, revision, cells, results_dir, out)
-            for revision, cells in sorted(by_revision.items())}
+    files = {revision: _revision_files(model, revision, cells, results_dir)
+             for revision, cells in sorted(by_revision.items())}
+    folder = model_folder(model)
+    write_owned(out, {rel: text for revision in files.values() for rel, text in revision.items()},
+                          stale=lambda rel: rel.startswith(f"results/{folder}/"))
+    return {revision: [out / rel for rel in names] for revision, names in files.items()}
 
 
-def _export_revision(model: str, revision: str, cells, results_dir: Path, out: Path) -> list[Path]:
-    from bench.data.datasets import atomic_write_text
+def model_folder(model: str) -> str:
+    """mteb's folder of a model name ("/" -> "__"), refused (exit 2) when it could not name one directory."""
+    from bench.paths import file_name
 
-    folder = out / model.replace("/", "__") / revision
+    return file_name(model.replace("/", "__"), "model name")
+
+
+def _revision_files(model: str, revision: str, cells, results_dir: Path) -> dict[str, str]:
+    """{path relative to the cache: text} of one revision: the mteb task files, model_meta.json, robustness.json
+    (in that order)."""
+    folder = f"results/{model_folder(model)}/{revision}"
     chosen = _mteb_cells(cells)
-    written = []
-    for task, (path, payload) in chosen.items():
-        target = folder / f"{MTEB_STS[task][0]}.json"
-        atomic_write_text(target, json.dumps(task_result(task, path, payload, results_dir), indent=2) + "\n")
-        written.append(target)
-    atomic_write_text(folder / "model_meta.json", json.dumps(model_meta(model, revision, cells), indent=2) + "\n")
+    files = {f"{folder}/{MTEB_STS[task][0]}.json": json.dumps(task_result(task, path, payload, results_dir), indent=2)
+             + "\n" for task, (path, payload) in chosen.items()}
+    files[f"{folder}/model_meta.json"] = json.dumps(model_meta(model, revision, cells), indent=2) + "\n"
     exported = {str(p) for p, _ in chosen.values()}
     rest = [(p, c) for p, c in cells if str(p) not in exported]
     robustness = {"format": FORMAT, "model": model, "revision": revision,
                   "model_source": next((r.get("model_source", "") for _, c in cells for r in c["results"]), ""),
-                  "mteb_files": [p.name for p in written],
+                  "mteb_files": [MTEB_STS[task][0] + ".json" for task in chosen],
                   "rows": [_row(r, p, results_dir) for p, c in rest for r in c["results"]]}
-    atomic_write_text(folder / "bench" / "robustness.json", json.dumps(robustness, indent=1) + "\n")
-    return [*written, folder / "model_meta.json", folder / "bench" / "robustness.json"]
+    files[f"{folder}/bench/robustness.json"] = json.dumps(robustness, indent=1) + "\n"
+    return files
+
+
+def write_owned(out: Path, files: dict[str, str], stale=lambda rel: False) -> list[Path]:
+    """Write ``files`` (paths relative to ``out``, each checked to stay inside it) atomically, recording them in
+    ``out/MANIFEST``. A file there the manifest does not list (a user's) is moved aside to ``<name>.user-<n>``
+    first, with a warning; a listed file ``stale`` selects that this write does not make is removed."""
+    import warnings
+
+    from bench.data.datasets import atomic_write_text
+    from bench.errors import BenchWarning
+    from bench.paths import inside
+
+    try:
+        owned = set(json.loads((out / MANIFEST).read_text(encoding="utf-8"))["written"])
+    except (OSError, ValueError, KeyError, TypeError):
+        owned = set()
+    written = []
+    for rel, text in files.items():
+        target = inside(out, *rel.split("/"), what="export file")
+        if rel not in owned and (target.exists() or target.is_symlink()):
+            aside = next(target.with_name(f"{target.name}.user-{n}") for n in range(1, 10_000)
+                         if not target.with_name(f"{target.name}.user-{n}").exists())
+            target.rename(aside)
+            warnings.warn(f"{target} was not written by `bench export`: kept as {aside}.", BenchWarning, stacklevel=2)
+        atomic_write_text(target, text)
+        written.append(target)
+    for rel in sorted(r for r in owned - set(files) if stale(r)):
+        inside(out, *rel.split("/"), what="export file").unlink(missing_ok=True)
+    kept = sorted((owned - {r for r in owned if stale(r)}) | set(files))
+    atomic_write_text(out / MANIFEST, json.dumps({"written": kept}, indent=0) + "\n")
+    return written
 
 
 def _mteb_cells(cells) -> dict[str, tuple[Path, dict]]:

@@ -9,10 +9,10 @@ leaderboard. `bench report --results-dir results` then regenerates reports/gener
 
 from __future__ import annotations
 
-import shutil
+import warnings
 from pathlib import Path
 
-from bench.errors import BenchError
+from bench.errors import BenchError, BenchWarning
 
 
 def add_arguments(parser):
@@ -27,9 +27,7 @@ def add_arguments(parser):
 
 
 def main(args) -> int:
-    from bench.results import metadata
     from bench.paths import PUBLISHED_RESULTS, Paths
-    from bench.results.store import ResultStore, model_dir
 
     source = (args.source or Paths.from_env().results).expanduser().resolve()
     dest = (args.dest or PUBLISHED_RESULTS).expanduser().resolve()
@@ -37,46 +35,101 @@ def main(args) -> int:
         raise BenchError(f"--from and --to are both {source}: nothing to publish.")
     if not (source / "cells").is_dir():
         raise BenchError(f"No result cells under {source / 'cells'}. Run `bench run` first, or pass --from DIR.")
-    chosen = []
-    for model in dict.fromkeys(args.models):
-        cells = sorted((source / "cells" / model_dir(model)).glob("*/*/*.json"))
-        cells = [c for c in cells if not args.suites or c.parent.parent.name in args.suites]
-        if not cells:
-            raise BenchError(f"No cells of model '{model}'{' in suites ' + ', '.join(args.suites) if args.suites else ''} "
-                             f"under {source / 'cells'}.")
-        chosen += cells
-    for cell in chosen:  # corrupt input (a cell, or its evidence against the sha256 it records) is refused first
-        ResultStore(source).check_evidence(cell, ResultStore.read(cell), decode=False)
+    chosen = choose_cells(source, args.models, args.suites, move=not args.dry_run)
     if not args.dry_run:  # a --to that is a file, read-only or full: refused before anything is copied
         from bench.results.store import check_writable
 
         check_writable(dest, "publish target", "--to")
     if args.dry_run:
-        print("\n".join(str(c.relative_to(source)) for c in chosen))
+        print("\n".join(str(c.relative_to(source)) for c, _ in chosen))
         print(f"{len(chosen)} cell(s) would be copied to {dest}.")
         return 0
-    for cell in chosen:
-        # The cell's evidence sidecar (per-example data for CIs and paired tests) travels with it, first.
-        side = ResultStore.evidence_path(cell)
-        for src in ([side] if side.exists() else []) + [cell]:
-            target = dest / src.relative_to(source)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.tmp")
-            shutil.copyfile(src, tmp)
-            tmp.replace(target)
-    # The metadata of what was copied: the models' entries and the suites' descriptions.
+    for _, files in chosen:
+        for rel, blob in files:  # the evidence sidecar first, then the cell: the bytes that were checked
+            _copy_bytes(blob, dest, rel)
+    _merge_metadata(source, dest, args.models, {c.parent.parent.name for c, _ in chosen})
+    from bench.results.store import ResultStore
+
+    board = ResultStore(dest).write_leaderboard()
+    print(f"Published {len(chosen)} cell(s) of {', '.join(args.models)} to {dest} (leaderboard {board}).")
+    print(f"Regenerate the reports with: bench report --results-dir {dest}")
+    return 0
+
+
+def choose_cells(source: Path, models: list[str], suites: list[str] | None, move: bool = True) -> list[tuple[Path, list]]:
+    """Per model, one cell per key (the one readers read, ``ResultStore.choose``), each with the bytes to copy:
+    [(relative path, bytes)] of its evidence sidecar (``_files_of``) and of itself. A cell or sidecar that is a
+    symbolic link is refused (exit 2: publishing copies regular files only); one whose values do not recompute
+    from its evidence is never published (``move``: moved to quarantine/, saying both values); an unreadable
+    cell or corrupt evidence is refused before anything is copied (exit 2)."""
+    from bench.results.store import BadValue, ResultStore, model_dir
+
+    store = ResultStore(source)
+    chosen, bad = [], set()
+    for model in dict.fromkeys(models):
+        files = sorted((source / "cells" / model_dir(model)).glob("*/*/*.json"))
+        for path in [c for c in files if not suites or c.parent.parent.name in suites]:
+            _refuse_links(path)
+            try:
+                store.check_value(path, ResultStore.read(path))  # unreadable, bad evidence: exit 2
+            except BadValue as exc:  # an edited number: never published
+                bad.add(path)
+                store.quarantine(exc) if move else warnings.warn(str(exc), BenchWarning, stacklevel=2)
+        kept = [path for path, _ in store.cells_of(model)
+                if path not in bad and (not suites or path.parent.parent.name in suites)]
+        if not kept:
+            raise BenchError(f"No cells of model '{model}'{' in suites ' + ', '.join(suites) if suites else ''} "
+                             f"under {source / 'cells'}.")
+        chosen += [(path, _files_of(path, source)) for path in kept]
+    return chosen
+
+
+def _files_of(cell: Path, source: Path) -> list[tuple[Path, bytes]]:
+    """[(path relative to ``source``, bytes)] of a cell's evidence sidecar and the cell: a sidecar only when the
+    cell does not record that it has none, and only the bytes whose sha256 the cell records."""
+    import hashlib
+
+    from bench.results.store import EVIDENCE_HASH, BadEvidence, ResultStore
+
+    payload = ResultStore.read(cell)
+    recorded, side = payload.get(EVIDENCE_HASH, ""), ResultStore.evidence_path(cell)
+    files = []
+    if recorded is not None and side.exists():
+        blob = side.read_bytes()
+        if recorded and hashlib.sha256(blob).hexdigest() != recorded:
+            raise BadEvidence(cell, f"its evidence file {side.name} was altered while it was published")
+        files.append((side.relative_to(source), blob))
+    return files + [(cell.relative_to(source), cell.read_bytes())]
+
+
+def _refuse_links(cell: Path) -> None:
+    from bench.results.store import ResultStore
+
+    for path in (cell, ResultStore.evidence_path(cell)):
+        if path.is_symlink():
+            raise BenchError(f"{path} is a symbolic link (to {path.readlink()}), not a result file; `bench publish` "
+                             f"copies regular files only. Fix: replace it with the file itself (or re-run the "
+                             f"`bench run` that made the cell), then publish again. Nothing was copied.")
+
+
+def _copy_bytes(blob: bytes, dest: Path, rel: Path) -> None:
+    from bench.data.datasets import atomic_write_bytes
+    from bench.paths import inside
+
+    atomic_write_bytes(inside(dest, *rel.parts, what="published file"), blob)
+
+
+def _merge_metadata(source: Path, dest: Path, models: list[str], suites: set[str]) -> None:
+    """The metadata of what was copied: the models' entries and the suites' descriptions."""
+    from bench.results import metadata
+
     src_meta = metadata.read(source)
-    suites = {c.parent.parent.name for c in chosen}
 
     def merge(dst_meta: dict) -> None:  # under plugins.json's lock; entries are merged, never dropped
-        for key, names in (("models", set(args.models)), ("suites", suites)):
+        for key, names in (("models", set(models)), ("suites", suites)):
             dst_meta.setdefault(key, {}).update({k: v for k, v in (src_meta.get(key) or {}).items() if k in names})
         for key in ("bench_version", "package_versions"):
             if src_meta.get(key):
                 dst_meta.setdefault(key, src_meta[key])
 
     metadata.update(dest, merge)
-    board = ResultStore(dest).write_leaderboard()
-    print(f"Published {len(chosen)} cell(s) of {', '.join(args.models)} to {dest} (leaderboard {board}).")
-    print(f"Regenerate the reports with: bench report --results-dir {dest}")
-    return 0

@@ -102,10 +102,24 @@ def main(args) -> int:
 
             kept = sorted(reports.manifest(out) - set(stale))
             atomic_write_text(out / reports.MANIFEST, json.dumps({"written": kept}, indent=0) + "\n")
-    written = reports.write(artifacts.reports, out, record=True) + reports.write(artifacts.results, paths.results)
+    boards = [name for name in artifacts.results if is_leaderboard(name)]
+    written = (reports.write(artifacts.reports, out, record=True)
+               + reports.write({k: v for k, v in artifacts.results.items() if k not in boards}, paths.results)
+               + [rebuild_leaderboard(paths.results, name) for name in boards])
     tables = sorted(p.name for p in written if p.suffix == ".md" and p.name != "index.md")
     index = out / ("index.html" if "index.html" in artifacts.reports else "index.md")
     console.print(f"Wrote {len(written)} files: {len(artifacts.reports)} in {out} (index: {index}), "
                   f"{len(artifacts.results)} leaderboard CSV(s) in {paths.results}.")
     console.print("Tables: " + (", ".join(tables) if tables else "none (no matching results)"))
     return 0
+
+
+def is_leaderboard(name: str) -> bool:
+    return name == "leaderboard.csv" or name.startswith("leaderboard-") and name.endswith(".csv")
+
+
+def rebuild_leaderboard(results: Path, name: str) -> Path:
+    """Rebuild a leaderboard from the cells on disk now, under the store's lock (not from the rows the report
+    read at its start): a `bench run` or `bench publish` that finished during the report keeps its rows."""
+    suite = name[len("leaderboard-"):-len(".csv")] if name != "leaderboard.csv" else None
+    return ResultStore(results).write_leaderboard(name, suite=suite)

@@ -102,7 +102,9 @@ class ObjectEncoder:
         size = (batch_size or self.batch_size) if self._chunk else max(len(todo), 1)
         for start in range(0, len(todo), size):
             chunk = todo[start:start + size]
-            self._cache.update(zip(chunk, self._checked(self._call(chunk), len(chunk))))
+            # the function gets its own copy: one that reorders or edits its list in place cannot shift which
+            # sentence each returned row is stored under
+            self._cache.update(zip(chunk, self._checked(self._call(list(chunk)), chunk)))
             if on_batch is not None:
                 on_batch(len(chunk))
         self.stats["encoded"] += len(todo)
@@ -110,11 +112,9 @@ class ObjectEncoder:
             return np.zeros((0, self.dim or 0), dtype=np.float32)
         return np.stack([self._cache[s] for s in sentences])
 
-    def _checked(self, out, n: int) -> np.ndarray:
+    def _checked(self, out, chunk: list[str]) -> np.ndarray:
         self.stats["calls"] += 1
-        if hasattr(out, "detach"):  # a torch tensor
-            out = out.detach().float().cpu().numpy()
-        vecs = np.asarray(out, dtype=np.float32)
+        vecs, n = self._as_array(out, len(chunk)), len(chunk)
         if vecs.ndim != 2 or len(vecs) != n:
             raise BenchError(f"Model '{self.name}': encode returned shape {vecs.shape} for {n} sentences; it must "
                              f"return an (n, d) array, one row per sentence.")
@@ -123,8 +123,33 @@ class ObjectEncoder:
                              f"earlier; every embedding must have the same size.")
         if not np.isfinite(vecs).all():
             raise BenchError(f"Model '{self.name}': encode returned NaN or infinite values; check the function.")
+        zero = np.flatnonzero(~vecs.any(axis=1))
+        if len(zero):
+            raise BenchError(f"Model '{self.name}': encode returned {len(zero)} all-zero embedding(s) of {n} (the "
+                             f"first for {chunk[zero[0]][:60]!r}); cosine similarity is undefined for them, so every "
+                             f"score would be empty. Fix: return a non-zero vector for every sentence.")
         self.dim = vecs.shape[1]
         return vecs
+
+    def _as_array(self, out, n: int) -> np.ndarray:
+        """The function's output as float32, or a BenchError naming the model and what it returned."""
+        fix = "it must return an (n, d) array (numpy, torch, or a list of equal-length lists of numbers)"
+        if hasattr(out, "detach"):  # a torch tensor
+            out = out.detach().cpu().numpy()
+        if isinstance(out, (dict, str, bytes)) or not hasattr(out, "__len__"):
+            raise BenchError(f"Model '{self.name}': encode returned a {type(out).__name__} for {n} sentences; {fix}.")
+        try:
+            vecs = np.asarray(out)
+        except (ValueError, TypeError) as exc:  # ragged rows
+            raise BenchError(f"Model '{self.name}': encode returned rows of different lengths or kinds for {n} "
+                             f"sentences ({exc}); {fix}.") from None
+        if np.iscomplexobj(vecs):
+            raise BenchError(f"Model '{self.name}': encode returned complex numbers; {fix} of real numbers (e.g. "
+                             f"return the real part, or the magnitudes, yourself).")
+        if vecs.dtype == object or not (np.issubdtype(vecs.dtype, np.number) or vecs.dtype == bool):
+            raise BenchError(f"Model '{self.name}': encode returned {vecs.dtype} values (shape {vecs.shape}) for {n} "
+                             f"sentences; {fix}.")
+        return vecs.astype(np.float32)
 
     # The same SentEval entry point as bench.models.encoder.Encoder.
     def batcher(self, params, batch: list[list[str]]) -> np.ndarray:

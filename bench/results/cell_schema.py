@@ -3,7 +3,8 @@
 A cell is ``{"cell": key, "config": {...}, "written_at": ..., "results": [row, ...], "evidence_sha256": ...}``.
 What is refused: missing or mistyped keys, an empty ``results``, an unknown metric, a number that is not finite
 or is beyond any real score (|x| > 1e9), ``n`` that is not a non-negative integer, an interval whose ends are
-inverted or that does not contain its value, a row that names another cell than its own. ``CellError`` says the
+inverted or that does not contain its value, a row that names another cell than its own, a ``weights_sha256``
+that is not 64 hex digits. ``CellError`` says the
 first few problems in words ("row 0: n -5 is negative"); ``bench.schema_words`` does the same for a user-edited
 file (models.toml, claims.toml).
 """
@@ -48,7 +49,8 @@ class Key(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: StrictStr = Field(min_length=1)
-    weights_sha256: StrictStr
+    # A sha256 in hex: exports use it as a directory name (mteb's revision), so nothing else may pass.
+    weights_sha256: StrictStr = Field(pattern=r"^[0-9a-f]{64}$")
     suite: StrictStr = Field(min_length=1)
     task: StrictStr = Field(min_length=1)
     seed: StrictInt = Field(ge=0)

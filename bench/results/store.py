@@ -303,6 +303,38 @@ class BadEvidence(CorruptCell):
                 f"and recomputes them).")
 
 
+class BadValue(CorruptCell):
+    """A readable cell whose stored value differs from what its own evidence recomputes (an edited number)."""
+
+    state = "did not recompute from its evidence"
+
+    def explain(self) -> str:
+        return (f"Result cell {self.path}: {self.reason}, so it is not trusted. Fix: re-run the `bench run` that "
+                f"made it (it moves the cell to {QUARANTINE_DIR}/ and recomputes it).")
+
+
+# A stored value and its evidence's recomputation may differ in rounding (SentEval's two decimals, float32
+# predictions): relative to max(1, |value|), the published cells differ by at most 2.4e-4.
+VALUE_TOLERANCE = 1e-3
+ROW_KEY = ("metric", "aggregation", "attack", "split")  # what names a row within its cell
+
+
+def recomputed_values(evidence: dict | None) -> dict[tuple, float | None]:
+    """Row key (``ROW_KEY``) -> the value a sidecar's own evidence recomputes; rows whose evidence lies in
+    other cells (an average's parts) are left out."""
+    from bench.scoring.stats import EVIDENCE_FORMAT, evidence_from_dict, sample_from_dict
+
+    if not evidence or evidence.get("format") != EVIDENCE_FORMAT:
+        return {}
+    samples = {name: sample_from_dict(d) for name, d in (evidence.get("samples") or {}).items()}
+    out = {}
+    for entry in evidence.get("rows") or ():
+        ev = evidence_from_dict(entry["evidence"], samples)  # a part stored in another cell: None
+        if ev is not None:
+            out[tuple(entry["key"].get(k) or "" for k in ROW_KEY)] = ev.point()
+    return out
+
+
 class DuplicateCell(CorruptCell):
     """A second cell file claiming the key of another (a copy, a hand edit): one of them is kept."""
 
@@ -385,8 +417,8 @@ class ResultStore:
             for path, _ in others:
                 self.quarantine(DuplicateCell(path, f"claims the key of {kept}, which is kept ({KEEP_RULE})"))
             try:
-                self.check_evidence(kept, dict(claims[claimed])[kept], decode=False)
-            except CorruptCell as exc:  # BadEvidence included: a cell is reused only with its evidence intact
+                self.check_value(kept, dict(claims[claimed])[kept])
+            except CorruptCell as exc:  # BadEvidence, BadValue: a cell is reused only with its evidence intact
                 self.quarantine(exc)
                 continue
             self.check_logs(kept, dict(claims[claimed])[kept])  # BadLog (exit 2): the user decides
@@ -415,7 +447,7 @@ class ResultStore:
         def rank(claim):
             path, payload = claim
             try:
-                self.check_evidence(path, payload, decode=False)
+                self.check_value(path, payload)  # its evidence intact, and its values recompute from it
                 intact = 1
             except CorruptCell:
                 intact = 0
@@ -507,6 +539,22 @@ class ResultStore:
         except (OSError, EOFError, ValueError, zlib.error) as exc:
             raise BadEvidence(cell_path, f"its evidence file {side.name} does not parse ({exc})") from None
 
+    def check_value(self, cell_path: Path, payload: dict | None = None) -> dict | None:
+        """``check_evidence``, then each row's value against what its evidence recomputes (within
+        ``VALUE_TOLERANCE``): BadValue naming both values when a row differs. Returns the evidence."""
+        payload = _parse_cell(cell_path) if payload is None else payload
+        evidence = self.check_evidence(cell_path, payload)
+        points = recomputed_values(evidence)
+        for row in payload["results"]:
+            key = tuple(row.get(k) or "" for k in ROW_KEY)
+            stored, again = row.get("value"), points.get(key)
+            if stored is None or again is None:
+                continue
+            if abs(stored - again) > VALUE_TOLERANCE * max(1.0, abs(stored)):
+                raise BadValue(cell_path, f"its {row['metric']} ({row['aggregation']}) is {stored:g}, but its "
+                                          f"evidence recomputes {again:g}")
+        return evidence
+
     def read_evidence(self, cell_path: Path) -> dict | None:
         """The cell's evidence sidecar, or None when there is none. A missing or corrupt one (see
         ``check_evidence``) is None too, named in an EvidenceWarning once and kept in ``bad_evidence``,
@@ -534,7 +582,8 @@ class ResultStore:
         return _parse_cell(path)
 
     def cells(self) -> list[Path]:
-        return sorted((self.root / "cells").glob("**/*.json"))
+        # cells/<model>/<suite>/<task>/<file>.json: a model directory whose name ends in .json is no cell
+        return sorted((self.root / "cells").glob("*/*/*/*.json"))
 
     def readable_cells(self, cells: list[Path] | None = None):
         """(path, payload) of every readable cell (of ``cells``, default all). Unreadable cells are skipped, each
@@ -614,22 +663,40 @@ class ResultStore:
             finally:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
-    def write_leaderboard(self, name: str = "leaderboard.csv", rows: list[dict] | None = None) -> Path:
-        """Rebuild ``name`` from the cells, under the leaderboard lock: reading the cells and replacing the
-        file is one step for concurrent writers, so the last rebuild sees every cell written before it."""
+    def write_leaderboard(self, name: str = "leaderboard.csv", rows: list[dict] | None = None,
+                          suite: str | None = None) -> Path:
+        """Rebuild ``name`` from the cells (of ``suite`` only, when given), under the leaderboard lock: reading
+        the cells and replacing the file is one step for concurrent writers, so the last rebuild sees every
+        cell written before it. Text that a spreadsheet would run as a formula is escaped (``csv_safe``)."""
         with self._leaderboard_lock():
             rows = self.rows() if rows is None else rows
-            rows = sorted(rows, key=lambda r: (r["model"], r["suite"], r["task"], r["metric"],
-                                               r["aggregation"], r.get("attack", ""), r.get("seed") or 0,
-                                               r.get("created_at", "")))
+            rows = sorted((r for r in rows if suite is None or r["suite"] == suite),
+                          key=lambda r: (r["model"], r["suite"], r["task"], r["metric"], r["aggregation"],
+                                         r.get("attack", ""), r.get("seed") or 0, r.get("created_at", "")))
             buf = io.StringIO()
             writer = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
             writer.writeheader()
             for row in rows:
-                writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in COLUMNS})
+                writer.writerow({k: csv_safe(row.get(k)) for k in COLUMNS})
             path = self.root / name
             atomic_write_text(path, buf.getvalue())
         return path
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a CSV field as a formula
+
+
+def csv_safe(value):
+    """A CSV field: None is empty; text a spreadsheet would run as a formula (``=HYPERLINK(...)``, a model
+    named ``=1+2``) gains a leading apostrophe, which spreadsheets show as text; numbers stay as they are."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        try:
+            float(value)  # "-0.5" is a number, not a formula
+        except ValueError:
+            return "'" + value
+    return value
 
 
 class Timer:

@@ -183,15 +183,35 @@ def _jsonable(x):
 
 def model_cells(store: ResultStore, model: str, suite: str | None = None, task: str | None = None) -> dict[tuple, Path]:
     """(suite, task, seed, config hash) -> cell path, for one model's stored cells; of two files claiming one
-    key, the one ``ResultStore.choose`` keeps (unreadable and duplicate files are named in warnings)."""
-    out: dict[tuple, tuple[str, Path]] = {}
+    key, the one ``ResultStore.choose`` keeps (unreadable and duplicate files are named in warnings). Of cells
+    of other weights under one name, the newest by ``identity_order`` (the reports' rule too), named in a
+    warning: two identities share the name."""
+    import warnings
+
+    from bench.errors import BenchWarning
+
+    found: dict[tuple, list[tuple[tuple, Path]]] = {}
     for path, cell in store.cells_of(model, suite, task):
         c = cell["cell"]
-        key = (c["suite"], c["task"], c["seed"], c["config_hash"])
-        stamp = cell.get("written_at") or ""
-        if key not in out or stamp > out[key][0]:  # other weights of one name: the newest
-            out[key] = (stamp, path)
-    return {k: p for k, (_, p) in out.items()}
+        found.setdefault((c["suite"], c["task"], c["seed"], c["config_hash"]), []).append(
+            (identity_order(cell["results"][0], c["weights_sha256"], cell["results"]), path))
+    for key, claims in found.items():
+        if len(claims) > 1:
+            claims.sort(reverse=True)
+            shas = ", ".join(f"{order[-1][:12]}…" for order, _ in claims)
+            warnings.warn(f"Model '{model}' has cells of {len(claims)} weights identities ({shas}) for {key[0]}/"
+                          f"{key[1]} seed {key[2]}: the newest ({claims[0][0][-1][:12]}…, {claims[0][1]}) is shown. "
+                          f"Fix: give each model its own name (or move the other cells away).", BenchWarning,
+                          stacklevel=2)
+    return {key: max(claims)[1] for key, claims in found.items()}
+
+
+def identity_order(row: dict, weights_sha256: str | None = None, rows: list[dict] | None = None) -> tuple:
+    """Which of the rows (or cells) of other weights under one name is the newest: the later ``created_at``
+    (seconds), then the larger weights sha256, so that two identities written in the same second are ordered
+    the same way by every reader (cards, compare and the reports' tables)."""
+    stamp = max((r.get("created_at") or "" for r in rows), default="") if rows else row.get("created_at") or ""
+    return stamp, weights_sha256 if weights_sha256 is not None else row.get("weights_sha256") or ""
 
 
 def distinguishing_settings(configs: dict[tuple, dict]) -> dict[tuple, str]:
