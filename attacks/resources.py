@@ -140,8 +140,9 @@ ROLE_OPTIONS: dict[str, tuple[Option, ...]] = {
 class Resources:
     """Resolves attack roles; see the module docstring."""
 
-    def __init__(self, paths, prefer_real: bool = True, stock_components: bool = False):
+    def __init__(self, paths, prefer_real: bool = True, stock_components: bool = False, read_only: bool = False):
         self.paths = paths
+        self.read_only = read_only  # status: look, never build (an unbuilt part is reported, not made)
         self.prefer_real = prefer_real
         # True: TextAttack's own masked-LM transformation and sentence-encoder behaviour (the reference
         # path of benchmarks/attack_throughput.py); False: ours, same outcomes (attacks/standins.py).
@@ -197,8 +198,13 @@ class Resources:
         if self._prepared:
             return
         if not nltk_data.is_built(self.layout.nltk):
+            if self.read_only:
+                raise BenchError(f"WordNet and the stopwords are not set up in {self.layout.nltk} yet (seconds, from the "
+                                 "system WordNet): run `bench resources build --only nltk`")
             nltk_data.build(self.layout.nltk)
         nltk_data.activate(self.layout.nltk)
+        if self.read_only:  # TextAttack's cache and marker are for a run that attacks
+            return
         self.ta_cache_dir.mkdir(parents=True, exist_ok=True)
         (self.ta_cache_dir / TA_POST_INSTALL_MARKER).touch()  # else textattack runs nltk.download on import
         os.environ["TA_CACHE_DIR"] = str(self.ta_cache_dir)

@@ -74,7 +74,7 @@ def evaluate(model, *, name: str | None = None, suites, tasks=None, profile: str
     from bench.results.store import ResultStore
 
     batch_size = checked_settings(profile=profile, seed=seed, batch_size=batch_size, limit=limit, overwrite=overwrite)
-    log = log or _console_log()
+    told, log = log, log or _console_log()  # progress goes to the caller's log when given, else to the console
     paths = Paths.from_env().with_results(results_dir)
     chosen = [get_suite(n) for n in ([suites] if isinstance(suites, str) else list(suites))]
     if not chosen:
@@ -90,9 +90,17 @@ def evaluate(model, *, name: str | None = None, suites, tasks=None, profile: str
         spec, encoder = open_model(model, name, paths, ctx, dtype, models_file)
         check_fits(plan, encoder, ctx)
     check_data(plan, ctx, log)
-    if named:  # a name may need training first: only after every check
+    if named:  # stored work needs nothing; else a name may need training first: only after every check
+        stored = stored_evaluation(str(model), paths, ctx, dtype, models_file, plan)
+        if stored is not None:
+            return stored
         spec, encoder = open_model(model, name, paths, ctx, dtype, models_file)
-    done = run_plan(spec, plan, ctx, encoder)
+    from dataclasses import replace
+
+    from bench.progress import progress_to
+
+    with progress_to(told) as progress:  # done/total and the time left at least every 30 s, as `bench run`
+        done = run_plan(spec, plan, replace(ctx, progress=progress), encoder)
     return Evaluation(spec.name, paths.results, [(suite.name, o) for suite, outcomes in done for o in outcomes])
 
 
@@ -120,6 +128,27 @@ def checked_settings(*, profile, seed, batch_size, limit, overwrite) -> int:
         if value is not None:  # None: the default batch size, or the whole test set
             whole(key, value, 1)
     return DEFAULT_BATCH_SIZE if batch_size is None else int(batch_size)
+
+
+def stored_evaluation(text: str, paths, ctx, dtype: str, models_file, plan) -> Evaluation | None:
+    """The plan's cells as stored, for a model whose weights are not at hand (it would be trained, built or
+    downloaded first) when every cell is stored under one set of weights (``bench.runner.stored_plan``)."""
+    from dataclasses import replace
+
+    from bench.models.encoder import dtype_name, pick_device, resolve_dtype
+    from bench.models.registry import known_models, resolve_model
+    from bench.runner import stored_plan, weights_at_hand
+
+    spec = resolve_model(text, paths, models_file=models_file)
+    if weights_at_hand(spec, paths, known_models(paths, models_file)):
+        return None
+    found = stored_plan(spec, plan, replace(ctx, dtype=dtype_name(resolve_dtype(pick_device(ctx.device), dtype))))
+    if found is None:
+        return None
+    outcomes = [(suite.name, o) for suite, done in found for o in done]
+    ctx.log(f"All {len(outcomes)} cell(s) of '{spec.name}' are stored: reused; the model is not at hand here and "
+            "nothing needed it (overwrite='always' recomputes, after making it).")
+    return Evaluation(spec.name, paths.results, outcomes)
 
 
 def _console_log():

@@ -153,6 +153,30 @@ def progress(stream: TextIO | None = None):
     return PlainProgress(stream)
 
 
+class _Lines:
+    """A stream that hands each line written to it to a function (a caller's ``log``)."""
+
+    def __init__(self, emit: Callable[[str], object]):
+        self.emit = emit
+
+    def write(self, text: str) -> None:
+        for line in text.splitlines():
+            if line.strip():
+                self.emit(line)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def progress_to(log: Callable[[str], object] | None = None, stream: TextIO | None = None):
+    """Progress lines handed to ``log`` (a function of one string, e.g. ``bench.evaluate(log=...)``), or, without
+    one, ``progress(stream)``: a live bar on a terminal, plain lines elsewhere."""
+    return PlainProgress(_Lines(log)) if log is not None else progress(stream)
+
+
 def track(owner, iterable, total: float | None, description: str):
     """Iterate ``iterable`` with a progress task on ``owner`` (a progress from above, or None: quiet)."""
     if owner is None:

@@ -142,6 +142,7 @@ class SuitePlugin(Protocol):
     def needs_network(self, ctx: RunContext) -> str: ...
     def embedding_only_hint(self) -> str: ...
     def summarize(self, rows: list[dict], ctx: RunContext) -> list[Result]: ...
+    def stored_config(self, cfg: dict, stored: dict) -> dict: ...
 
 
 def precision_config(ctx: RunContext) -> dict:
@@ -306,3 +307,70 @@ def run_plan(spec: ModelSpec, plan, ctx: RunContext, encoder) -> list[tuple[obje
     ctx = replace(ctx, device=encoder.device, dtype=encoder.dtype)
     check_fits(plan, encoder, ctx)
     return [(suite, run_suite(suite, spec, ctx, encoder, names)) for suite, names in plan]
+
+
+# ---------------------------------------------------------------- stored work, without the model ---------------
+
+def stored_plan(spec: ModelSpec, plan, ctx: RunContext) -> list[tuple[object, list[TaskOutcome]]] | None:
+    """Every task cell of ``plan`` (each seed; the suite's summary cell too where one is stored) as the store
+    holds it under this configuration, found without opening the model: for a model whose weights are not at
+    hand (``weights_at_hand``), so that reproducing stored results trains, builds and downloads nothing.
+    None when a task cell is missing, or no one set of weights has them all (``stored_weights``), or
+    ``ctx.overwrite`` is "always"."""
+    if ctx.overwrite == "always":
+        return None
+    found = []  # (suite, task name, summary?, its stored cells)
+    for suite, names in plan:
+        tasks = [suite.task(n) for n in names] if names else suite.default_tasks()
+        for seed in suite.seeds(ctx):
+            seeded = for_model(replace(ctx, seed=seed), spec)
+            found += [(suite, t.name, False, stored_cells(ctx.store, suite, spec.name, t.name, seed,
+                                                          suite.config(t, seeded))) for t in tasks]
+            if suite.summary_task is not None and suite.summarized(tasks):
+                found.append((suite, suite.summary_task.name, True, stored_cells(
+                    ctx.store, suite, spec.name, suite.summary_task.name, seed, summary_config(suite, tasks, seeded))))
+    weights = stored_weights([cells for _, _, summary, cells in found if not summary])
+    if weights is None:
+        return None
+    done: dict = {}
+    for suite, task, _, cells in found:
+        done.setdefault(suite, []).extend(TaskOutcome(task, payload["results"], path, True, 0.0)
+                                          for path, payload in cells if payload["cell"]["weights_sha256"] == weights)
+    return list(done.items())
+
+
+def stored_cells(store: ResultStore, suite: SuitePlugin, model: str, task: str, seed: int, cfg: dict) -> list:
+    """(path, payload) of the readable cells of (model, suite, task, seed) under ``cfg`` (as the suite compares it
+    with each cell's, ``stored_config``), whatever their weights."""
+    return [(path, payload) for path, payload in store.cells_of(model, suite.name, task)
+            if payload["cell"]["seed"] == seed
+            and config_hash(suite.stored_config(cfg, payload.get("config") or {})) == payload["cell"]["config_hash"]]
+
+
+def stored_weights(cells: list[list[tuple]]) -> str | None:
+    """The weights (sha256) under which every one of ``cells`` (each a list of one cell's stored versions) is
+    stored: the one set that has them all, or of several the one whose newest cell is newest (the one the
+    reports show); None when a cell is not stored at all or no set of weights has every cell."""
+    if not cells or not all(cells):
+        return None
+    common = set.intersection(*({payload["cell"]["weights_sha256"] for _, payload in versions} for versions in cells))
+
+    def newest(weights: str) -> str:
+        return max(r.get("created_at") or "" for versions in cells for _, payload in versions
+                   if payload["cell"]["weights_sha256"] == weights for r in payload["results"])
+
+    return max(sorted(common), key=newest) if common else None
+
+
+def weights_at_hand(spec: ModelSpec, paths: Paths, known: dict) -> bool:
+    """Whether opening ``spec`` needs nothing made first: no training (its checkpoint is there), no build (a
+    provider such as `bench resources build`'s masked LM answers) and no download (every Hub model it needs
+    is cached)."""
+    from bench.models import hub
+    from bench.models.encoder import resolve_backbone
+
+    try:
+        resolve_backbone(spec, paths.models)
+    except (BenchError, ValueError):
+        return False
+    return all(hub.is_cached(repo, revision) for repo, revision in hub.needed_models(spec, paths.models, known))

@@ -123,42 +123,49 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
 
         models = sorted({r["model"] for r in rows})
         for model in track(progress, models, len(models), "report: robustness cards"):
-            files = card(results_dir, model, cache)
+            files = card(results_dir, model, cache, rows=rows, evidence=evidence)
             out.reports.update(files)
             made.append((f"Robustness card: {model}", sorted(files)))
+    made = with_formats_present(made, reports_dir)
     out.reports["index.md"] = _index(rows, made, skipped)
     if "html" in formats:
-        out.reports.update(_site(rows, catalog, made, skipped, out.reports, reports_dir, evidence))
+        present = set(out.reports) | {name for _, names in made for name in names}
+        out.reports.update(_site(rows, catalog, made, skipped, out.reports, reports_dir, evidence, present))
     if complete:  # every bootstrap this render used, so the next render (or a clean clone) computes none
         out.results[CACHE_FILE] = cache.text()
     return out
 
 
-def claims_summary_html(files: dict) -> str:
-    """The index's first lines: the claims ledger's verdict counts (from claims.json) and its forest plot,
-    small, linking to the ledger; empty when this render made no ledger."""
-    import html
-    import json
+def with_formats_present(made: list[tuple[str, list[str]]], reports_dir: Path | None) -> list[tuple[str, list[str]]]:
+    """Each report's files, and its other table formats already in ``reports_dir`` (an earlier render with
+    other ``--format`` values wrote them), so that an index never drops a link to a format this render
+    did not make."""
+    if reports_dir is None:
+        return made
+    suffixes = [suffix for suffix, _ in FORMATS.values()]
+    out = []
+    for title, names in made:
+        stems = dict.fromkeys(name.rsplit(".", 1)[0] for name in names)
+        there = [f"{stem}.{s}" for stem in stems for s in suffixes
+                 if f"{stem}.{s}" not in names and (Path(reports_dir) / f"{stem}.{s}").is_file()]
+        out.append((title, sorted(names + there) if there else names))
+    return out
 
-    from reports.claims_pages import FOREST
 
-    if "claims.json" not in files:
-        return ""
-    data = json.loads(files["claims.json"])
-    counts = ", ".join(f"{html.escape(v)}: {n}" for v, n in data["counts"].items())
-    total = sum(data["counts"].values())
-    out = [f"<p><b>The claims ledger</b> tests {total} headline claims of the seed papers, with the training seed "
-           f"as the unit and Holm's correction over one primary line per claim. Verdicts: {counts}. "
-           f"<a href=\"{site.CLAIMS}\">The ledger</a>.</p>"]
-    if FOREST in files:
-        out.append(f"<p><a href=\"{site.CLAIMS}\"><img src=\"{FOREST}\" alt=\"forest plot of the claims: ours "
-                   "against the paper's Δ\" style=\"width:100%;max-width:1100px;border:1px solid #ddd\"></a></p>")
-    return "".join(out)
+def claims_summary_html(files: dict, catalog: Catalog | None = None) -> str:
+    """The index's first lines: the claims ledger's finding in words, its verdicts' legend and each claim's
+    primary line by kind of measure (reports/overview.py, from claims.json); empty when this render made no
+    ledger."""
+    from reports import overview
+
+    return overview.summary_html(files, catalog or Catalog({}, {}))
 
 
 def _site(rows: list[dict], catalog: Catalog, made, skipped, files: dict, reports_dir: Path | None,
-          evidence: EvidenceIndex | None = None) -> dict[str, str]:
-    """The static site's own pages: a sortable leaderboard per suite and the index linking every page."""
+          evidence: EvidenceIndex | None = None, present: set[str] | None = None) -> dict[str, str]:
+    """The static site's own pages: a sortable leaderboard per suite and the index linking every page
+    (``present``: every file name the index may link, this render's and those already in the directory)."""
+    present = set(files) if present is None else present
     pages = {}
     suites = sorted({r["suite"] for r in rows})
     for suite in suites:
@@ -169,15 +176,16 @@ def _site(rows: list[dict], catalog: Catalog, made, skipped, files: dict, report
         pages[site.leaderboard_name(suite)] = site.leaderboard_page(
             suite, mine, label=lambda task, s=suite: catalog.task_label(s, task),
             pivot_html=pivot.to_html(columns, lines, catalog), words=pivot.metric_words)
-    tables = [(spec.title, spec.name, [s for s in ("md", "tex", "csv") if f"{spec.name}.{s}" in files])
-              for spec in TABLES if f"{spec.name}.html" in files]
-    figures = [(spec.title, spec.name) for spec in FIGURES + SERIES if f"{spec.name}.png" in files]
+    tables = [(spec.title, spec.name, [s for s in ("md", "tex", "csv") if f"{spec.name}.{s}" in present])
+              for spec in TABLES if f"{spec.name}.html" in present]
+    figures = [(spec.title, spec.name) for spec in FIGURES + SERIES if f"{spec.name}.png" in present]
     cards = sorted(name[len("card-"):-len(".html")] for name in files
                    if name.startswith("card-") and name.endswith(".html"))
     claims = site.CLAIMS in files or (reports_dir is not None and (Path(reports_dir) / site.CLAIMS).is_file())
     columns, lines = pivot.build(rows, catalog, evidence)
     pages[site.INDEX] = site.index_page(rows, leaderboards=suites, tables=tables, figures=figures, cards=cards,
-                                        claims=claims, skipped=skipped, claims_summary_html=claims_summary_html(files),
+                                        claims=claims, skipped=skipped,
+                                        claims_summary_html=claims_summary_html(files, catalog),
                                         findings=pivot.findings(columns, lines, catalog),
                                         pivot_html=pivot.to_html(columns, lines, catalog))
     return pages

@@ -1,7 +1,8 @@
-"""A robustness report card for one model: every headline number across suites with its 95% CI, the
-paired difference from its base model and from SimCSE at the same profile (bench compare's machinery,
-marked significant or not), the resources that served and the settings. One Markdown and one HTML page,
-from the result files only (``bench report --card MODEL``).
+"""A robustness report card for one model: first its robustness at a glance (attack success per recipe, the
+attack-free displacement and STS beside its baselines'), then its training, then every headline number
+across suites with its 95% CI, the paired difference from its base model and from SimCSE at the same
+profile (bench compare's machinery, marked significant or not), the resources that served and the
+settings. One Markdown and one HTML page, from the result files only (``bench report --card MODEL``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from bench.scoring.stats import display_decimals, format_number, format_p
 from bench.results.stats_cache import StatsCache
 from bench.results.store import ResultStore
 from bench.results.uncertainty import UNVERIFIED, compare_models, model_cells, row_key, unverified_data
-from reports.results import CODE_PATH, Catalog, resource_pairs
+from reports import pivot
+from reports.results import CODE_PATH, Catalog, EvidenceIndex, load_rows, resource_pairs
 from reports.pivot import metric_words
 from reports.site import page
 from reports.specs import CARD_HEADLINES, CARD_SETTINGS
@@ -109,9 +111,11 @@ def _settings_text(config: dict) -> str:
     return "; ".join(parts)
 
 
-def card(results_dir: Path, model: str, cache: StatsCache | None = None) -> dict[str, str]:
+def card(results_dir: Path, model: str, cache: StatsCache | None = None, rows: list[dict] | None = None,
+         evidence: EvidenceIndex | None = None) -> dict[str, str]:
     """{'card-<model>.md': ..., 'card-<model>.html': ...}; paired bootstraps from ``cache`` (default: the
-    one beside the results)."""
+    one beside the results); ``rows`` and ``evidence``: every result row and its evidence, when the caller
+    has them already (reports.generate), else read here."""
     store = ResultStore(results_dir)
     cache = cache if cache is not None else StatsCache.load(results_dir)
     cells = model_cells(store, model)
@@ -125,7 +129,11 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None) -> dict
     for role, other in others.items():
         found, _ = compare_models(store, other, model, cache=cache)
         diffs[role] = {(d.suite, d.task, d.seed, d.config_hash, tuple(d.key.values())): d for d in found}
-    sections = [_identity(model, catalog.models.get(model), others, catalog.group(model))]
+    if rows is None:
+        rows = load_rows(results_dir)
+    glance = at_a_glance(model, others, rows, catalog, evidence or EvidenceIndex(results_dir, cache))
+    sections = [glance] if glance else []
+    sections.append(_identity(model, catalog.models.get(model), others, catalog.group(model)))
     sections += _open_choices(catalog.models.get(model))
     suites = sorted({k[0] for k in cells}, key=lambda s: (SUITE_ORDER.index(s) if s in SUITE_ORDER else 99, s))
     all_rows = []
@@ -165,6 +173,43 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None) -> dict
     sections = [_without_empty_columns(sec) for sec in sections]
     name = f"card-{file_name(model, 'model name')}"
     return {f"{name}.md": to_markdown(model, sections), f"{name}.html": to_html(model, sections)}
+
+
+def at_a_glance(model: str, others: dict[str, str], rows: list[dict], catalog: Catalog,
+                evidence: EvidenceIndex) -> Section | None:
+    """The card's opening: each headline measure of the leaderboard (STS, attack success per recipe, the
+    attack-free displacement, ...) for this model beside its baselines, with the 95% CIs the leaderboard
+    shows, and the difference from each baseline; None when the model has none of those measures."""
+    names = [model, *others.values()]
+    columns, lines = pivot.build([r for r in rows if r["model"] in names], catalog, evidence)
+    by_model = {ln.model: ln for ln in lines}
+    if model not in by_model:
+        return None
+    shown = {role: other for role, other in others.items() if other in by_model}
+    sec = Section("Robustness at a glance", headers=["measure", "this model [95% CI]"]
+                  + [f"{role}: {other}" for role, other in shown.items()]
+                  + [f"Δ vs {role}" for role in shown])
+    sec.paragraphs.append(GLANCE_NOTE)
+    order = sorted(range(len(columns)), key=lambda i: GLANCE_ORDER.index(columns[i].suite)
+                   if columns[i].suite in GLANCE_ORDER else len(GLANCE_ORDER))
+    for i in order:
+        mine = by_model[model].cells[i]
+        if mine.mean is None:
+            continue
+        theirs = [by_model[other].cells[i] for other in shown.values()]
+        k = display_decimals(mine.ci.low, mine.ci.high) if mine.ci.present else 2
+        arrow = " (lower: more robust)" if columns[i].better == "lower" else ""
+        sec.rows.append([pivot.column_label(columns[i], catalog) + arrow, pivot.stat_text(mine),
+                         *[pivot.stat_text(s) for s in theirs],
+                         *["–" if s.mean is None else format_number(mine.mean - s.mean, k, signed=True) for s in theirs]])
+    return sec if sec.rows else None
+
+
+GLANCE_ORDER = ("adversarial", "advsts", "perturbation", "sts", "transfer")  # robustness first, then quality
+GLANCE_NOTE = ("The leaderboard's headline measures: attack success on MR with frozen victims and one (unified) "
+               "set of constraints for every recipe, AdvSTS, the attack-free displacement, then STS and transfer. Brackets: 95% CI as the "
+               "leaderboard gives it (over attack runs, a bootstrap of the pooled attacked examples). Δ: the "
+               "difference of the two values; each cell's paired test is in the suites' tables below.")
 
 
 def _without_empty_columns(sec: Section) -> Section:

@@ -251,8 +251,8 @@ def to_html(book: c.Ledger, rows: list[c.Row], models: dict, forest: bool = True
     for r in rows:
         claim, paper, ours, seeds, verdicts, differs = _cells(r, models, book.seed_suffixes, plan)
         blocks = ["".join(f"<div class=\"line\">{esc(x)}</div>" for x in xs) for xs in (ours, seeds)]
-        out.append("<tr>" + "".join(f"<td>{x}</td>" for x in (esc(claim), esc(paper), *blocks,
-                                                               f"<b>{esc(verdicts)}</b>", esc(differs))) + "</tr>")
+        cells = (esc(claim), esc(paper), *blocks, f"<b>{esc(verdicts)}</b>", esc(differs))
+        out.append(f"<tr id=\"{html.escape(r.claim.id)}\">" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
     out += ["</tbody></table>", "<h2>Verdicts, strongest first</h2>", "<ul class=\"note\">"]
     out += [f"<li><b>{html.escape(v)}</b>: {html.escape(m)}</li>" for v, m in legend()] + ["</ul>"]
     out.append(f"<p class=\"note\">{html.escape(RULE)}</p>")
@@ -326,7 +326,9 @@ def to_csv(recs: list[dict]) -> str:
 def to_json(book: c.Ledger, rows: list[c.Row], recs: list[dict]) -> str:
     return json.dumps({"format": "bench-claims/1", "alpha": c.ALPHA, "correction": "holm",
                        "min_seeds": c.MIN_SEEDS, "power": c.POWER, "verdicts": dict(legend()),
-                       "counts": counts(rows), "family": family_text(rows), "lines": recs},
+                       "counts": counts(rows), "family": family_text(rows),
+                       "claims": [{"claim_id": r.claim.id, "title": r.claim.claim, "unit": unit(r.claim)} for r in rows],
+                       "lines": recs},
                       indent=1, ensure_ascii=False) + "\n"
 
 

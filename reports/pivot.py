@@ -130,6 +130,20 @@ def generic_columns(rows: list[dict], catalog: Catalog, limit: int = 8) -> tuple
                              s, {"task": t, "metric": m, "aggregation": a}) for s, t, m, a in keys[:limit])
 
 
+def column_label(col: PivotColumn, catalog: Catalog) -> str:
+    """The column's header in words, its recipe named as the suite labels it."""
+    return re.sub(r"\{([\w-]+)\}", lambda m: catalog.label("adversarial", "attack", m.group(1)), col.label)
+
+
+def stat_text(s: Stat) -> str:
+    """'64.59 [63.90, 65.21]' (the interval when there is one), '–' when not measured."""
+    if s.mean is None:
+        return "–"
+    k = display_decimals(s.ci.low, s.ci.high) if s.ci.present else 2
+    ci = f" [{format_number(s.ci.low, k)}, {format_number(s.ci.high, k)}]" if s.ci.present else ""
+    return f"{format_number(s.mean, k)}{ci}"
+
+
 def cell_html(s: Stat) -> str:
     if s.mean is None:
         return "<td class=\"n\" data-v=\"\">–</td>"
@@ -140,26 +154,27 @@ def cell_html(s: Stat) -> str:
 
 
 def to_html(columns: list[PivotColumn], lines: list[PivotLine], catalog: Catalog, note: str = NOTE) -> str:
-    """A note, then a sortable table: base, model, then one column per measure."""
+    """A note, then a sortable table: model (fixed when the table scrolls sideways), base, then one column
+    per measure."""
     esc = html.escape
     if not lines:
         return ""
 
     def header(col: PivotColumn) -> str:
-        text = re.sub(r"\{([\w-]+)\}", lambda m: catalog.label("adversarial", "attack", m.group(1)), col.label)
+        text = column_label(col, catalog)
         arrow = "↓ better" if col.better == "lower" else "↑ better"
         return f"<th title=\"{esc(arrow)}\">{esc(text)}</th>"
 
     out = [f"<p class=\"note\">{esc(note)}</p>" if note else "",
-           "<table class=\"sortable pivot\"><thead><tr><th>base</th><th>model</th>"
+           "<table class=\"sortable pivot\"><thead><tr><th>model</th><th>base</th>"
            + "".join(header(c) for c in columns) + "</tr></thead><tbody>"]
     previous = None
     for ln in lines:
         first = " class=\"first\"" if ln.group != previous and previous is not None else ""
         previous = ln.group
         short = ln.group.split(" (")[0]  # the base's name; its description on hover
-        out.append(f"<tr{first}><td class=\"base\" title=\"{esc(ln.group)}\">{esc(short)}</td>"
-                   f"<td class=\"l\"><a href=\"card-{esc(ln.model)}.html\">{esc(ln.model)}</a></td>"
+        out.append(f"<tr{first}><td class=\"l\"><a href=\"card-{esc(ln.model)}.html\">{esc(ln.model)}</a></td>"
+                   f"<td class=\"base\" title=\"{esc(ln.group)}\">{esc(short)}</td>"
                    + "".join(cell_html(s) for s in ln.cells) + "</tr>")
     out.append("</tbody></table>")
     return "\n".join(out)
@@ -173,12 +188,8 @@ def finding(col: PivotColumn, cells: list[tuple[str, Stat]], catalog: Catalog) -
         return None
     (best, b), (second, r) = present[0], present[1]
     worst, w = present[-1]
-    label = re.sub(r"\{([\w-]+)\}", lambda m: catalog.label("adversarial", "attack", m.group(1)), col.label)
-
-    def value(s: Stat) -> str:
-        k = display_decimals(s.ci.low, s.ci.high) if s.ci.present else 2
-        ci = f" [{format_number(s.ci.low, k)}, {format_number(s.ci.high, k)}]" if s.ci.present else ""
-        return f"{format_number(s.mean, k)}{ci}"
+    label = column_label(col, catalog)
+    value = stat_text
 
     overlap = (b.ci.present and r.ci.present and b.ci.low <= r.ci.high and r.ci.low <= b.ci.high)
     apart = ("their 95% CIs overlap, so the order of the two is not established" if overlap else

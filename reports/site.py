@@ -20,21 +20,48 @@ STYLE = (
     "h3{font-size:17px}nav{font-size:13px;margin-bottom:6px}a{color:#0b5cad}"
     "table{border-collapse:collapse;font-size:13.5px;margin:8px 0}"
     "th,td{padding:4px 9px;border-bottom:1px solid #e6e6e6;vertical-align:top;text-align:left}"
-    "th{background:#f2f4f7;font-weight:600;position:sticky;top:0}"
+    "th{background:#f2f4f7;font-weight:600}"
     "td.n{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}td.l{white-space:nowrap}"
     "tr.g td{background:#f7f7f9;font-weight:600;font-style:italic}tr:hover td{background:#fbfbe8}"
     "small{color:#666}p.note,ul.note{font-size:13px;color:#444;max-width:1100px}ul.note li{margin:1px 0}"
     "table.sortable th{cursor:pointer}table.sortable th:after{content:' \\2195';color:#aaa;font-weight:400}"
-    "figure{display:inline-block;margin:8px 16px 16px 0;vertical-align:top}figure img{border:1px solid #ddd;width:520px}"
+    "figure{display:inline-block;margin:8px 16px 16px 0;vertical-align:top;max-width:100%}"
+    "figure img{border:1px solid #ddd;width:520px;max-width:100%;height:auto}img{max-width:100%;height:auto}"
     "figcaption{font-size:13px;max-width:520px}ul{padding-left:20px}li{margin:3px 0}"
-    "table.claims{table-layout:fixed;width:100%}div.line{margin:0 0 6px}div.line+div.line{border-top:1px dotted #ccc;"
-    "padding-top:4px}"
+    "table.claims{table-layout:fixed;width:100%;min-width:1000px}div.line{margin:0 0 6px}"
+    "div.line+div.line{border-top:1px dotted #ccc;padding-top:4px}"
     "table.pivot{font-size:12.5px}table.pivot th{font-size:12px;vertical-align:bottom;max-width:110px}"
     "table.pivot td.base{max-width:170px;font-size:12px;color:#444}tr.first td{border-top:2px solid #999}"
     "details{margin:10px 0}summary{cursor:pointer;font-weight:600}"
     "ul.findings{font-size:15px;max-width:1100px}ul.findings li{margin:4px 0}div.claims-summary{margin:6px 0 14px}"
-    "table.raw td{overflow-wrap:anywhere}p{overflow-wrap:anywhere}"
+    "table.raw td{overflow-wrap:anywhere}p,li{overflow-wrap:anywhere}code{overflow-wrap:anywhere}"
     "table.card{width:100%}table.card td.w{overflow-wrap:anywhere;min-width:80px}"
+    # every table scrolls sideways inside its own box, its first column fixed, so no page is wider than a phone
+    "div.scroll{overflow-x:auto;max-width:100%;margin:8px 0}div.scroll>table{margin:0}"
+    "div.scroll td:first-child,div.scroll th:first-child{position:sticky;left:0;z-index:1;background:#fff;"
+    "box-shadow:inset -1px 0 0 #e3e3e3}div.scroll th:first-child{background:#f2f4f7}"
+    "div.scroll tr.g td:first-child{background:#f7f7f9}"
+    # the index's answer: the finding in words, the verdicts' legend, one row per claim (reports/overview.py)
+    "div.finding p{font-size:16px;max-width:1100px;margin:6px 0}div.finding p.note{font-size:13px}"
+    "div.legend{font-size:13px;margin:8px 0 4px;display:flex;flex-wrap:wrap;gap:4px 12px;align-items:center}"
+    "span.chip{display:inline-block;border-radius:3px;padding:0 6px;color:#fff;font-size:12px;white-space:nowrap}"
+    "div.forest h3{font-size:14px;margin:10px 0 2px;color:#333}"
+    "div.fr{display:grid;grid-template-columns:minmax(0,1fr) 160px 300px 190px;gap:2px 10px;align-items:center;"
+    "padding:2px 0;border-bottom:1px solid #eee;font-size:13.5px}"
+    "div.fr a{color:#1d1d1f;text-decoration:none}div.fr a:hover{text-decoration:underline}"
+    "div.fr small{font-variant-numeric:tabular-nums}"
+    "div.plot{position:relative;height:14px;background:#fafafa;border-left:1px solid #ddd;border-right:1px solid #ddd}"
+    "div.plot i{position:absolute;display:block}"
+    "i.zero{top:0;bottom:0;border-left:1px dashed #999}i.bar{top:6px;height:2px}"
+    "i.dot{top:3px;width:8px;height:8px;margin-left:-4px;border-radius:50%}"
+    "i.paper{top:2px;width:7px;height:7px;margin-left:-5px;border:2px solid #c62828;transform:rotate(45deg)}"
+    "@media (max-width:760px){body{padding:0 10px;margin:10px auto;font-size:14px}h1{font-size:21px}"
+    "div.finding p{font-size:15px}"
+    "div.fr{grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:2px 8px;padding:5px 0}"
+    "div.fr a,div.fr div.plot{grid-column:1/-1}figure{margin:8px 0}table{font-size:12.5px}"
+    "div.scroll td,div.scroll th{min-width:4.5em;overflow-wrap:break-word}div.scroll td.w{overflow-wrap:break-word}"
+    "div.scroll td.l{white-space:normal}"
+    "div.scroll tr:not(.g)>td:first-child,div.scroll th:first-child{min-width:6.5em}}"
 )
 
 # Click a header to sort by it (numbers as numbers; a cell's data-v, when set, is its sort value).
@@ -62,11 +89,17 @@ def page(title: str, body: list[str], *, sortable: bool = False, back: bool = Tr
            f"<title>{html.escape(title)}</title>", f"<style>{STYLE}</style></head><body>"]
     if back:
         out.append(f"<nav><a href=\"{INDEX}\">← all reports</a></nav>")
-    out += body
+    out.append(scrolling("\n".join(body)))
     if sortable:
         out.append(f"<script>{SORT_SCRIPT}</script>")
     out += ["</body></html>", ""]
     return "\n".join(out)
+
+
+def scrolling(text: str) -> str:
+    """Every table of ``text`` in a box of its own that scrolls sideways (its first column fixed), so that a
+    wide table never widens the page."""
+    return re.sub(r"<table\b", "<div class=\"scroll\"><table", text).replace("</table>", "</table></div>")
 
 
 # ---------------------------------------------------------------- leaderboards ------------------

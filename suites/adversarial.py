@@ -211,6 +211,9 @@ class AdversarialSuite(Suite):
 
     def labels(self) -> dict:
         return {"attack": {name: RECIPES.label(name) for name in RECIPES}}
+
+    def stored_config(self, cfg: dict, stored: dict) -> dict:
+        return with_stored_builds(cfg, stored)
     tasks = TASKS
     named_protocol = "robustembed-table3"  # its seven datasets and five recipes by default (CoLA when asked)
     row_scoped = RECIPE_SCOPED_CONFIG
@@ -449,6 +452,15 @@ def resource_identity(paths, roles) -> dict[str, dict]:
     """``resource_status`` of ``roles`` as cell keys take it: each report without its timings."""
     return {role: {**status, "report": build_identity(status["report"])}
             for role, status in resource_status(paths, roles).items()}
+
+
+def with_stored_builds(cfg: dict, stored: dict) -> dict:
+    """``cfg`` with the stored cell's record of each attack resource that nothing serves here (not built, so no
+    build to tell apart from the one the cell used): reproducing stored cells needs no `bench resources build`.
+    A resource that is served here must be the one the cell used."""
+    mine, theirs = cfg.get("attack_resources") or {}, stored.get("attack_resources") or {}
+    unbuilt = {role: theirs[role] for role, status in mine.items() if not status.get("served") and role in theirs}
+    return {**cfg, "attack_resources": {**mine, **unbuilt}} if unbuilt else cfg
 
 
 def build_identity(report: dict) -> dict:

@@ -178,6 +178,11 @@ class AdvSTSSuite(Suite):
             lookup("recipe", RECIPES, name)
         return list(dict.fromkeys(names))
 
+    def stored_config(self, cfg: dict, stored: dict) -> dict:
+        from suites.adversarial import with_stored_builds
+
+        return with_stored_builds(cfg, stored)
+
     def config(self, task: AdvSTSTask, ctx: RunContext) -> dict:
         from suites.adversarial import resource_identity
 

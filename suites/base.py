@@ -84,6 +84,11 @@ class Suite:
                     f"{', '.join(self.recipe_names()) or 'it runs no attack recipe'}; `bench ls recipes`)")
         return ""
 
+    def stored_config(self, cfg: dict, stored: dict) -> dict:
+        """``cfg`` as it is compared with a stored cell's configuration ``stored`` when the model's weights are
+        not at hand (``bench.runner.stored_plan``). Default: as it is."""
+        return cfg
+
     def summarized(self, tasks) -> list[Task]:
         """The tasks of ``tasks`` that the summary (average) is over: those its protocol averages."""
         if not self.named_protocol:

@@ -114,8 +114,11 @@ class STSSuite(Suite):
         pairs = task.load(require(ctx.paths.data, task.dataset)).limit(ctx.limit)
         n = len(pairs.all_pairs()[2])
         sentences = [s for s1, s2, _ in pairs.subsets.values() for s in s1 + s2]
-        with ctx.counter(f"encode {task.name} (sentences)", len(set(sentences))) as advance:
-            encoder.encode(sentences, on_batch=advance)  # fills the cache once
+        unique = len(set(sentences))
+        with ctx.counter(f"encode {task.name} (sentences)", unique) as advance:
+            encoded = []
+            encoder.encode(sentences, on_batch=lambda k: (encoded.append(k), advance(k)))  # fills the cache once
+            advance(unique - sum(encoded))  # the rest came from the encoder's cache (an earlier task had them)
         sample = pair_sample(pairs, encoder.encode)
         return [row(task, metric, value, n, aggregation=agg, evidence=evidence(sample, metric, agg))
                 for (metric, agg), value in score_sample(sample).items()]

@@ -171,3 +171,20 @@ def test_a_function_gets_perturbation_and_a_frozen_victim_attack(adv_env):
     (victim,) = (adv_env.home / "victims/bow/mr").iterdir()
     card = json.loads((victim / "card.json").read_text())
     assert card["protocol"] == "frozen" and card["base_weights_sha256"] == frame.weights_sha256.iloc[0]
+
+
+def test_progress_reaches_the_log_function_and_counts_every_sentence(bench_env):
+    """As `bench run`: a line when each piece of work starts and ends (and at least every 30 s between,
+    tests/test_progress.py), handed to ``log=`` when given; the encode count ends at its total even when the
+    encoder had some sentences cached (a second task's shared sentences, a repeated call)."""
+    import re
+
+    import bench
+
+    got: list[str] = []
+    bench.evaluate(bag_of_words(), name="bow", suites="sts", tasks=["stsb"], log=got.append)
+    progress = [m for m in got if re.match(r"\[\d\d:\d\d:\d\d\] ", m)]
+    assert any(m.endswith("sts bow seed 0: tasks: 0/1 (0%), 0s elapsed, time left: estimating") for m in progress)
+    assert any(re.search(r"sts bow seed 0: tasks: done, 1/1 in", m) for m in progress), got
+    encoded = [m for m in progress if "encode stsb (sentences): done" in m]
+    assert encoded and re.search(r"done, (\d+)/\1 in", encoded[0]), encoded

@@ -74,3 +74,18 @@ def test_a_pipe_is_plain_and_a_terminal_is_live():
 
 def test_durations_read_short():
     assert [duration(s) for s in (5, 65, 3725)] == ["5s", "1m05s", "1h02m"]
+
+
+def test_progress_can_hand_its_lines_to_a_function():
+    """bench.evaluate(log=f): the same plain lines, each handed to f (no stream), never a live bar."""
+    from bench.progress import progress_to
+
+    got: list[str] = []
+    bar = progress_to(got.append)
+    assert isinstance(bar, PlainProgress)
+    with bar:
+        for _ in track(bar, range(2), 2, "sts tasks"):
+            pass
+    assert [line.split("] ", 1)[1] for line in got][0] == "sts tasks: 0/2 (0%), 0s elapsed, time left: estimating"
+    assert got[-1].split("] ", 1)[1].startswith("sts tasks: done, 2/2 in")
+    assert isinstance(progress_to(None, io.StringIO()), PlainProgress)

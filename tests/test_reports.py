@@ -835,6 +835,21 @@ def test_site_index_links_every_page_and_every_link_resolves(results, tmp_path):
     assert "table class=\"sortable pivot\"" in leaderboard and "<details>" in leaderboard and "<script>" in leaderboard
 
 
+def test_an_html_only_render_keeps_the_links_to_the_other_formats(results, tmp_path):
+    """`bench report --format html` after a complete render: both indexes still link every table's md, tex
+    and csv that the directory holds."""
+    from reports import generate, write
+
+    out = tmp_path / "site"
+    write(generate(results, reports_dir=out).reports, out, record=True)
+    again = generate(results, formats=["html"], reports_dir=out).reports
+    assert "robustembed-table1.md" not in again
+    for link in ("robustembed-table1.md", "robustembed-table1.tex", "robustembed-table1.csv"):
+        assert f"({link})" in again["index.md"] and f"href=\"{link}\"" in again["index.html"], link
+    fresh = generate(results, formats=["html"], reports_dir=tmp_path / "empty").reports  # none there: none linked
+    assert "robustembed-table1.tex" not in fresh["index.md"] + fresh["index.html"]
+
+
 def test_one_table_and_one_card_are_well_formed_html(generated):
     for name in ("robustembed-table3.html", "card-robustembed-bert.html"):
         text = generated[name]

@@ -148,6 +148,23 @@ def test_resources_status_command_reports_each_role(paths, monkeypatch, capsys):
     assert "glove6b50d-counterfitted-local" in out and "MISSING" in out  # no MLM built here
 
 
+@needs_wordnet
+def test_status_writes_nothing_and_a_pipe_gets_one_plain_line_per_role(paths, monkeypatch, capsys):
+    """So that `bench resources build --only nltk` after it still builds, and a log stays readable."""
+    from app.cli import main
+
+    monkeypatch.setenv("BENCH_HOME", str(paths.home))
+    before = sorted(Path(paths.home).rglob("*"))
+    assert main(["resources", "status", "--offline"]) == 0
+    assert sorted(Path(paths.home).rglob("*")) == before
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "role\tserved by\tkind\tfigures / problem" and len(lines) == 1 + len(ROLE_OPTIONS)
+    rows = {line.split("\t")[0]: line.split("\t") for line in lines[1:]}
+    assert rows["wordnet"][2] == "MISSING" and "bench resources build --only nltk" in rows["wordnet"][3]
+    assert main(["resources", "build", "--only", "nltk", "--offline"]) == 0
+    assert "already built" not in capsys.readouterr().out
+
+
 # --- masked LM stand-in (tiny model) ----------------------------------------------------------
 
 @pytest.fixture(scope="module")

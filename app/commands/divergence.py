@@ -107,6 +107,15 @@ def _print(report: dict) -> None:
     console.print(table if report["outcomes"] else "attack outcomes: no attack setting both models' logs hold")
 
 
+def stored_weights(path: Path) -> dict | None:
+    """The weights section an earlier run measured and wrote to ``path``, if any (None: none, or not measured)."""
+    try:
+        weights = json.loads(path.read_text(encoding="utf-8")).get("weights")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return weights if isinstance(weights, dict) and "missing" not in weights and weights.get("overall") else None
+
+
 def main(args) -> int:
     from attacks.agreement import agreement
     from bench.data.datasets import atomic_write_text
@@ -119,6 +128,10 @@ def main(args) -> int:
     path = output_path(paths.results, args.model_a, args.model_b)  # a name that escapes fails before any work
     report = {"format": FORMAT, "a": args.model_a, "b": args.model_b, "weights": weights_section(args, paths),
               "outcomes": agreement(paths.results / "attack_logs", args.model_a, args.model_b)}
+    kept = stored_weights(path) if "missing" in report["weights"] else None
+    if kept is not None:  # stored work needs nothing: the checkpoints are not here, their measure is
+        print(f"weights: not here ({report['weights']['missing']}); the measure stored in {path} is kept.")
+        report["weights"] = kept
     if "missing" in report["weights"] and not report["outcomes"]:
         raise BenchError(f"Nothing to compare between {args.model_a} and {args.model_b}: weights not measured "
                          f"({report['weights']['missing']}), and no attack setting both models' logs hold under "

@@ -282,6 +282,25 @@ def report(result, plan, console: Console) -> None:
         console.print("Re-run the same command to retry only the unfinished cells.")
 
 
+def stored_models(plan, known: dict) -> dict[str, tuple[int, str]]:
+    """model -> (its task cells, their weights' sha256 prefix) for each model of ``plan`` whose weights are not
+    at hand (it would be trained, built or downloaded first) and whose every task cell is stored under one set
+    of weights with this configuration (``bench.runner.stored_weights``)."""
+    from bench.results.store import ResultStore
+    from bench.runner import get_suite, stored_cells, stored_weights, weights_at_hand
+
+    store, out = ResultStore(plan.paths.results), {}
+    for spec in plan.models:
+        cells = [c for c in plan.iter_cells() if c.model == spec.name and not c.summary]
+        if not cells or weights_at_hand(spec, plan.paths, known):
+            continue
+        weights = stored_weights([stored_cells(store, get_suite(c.suite), c.model, c.task, c.seed, plan.config(c))
+                                  for c in cells])
+        if weights is not None:
+            out[spec.name] = (len(cells), weights[:12])
+    return out
+
+
 def check_models(plan, models_file, allow_cpu_paper_profile: bool, log) -> None:
     """Before Ray starts: every model can be had (offline Hub models fail now, with one message), and each
     one trained on demand is announced with its estimate (a paper-profile one on CPU cells needs the opt-in)."""
@@ -304,6 +323,18 @@ def main(args) -> int:
     console = output_console()  # piped: whole values, no '…'
     if args.dry_run:
         return dry_run(plan, console)
+    from dataclasses import replace
+
+    from bench.models.registry import known_models
+
+    stored = stored_models(plan, known_models(plan.paths, args.models_file))
+    for name, (cells, sha) in stored.items():  # stored work needs nothing: no training, build, download or Ray
+        console.print(f"'{name}': all {cells} cell(s) stored (weights {sha}), reused; the model is not at hand "
+                      "here and nothing needed it.")
+    plan = replace(plan, models=[spec for spec in plan.models if spec.name not in stored])
+    if not plan.models:
+        console.print(f"Nothing to run: every cell is stored. Results: {plan.paths.results}.")
+        return 0
     import_ray()  # exit 2 with the install hint before anything starts
     check_models(plan, args.models_file, args.allow_cpu_paper_profile, console.print)
     from bench.results.store import ResultStore

@@ -106,7 +106,10 @@ def main(args) -> int:
     written = (reports.write(artifacts.reports, out, record=True)
                + reports.write({k: v for k, v in artifacts.results.items() if k not in boards}, paths.results)
                + [rebuild_leaderboard(paths.results, name) for name in boards])
-    tables = sorted(p.name for p in written if p.suffix == ".md" and p.name != "index.md")
+    from reports.specs import TABLES
+
+    names = {spec.name for spec in TABLES}  # the paper tables only (not cards, the ledger or the index)
+    tables = sorted({p.stem for p in written if p.stem in names})
     index = out / ("index.html" if "index.html" in artifacts.reports else "index.md")
     console.print(f"Wrote {len(written)} files: {len(artifacts.reports)} in {out} (index: {index}), "
                   f"{len(artifacts.results)} leaderboard CSV(s) in {paths.results}.")

@@ -100,6 +100,9 @@ def main(args) -> int:
     from bench.models import hub
     from bench.models.registry import known_models
 
+    stored = stored_outcomes(spec, suite, [t.name for t in tasks], args, paths, known_models(paths, args.models_file))
+    if stored is not None:  # stored work needs nothing: no training, build or download, no data loaded
+        return report_stored(console, spec, suite, stored, paths, start)
     hub.require_model(spec, paths.models, known_models(paths, args.models_file))  # offline: one message, now
     # e.g. attack resources not built: exit 2 in seconds, naming the build (before torch is imported)
     suite.preflight(tasks, RunContext(paths=paths, limit=args.limit, profile=args.profile,
@@ -138,5 +141,35 @@ def main(args) -> int:
         console.print(f"  {o.task}: {o.wall_s:.1f}s")
     console.print(f"Results: {paths.results} (cells under cells/{model_dir(spec.name)}/{suite.name}/, "
                   f"leaderboard {paths.results / 'leaderboard.csv'})")
+    console.print(f"Wall time: {time.perf_counter() - start:.1f}s")
+    return 0
+
+
+def stored_outcomes(spec, suite, names: list[str], args, paths, known: dict):
+    """The run's cells as the store holds them, when the model's weights are not at hand (it would be trained,
+    built or downloaded first) and every cell is stored under one set of weights; else None."""
+    from bench.models.encoder import dtype_name, pick_device, resolve_dtype
+    from bench.runner import RunContext, stored_plan, weights_at_hand
+
+    if weights_at_hand(spec, paths, known):
+        return None  # the model's own weights decide which cells are its
+    dtype = dtype_name(resolve_dtype(pick_device(args.device), args.dtype))  # part of a cell's configuration
+    ctx = RunContext(paths=paths, seed=args.seed, device=args.device, batch_size=args.batch_size, limit=args.limit,
+                     profile=args.profile, overwrite=args.overwrite, options=suite_options(args), dtype=dtype,
+                     allow_unverified_data=args.allow_unverified_data)
+    found = stored_plan(spec, [(suite, names)], ctx)
+    return None if found is None else found[0][1]
+
+
+def report_stored(console, spec, suite, outcomes, paths, start: float) -> int:
+    from bench.results.store import model_dir
+
+    weights = {o.rows[0].get("weights_sha256", "") for o in outcomes if o.rows}
+    console.print(results_table(outcomes, f"{suite.name} · {spec.name} (stored)"))
+    console.print(f"All {len(outcomes)} cell(s) are stored (weights {', '.join(w[:12] for w in sorted(weights))}): "
+                  f"reused from the result store. '{spec.name}' is not at hand here (it would be trained, built or "
+                  "downloaded first), and nothing needed it; nothing was computed. Use --overwrite always to "
+                  "recompute (after making the model).")
+    console.print(f"Results: {paths.results} (cells under cells/{model_dir(spec.name)}/{suite.name}/)")
     console.print(f"Wall time: {time.perf_counter() - start:.1f}s")
     return 0

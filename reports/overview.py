@@ -1,0 +1,207 @@
+"""The index's first screen: the claims ledger's answer in words, the legend of its verdicts, and every
+primary line as a row a reader can take in (the claim's title, its verdict, our 95% CI against the
+paper's Δ), grouped by kind of measure.
+
+Read from claims.json only (its ``claims``, ``verdicts``, ``counts`` and pooled ``lines``), so any verdict
+the ledger adds or renames shows here as it is named there, in the ledger's order, strongest first.
+Plain HTML and CSS (no image): it scales from a phone to a wide screen.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+from bench.scoring.stats import display_decimals, format_number
+from reports.results import Catalog
+
+CLAIMS_PAGE = "claims.html"
+FOREST = "claims-forest.png"  # as reports/claims_pages.py names it
+FEW = 3  # a verdict given to this many claims or fewer names them
+# Verdict colours: those the forest plot draws (reports/claims_pages.py), then a palette in the ledger's order.
+PALETTE = ("#1d4e89", "#6a3d9a", "#8c564b", "#00838f", "#5d4037", "#455a64")
+PAPER_COLOUR = "#c62828"
+OURS_COLOUR = "#1d4e89"
+
+
+def primary_lines(data: dict) -> list[dict]:
+    """Each claim's primary pooled line, with the claim's title and unit (the ledger's order)."""
+    claims = {c["claim_id"]: c for c in data.get("claims") or []}
+    lines = [ln for ln in data.get("lines") or [] if ln.get("seed") == "pooled" and ln.get("primary")]
+    return [{**claims.get(ln["claim_id"], {}), **ln,
+             "title": claims.get(ln["claim_id"], {}).get("title") or ln["claim_id"],
+             "unit": claims.get(ln["claim_id"], {}).get("unit") or "Other measures"} for ln in lines]
+
+
+def colours(data: dict) -> dict[str, str]:
+    """verdict -> colour: the forest plot's where it has one, else the palette in the ledger's order."""
+    from reports.claims_pages import VERDICT_COLOURS
+
+    rest = iter(PALETTE * 3)
+    return {v: VERDICT_COLOURS.get(v) or next(rest) for v in data.get("verdicts") or {}}
+
+
+def _kind(unit: str) -> str:
+    """'Attack success rate (points)' -> 'attack success rate'."""
+    return re.sub(r"\s*\(.*\)$", "", unit).strip().lower() or unit
+
+
+def finding_sentences(data: dict, catalog: Catalog) -> list[str]:
+    """The answer in two or three sentences: the verdicts with their counts (naming the claims of a rare
+    verdict), a kind of measure whose claims all share one verdict, and the scale."""
+    lines = primary_lines(data)
+    if not lines:
+        return []
+    by_verdict: dict[str, list[dict]] = {}
+    for ln in lines:
+        by_verdict.setdefault(ln["verdict"], []).append(ln)
+    order = [v for v in data.get("verdicts") or {} if v in by_verdict] + sorted(set(by_verdict) - set(data.get("verdicts") or {}))
+    parts = []
+    for verdict in order:
+        mine = by_verdict[verdict]
+        named = f" ({'; '.join(ln['title'] for ln in mine)})" if len(mine) <= FEW else ""
+        parts.append(f"{len(mine)} {verdict}{named}")
+    out = [f"Of the {len(lines)} headline claims of the seed papers tested here: " + _series(parts) + "."]
+    out += _uniform_kinds(lines)
+    scale = scale_text(lines, catalog)
+    if scale:
+        out.append(scale)
+    return out
+
+
+def _series(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _uniform_kinds(lines: list[dict]) -> list[str]:
+    """'All 19 claims on attack success rate: paper's effect excluded.' for each kind of measure with at
+    least FEW claims that all share one verdict."""
+    kinds: dict[str, list[str]] = {}
+    for ln in lines:
+        kinds.setdefault(ln["unit"], []).append(ln["verdict"])
+    return [f"All {len(verdicts)} claims on {_kind(unit)}: {verdicts[0]}."
+            for unit, verdicts in kinds.items() if len(verdicts) >= FEW and len(set(verdicts)) == 1]
+
+
+def scale_text(lines: list[dict], catalog: Catalog) -> str:
+    """At what scale: the bases, training steps, profiles and devices of the claims' method models (their
+    cards in plugins.json), and how many training seeds a claim has."""
+    models = [catalog.models.get(ln.get("method_model") or "") or {} for ln in lines]
+    trained = [m for m in models if m.get("training")]
+    bases = sorted({m.get("base") for m in trained if m.get("base")})
+    named = [catalog.group(b) if b in catalog.models else b for b in bases]
+    steps = sorted({m["training"].get("steps") for m in trained if m["training"].get("steps")})
+    profiles = sorted({m.get("profile") for m in trained if m.get("profile")})
+    devices = sorted({str(m["training"].get("device")).upper() for m in trained if m["training"].get("device")})
+    seeds = sorted({int(ln["seeds"]) for ln in lines if ln.get("seeds")})
+    if not (named or seeds):
+        return ""
+    how = [f"the {'/'.join(profiles)} profile"] if profiles else []
+    how += [f"on {'/'.join(devices)}"] if devices else []
+    text = "At this scale: encoders trained " + (f"{'/'.join(map(str, steps))} steps " if steps else "")
+    text += (f"({', '.join(how)}) " if how else "") + "from " + (", ".join(named) or "their bases")
+    if seeds:
+        text += f"; {seeds[0]}{'–' + str(seeds[-1]) if seeds[-1] != seeds[0] else ''} training seed" \
+                f"{'s' if seeds[-1] != 1 else ''} per claim"
+    return text + "."
+
+
+# ---------------------------------------------------------------- HTML ------------------------------
+
+def summary_html(files: dict, catalog: Catalog) -> str:
+    """The index's opening: the finding in words, the legend, and the claims by kind of measure; empty
+    when this render made no ledger."""
+    if "claims.json" not in files:
+        return ""
+    data = json.loads(files["claims.json"])
+    lines = primary_lines(data)
+    if not lines:
+        return ""
+    esc = html.escape
+    palette = colours(data)
+    out = ["<div class=\"finding\">"] + [f"<p>{esc(s)}</p>" for s in finding_sentences(data, catalog)]
+    out.append(f"<p class=\"note\">Each claim is tested as method − baseline with the training seed as the unit, "
+               f"Holm's correction over one primary line per claim; the <a href=\"{CLAIMS_PAGE}\">claims ledger</a> "
+               "gives every line, seed and setting"
+               + (f" (and <a href=\"{FOREST}\">the forest plot as an image</a>)" if FOREST in files else "")
+               + ".</p></div>")
+    out.append(legend_html(data, palette))
+    out.append(forest_html(lines, palette))
+    return "\n".join(out)
+
+
+def legend_html(data: dict, palette: dict[str, str]) -> str:
+    esc = html.escape
+    meanings = data.get("verdicts") or {}
+    chips = [f"<span class=\"chip\" style=\"background:{palette.get(v, OURS_COLOUR)}\" title=\"{esc(meanings.get(v, ''))}\">"
+             f"{esc(v)}</span>" for v in meanings if v in (data.get("counts") or {})]
+    return ("<div class=\"legend\"><span class=\"key\"><b>Legend</b>: bar and dot, ours (pooled Δ, 95% CI, in "
+            "its verdict's colour);</span><span class=\"key\"><i style=\"display:inline-block;width:7px;height:7px;"
+            f"border:2px solid {PAPER_COLOUR};transform:rotate(45deg);margin:0 3px\"></i> the paper's Δ;</span>"
+            "<span class=\"key\">dashed: no difference.</span> Verdicts: " + " ".join(chips) + "</div>")
+
+
+def forest_html(lines: list[dict], palette: dict[str, str]) -> str:
+    """One block per kind of measure (its own scale), one row per claim: title (its id on hover, linking
+    its line in the ledger), verdict, the numbers, and the interval drawn against the paper's Δ."""
+    units: dict[str, list[dict]] = {}
+    for ln in lines:
+        units.setdefault(ln["unit"], []).append(ln)
+    out = ["<div class=\"forest\">"]
+    for unit, mine in units.items():
+        out.append(f"<h3>{html.escape(unit)}</h3>")
+        scale = _scale(mine)
+        out += [_row(ln, palette, scale) for ln in mine]
+    out.append("</div>")
+    return "\n".join(out)
+
+
+def _scale(lines: list[dict]) -> tuple[float, float]:
+    xs = [0.0] + [float(ln[k]) for ln in lines for k in ("ci_low", "ci_high", "paper_delta", "delta")
+                  if ln.get(k) is not None]
+    low, high = min(xs), max(xs)
+    pad = (high - low) * 0.05 or 1.0
+    return low - pad, high + pad
+
+
+def _row(ln: dict, palette: dict[str, str], scale: tuple[float, float]) -> str:
+    esc = html.escape
+    colour = palette.get(ln["verdict"], OURS_COLOUR)
+    note = f": {ln['verdict_note']}" if ln.get("verdict_note") else ""
+    title = (f"<a href=\"{CLAIMS_PAGE}#{esc(ln['claim_id'])}\" title=\"{esc(ln['claim_id'])} "
+             f"({esc(ln.get('paper') or '')} {esc(ln.get('table') or '')})\">{esc(ln['title'])}</a>")
+    verdict = (f"<span><span class=\"chip\" style=\"background:{colour}\" title=\"{esc(ln['verdict'] + note)}\">"
+               f"{esc(ln['verdict'])}</span></span>")
+    return (f"<div class=\"fr\">{title}{verdict}<small>{esc(numbers_text(ln))}</small>"
+            f"{_plot(ln, colour, scale)}</div>")
+
+
+def numbers_text(ln: dict) -> str:
+    """'ours +0.35 [−0.36, +1.16], 3 seeds; paper +1.45'."""
+    parts = []
+    if ln.get("delta") is not None and ln.get("ci_low") is not None:
+        k = display_decimals(ln["ci_low"], ln["ci_high"])
+        seeds = f", {ln['seeds']} seed{'s' * (ln['seeds'] != 1)}" if ln.get("seeds") else ""
+        parts.append(f"ours {format_number(ln['delta'], k, signed=True)} [{format_number(ln['ci_low'], k, signed=True)}, "
+                     f"{format_number(ln['ci_high'], k, signed=True)}]{seeds}")
+    if ln.get("paper_delta") is not None:
+        parts.append(f"paper {format_number(ln['paper_delta'], 2, signed=True)}")
+    return "; ".join(parts) or "–"
+
+
+def _plot(ln: dict, colour: str, scale: tuple[float, float]) -> str:
+    low, high = scale
+
+    def at(x) -> str:
+        return f"{100 * (float(x) - low) / (high - low):.1f}%"
+
+    marks = [f"<i class=\"zero\" style=\"left:{at(0)}\"></i>"]
+    if ln.get("ci_low") is not None and ln.get("ci_high") is not None:
+        width = f"{100 * (float(ln['ci_high']) - float(ln['ci_low'])) / (high - low):.1f}%"
+        marks.append(f"<i class=\"bar\" style=\"left:{at(ln['ci_low'])};width:{width};background:{colour}\"></i>")
+    if ln.get("delta") is not None:
+        marks.append(f"<i class=\"dot\" style=\"left:{at(ln['delta'])};background:{colour}\"></i>")
+    if ln.get("paper_delta") is not None:
+        marks.append(f"<i class=\"paper\" style=\"left:{at(ln['paper_delta'])}\"></i>")
+    return f"<div class=\"plot\" title=\"{html.escape(numbers_text(ln))}\">{''.join(marks)}</div>"
