@@ -114,7 +114,7 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
         # the pages in the formats asked for; the ledger's data (CSV, JSON) and its forest plot with any of them
         ledger = {name: text for name, text in claims_pages.render(results_dir, cache=cache).items()
                   if name.rsplit(".", 1)[1] in (*formats, "csv", "json", "png")}
-        if set(ledger) - {"claims.csv", "claims.json", claims_pages.FOREST}:
+        if set(ledger) - {"claims.csv", "claims.json", claims_pages.FOREST, "null-simulation.csv"}:
             out.reports.update(ledger)
             made.append(("Claims ledger: each seed paper's headline claims, tested",
                          [n for n in claims_pages.NAMES if n in ledger]))
@@ -142,13 +142,21 @@ def with_formats_present(made: list[tuple[str, list[str]]], reports_dir: Path | 
     did not make."""
     if reports_dir is None:
         return made
+    from reports.claims_pages import NAMES as LEDGER
+
     suffixes = [suffix for suffix, _ in FORMATS.values()]
+
+    def rank(name: str) -> tuple:  # the order a complete render lists them in
+        stem, _, suffix = name.rpartition(".")
+        return (LEDGER.index(name) if name in LEDGER else len(LEDGER), stem,
+                suffixes.index(suffix) if suffix in suffixes else len(suffixes), suffix)
+
     out = []
     for title, names in made:
         stems = dict.fromkeys(name.rsplit(".", 1)[0] for name in names)
         there = [f"{stem}.{s}" for stem in stems for s in suffixes
                  if f"{stem}.{s}" not in names and (Path(reports_dir) / f"{stem}.{s}").is_file()]
-        out.append((title, sorted(names + there) if there else names))
+        out.append((title, sorted(names + there, key=rank) if there else names))
     return out
 
 

@@ -841,9 +841,11 @@ def test_an_html_only_render_keeps_the_links_to_the_other_formats(results, tmp_p
     from reports import generate, write
 
     out = tmp_path / "site"
-    write(generate(results, reports_dir=out).reports, out, record=True)
+    complete = generate(results, reports_dir=out).reports
+    write(complete, out, record=True)
     again = generate(results, formats=["html"], reports_dir=out).reports
     assert "robustembed-table1.md" not in again
+    assert again["index.md"] == complete["index.md"] and again["index.html"] == complete["index.html"]
     for link in ("robustembed-table1.md", "robustembed-table1.tex", "robustembed-table1.csv"):
         assert f"({link})" in again["index.md"] and f"href=\"{link}\"" in again["index.html"], link
     fresh = generate(results, formats=["html"], reports_dir=tmp_path / "empty").reports  # none there: none linked
