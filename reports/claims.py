@@ -968,3 +968,30 @@ def _precisions_flag(trainings: list[dict]) -> list[str]:
 
 def catalog_models(results_dir: Path) -> dict:
     return dict(metadata.read(results_dir).get("models") or {})
+
+
+# ---------------------------------------------------------------- what the instrument has been shown to see
+
+def protocol_of(claim: Claim, variant: dict) -> tuple:
+    """The measurement a line's number comes from: suite, task, metric, attack and the settings it runs under."""
+    return (claim.suite, "+".join(claim.task_list), claim.metric, claim.attack,
+            tuple(sorted((k, str(v)) for k, v in {**claim.run, **variant}.items() if k != "recipe")))
+
+
+def control_reach(row: Row, rows: list[Row]) -> str:
+    """For a paper's line whose effect is excluded: the largest effect a positive control produced under the
+    same protocol, with its CI, so the reader can see whether the instrument can show a change of the size
+    excluded; "" for any other line."""
+    e = row.primary
+    if row.claim.kind != "paper" or e is None or e.verdict.label != EXCLUDED:
+        return ""
+    mine = protocol_of(row.claim, e.variant)
+    measured = [c.primary for c in rows if c.claim.kind == "control" and c.primary is not None
+                and c.primary.pooled is not None and c.primary.pooled.estimate is not None
+                and protocol_of(c.claim, c.primary.variant) == mine]
+    if not measured:
+        return "no control measured under this protocol"
+    top = max(measured, key=lambda x: abs(x.pooled.estimate))
+    p = top.pooled
+    return (f"the largest control effect under this protocol: {top.claim.id}, Δ {p.estimate:+.2f} "
+            f"[{p.low:+.2f}, {p.high:+.2f}]")

@@ -17,7 +17,7 @@ from reports import claims as c
 from reports.paper import PaperValues
 from reports.site import page
 
-NAMES = ("claims.md", "claims.html", "claims.csv", "claims.json", "claims-forest.png")
+NAMES = ("claims.md", "claims.html", "claims.csv", "claims.json", "claims-forest.png", "null-simulation.csv")
 FOREST = "claims-forest.png"
 UNITS = {"spearman": "STS (Spearman × 100, points)", "acc": "Transfer accuracy (points)",
          "attack_success_rate": "Attack success rate (points)", "accuracy": "Accuracy (points)",
@@ -70,17 +70,25 @@ def pooled_text(e: c.Effect) -> str:
     rel = f" ({e.relative:+.1f}%)" if e.relative is not None else ""
     spread = f", seed SD {_n(p.spread, k)}" if p.spread is not None else ""
     adjusted = f", Holm {format_p(e.p_adjusted)}" if e.primary and e.p_adjusted is not None else ""
+    others = "".join(f"; {name} p (Holm) {format_p(q)}" for name, q in
+                     (("exclusion", e.adjusted.exclusion), ("equivalence", e.adjusted.equivalence)) if q is not None)
     return (f"{_n(base, k)} → {_n(method, k)}, Δ {_n(p.estimate, k, True)}{rel} [{_n(p.low, k, True)}, "
-            f"{_n(p.high, k, True)}]; {_seeds(p.seeds)}{spread}; p {format_p(p.p)}{adjusted}; "
-            f"MDE {_n(e.mde, k)}")
+            f"{_n(p.high, k, True)}]; {_seeds(p.seeds)}{spread}; t on {df_text(p.df)} d.f., p {format_p(p.p)}"
+            f"{adjusted}{others}; MDE {_n(e.mde, k)}")
+
+
+def df_text(df: float | None) -> str:
+    """A pooled line's d.f.: None stands for ∞ (the normal)."""
+    return "∞" if df is None else f"{df:.1f}"
 
 
 def _seeds(n: int) -> str:
     return f"{n} seed{'s' * (n != 1)}"
 
 
-def verdict_text(e: c.Effect) -> str:
-    return e.verdict.label + (f" ({e.verdict.note})" if e.verdict.note else "")
+def verdict_text(e: c.Effect, reach: str = "") -> str:
+    notes = "; ".join(x for x in (e.verdict.note, reach) if x)
+    return e.verdict.label + (f" ({notes})" if notes else "")
 
 
 def paper_text(claim: c.Claim) -> str:
@@ -97,7 +105,13 @@ def paper_text(claim: c.Claim) -> str:
 def claim_text(claim: c.Claim) -> str:
     tasks = "+".join(claim.task_list)
     what = " ".join(x for x in (claim.metric, claim.attack, f"{claim.suite}/{tasks}", claim.aggregation) if x)
-    return f"**{claim.id}** ({claim.paper} {claim.table}): {claim.claim}. Row: {what}; {claim.method} vs {claim.baseline}"
+    expected = f" Expected before it ran: {claim.expectation}" if claim.expectation else ""
+    return (f"**{claim.id}** ({claim.paper} {claim.table}): {claim.claim}. Row: {what}; {claim.method} vs "
+            f"{claim.baseline}.{expected}")
+
+
+KIND_HEADINGS = {"paper": "The papers' claims", "control": "Positive controls: can the harness see robustness?",
+                 "placebo": "Placebo: a method against itself"}
 
 
 def differs_text(row: c.Row, models: dict, suffixes, pair: tuple[str, str] | None = None) -> str:
@@ -116,10 +130,11 @@ def _duration(minutes: float | None) -> str:
 
 # ---------------------------------------------------------------- counts, rule, plan --------------
 
-def counts(rows: list[c.Row]) -> dict[str, int]:
+def counts(rows: list[c.Row], kind: str = "paper") -> dict[str, int]:
     out = {v: 0 for v in c.VERDICTS}
     for r in rows:
-        out[r.verdict.label] += 1
+        if r.claim.kind == kind:
+            out[r.verdict.label] += 1
     return {k: v for k, v in out.items() if v}
 
 
@@ -128,34 +143,34 @@ def summary(rows: list[c.Row]) -> str:
 
 
 def family_text(rows: list[c.Row]) -> str:
-    declared = [r.primary for r in rows if r.primary is not None and r.primary.in_family]
+    declared = [r.primary for r in rows if r.primary is not None and r.primary.in_family and r.claim.kind == "paper"]
     m, ran = len(declared), sum(1 for e in declared if e.p_adjusted is not None)
-    return (f"The family: one primary line per testable claim (its first setting, pooled over its training "
-            f"seeds), {m} declared, {ran} with a p-value so far; a line not run yet counts as p = 1 until it "
-            "runs, so no verdict reached now is undone by the runs to come. Holm's step-down procedure holds the "
-            f"chance of calling any false direction among them to {c.ALPHA:.0%}; a verdict of direction uses the adjusted p. Further "
-            "settings of a claim (another victim protocol) are shown beside it at their own p, outside the "
-            "family, and decide nothing.")
+    return (f"The families: one primary line per testable paper claim (its first setting, pooled over its matched "
+            f"training seeds), {m} declared, {ran} decidable so far. Three families, each under Holm's step-down "
+            f"procedure at {c.ALPHA:.0%}: the direction tests (every primary line), the exclusion tests (every line "
+            "with a paper's Δ) and the equivalence tests (every claim of no difference). A line not decidable yet "
+            "(not run, too few seeds) counts as p = 1, so no verdict reached now is undone by the runs to come. "
+            "Controls and the placebo are families of their own. Further settings of a claim (another victim "
+            "protocol) are shown beside it at their own p and decide nothing.")
 
 
 RULE = (
     "How a line is made. Each training seed: the paired difference method − baseline over the examples both "
-    "cells scored (paired bootstrap, 1,000 resamples; for attack success rates only the examples both victims "
-    "classified correctly, so both attacked, with McNemar's mid-p on the same examples). Pooled: the mean of the "
-    "per-seed differences with a hierarchical bootstrap (training seeds resampled, their deviations scaled by "
-    "√(k/(k−1)), then each drawn seed's own resample of its examples); its p is two-sided from the bootstrap's "
-    "standard error on Student's t, fine enough for a correction, and its CI the bootstrap's stretched to t. The "
-    "t's degrees of freedom are Welch–Satterthwaite's: k − 1 where the seeds' spread dominates (2 for 3 seeds "
-    "that scatter), many where the seeds agree within their examples' noise; one seed keeps the normal. MDE: "
-    "the smallest true difference a two-sided 5% test on that t detects with 80% power at the pooled standard "
-    "error; for a rate on which the two "
-    "models' victims never disagree (no standard error), the share of the examples compared that, flipping one "
-    "way, McNemar's test would catch with 80% power. Relative Δ: the pooled Δ as a share "
-    "of the baseline's value (the paper's likewise), so effects on scales that do not correspond can be "
-    "compared. The setting of each trained model is generated from its card (base, steps run, the step kept "
-    "and its STS-B dev score against the base's, the recorded method settings); ⚠ flags a kept step below 20% "
-    "of the steps run, a dev score below the base's, models trained from different builds of the base, or at "
-    "different precisions.")
+    "cells scored (paired bootstrap, 1,000 resamples, each dataset and run on its own resample stream, the same "
+    "for every model; for attack success rates only the examples both victims classified correctly, so both "
+    "attacked, with McNemar's mid-p on the same examples). Pooled (docs/statistics.md): the mean of the "
+    "per-seed differences over matched seeds (one base build, one weights hash per model), tested by one "
+    "seed-level t: SE² = A/k + V − c/k, where A is the variance of the per-seed differences, V the bootstrap "
+    "variance of their average with every seed resampled on the same draws of the shared examples, and c/k the "
+    "part of A/k that is example noise; never below V nor A/k. Degrees of freedom: Satterthwaite's on the seed "
+    "part alone (taken at its upper 75% bound), ∞ where the seeds do not vary. The CI is Δ ± t·SE, so it excludes "
+    "0 exactly when p < 0.05. Excluded: the one-sided p that the effect is smaller than the stated share of the "
+    "paper's Δ; same: TOST against the stated margin. MDE: the smallest true difference a two-sided 5% test on "
+    "that t detects with 80% power; for a rate on which the two models' victims never disagree, the share of the "
+    "examples compared that McNemar's test would catch with 80% power. Relative Δ: the pooled Δ as a share of the "
+    "baseline's value. The setting of each trained model is generated from its card; ⚠ flags a kept step below "
+    "20% of the steps run, a dev score below the base's, models trained from different builds of the base, or "
+    "at different precisions.")
 
 
 def legend() -> list[tuple[str, str]]:
@@ -192,14 +207,15 @@ HEADERS = ("Claim", "Paper's Δ (relative)",
 COLUMN_WIDTHS = (17, 10, 22, 22, 9, 20)
 
 
-def _cells(r: c.Row, models: dict, suffixes, plan) -> tuple[str, str, list[str], list[str], str, str]:
+def _cells(r: c.Row, models: dict, suffixes, plan, rows=()) -> tuple[str, str, list[str], list[str], str, str]:
     ours, seeds = [], []
     for e in r.effects:
         label = f"{_variant_text(e.variant)}: " if _variant_text(e.variant) else ""
         ours.append(label + pooled_text(e) + ("" if e.primary else " (outside the family)"))
         seeds += [label + seed_line(ln, plan) for ln in e.lines]
-    verdicts = "; ".join(f"{_variant_text(e.variant) + ': ' if len(r.effects) > 1 else ''}{verdict_text(e)}"
-                         for e in r.effects) or verdict_text_row(r)
+    reach = c.control_reach(r, list(rows))
+    verdicts = "; ".join(f"{_variant_text(e.variant) + ': ' if len(r.effects) > 1 else ''}"
+                         f"{verdict_text(e, reach if e.primary else '')}" for e in r.effects) or verdict_text_row(r)
     return claim_text(r.claim), paper_text(r.claim), ours or ["–"], seeds or ["–"], verdicts, \
         differs_text(r, models, suffixes)
 
@@ -213,18 +229,25 @@ def to_markdown(book: c.Ledger, rows: list[c.Row], models: dict) -> str:
            f"Generated by `bench report` from the result files, their `plugins.json` and reports/{book.source}; do "
            "not edit. Each seed paper's headline claims, tested as method − baseline under one protocol, with the "
            "training seed as the unit.", "", f"Verdicts: {summary(rows)}.", "", family_text(rows), "",
-           f"![forest plot]({FOREST})", "", "| " + " | ".join(HEADERS) + " |", "|" + " --- |" * len(HEADERS)]
+           f"![forest plot]({FOREST})"]
     plan = plan_numbers(rows)
-    for r in rows:
-        claim, paper, ours, seeds, verdicts, differs = _cells(r, models, book.seed_suffixes, plan)
-        out.append("| " + " | ".join(_md(x) for x in (claim, paper, "<br>".join(ours), "<br>".join(seeds),
-                                                          verdicts, differs)) + " |")
+    for kind, group in _by_kind(rows):
+        out += ["", f"## {KIND_HEADINGS[kind]}", "", "| " + " | ".join(HEADERS) + " |", "|" + " --- |" * len(HEADERS)]
+        for r in group:
+            claim, paper, ours, seeds, verdicts, differs = _cells(r, models, book.seed_suffixes, plan, rows)
+            out.append("| " + " | ".join(_md(x) for x in (claim, paper, "<br>".join(ours), "<br>".join(seeds),
+                                                              verdicts, differs)) + " |")
     out += ["", "Verdicts, strongest first:", ""] + [f"- **{v}**: {m}" for v, m in legend()]
     out += ["", RULE, ""]
     head, items = plan_items(rows)
     if head:
         out += [head, ""] + [f"{i}. `{command}` (about {cost})" for i, (command, cost) in enumerate(items, 1)] + [""]
     return "\n".join(out)
+
+
+def _by_kind(rows: list[c.Row]) -> list[tuple[str, list[c.Row]]]:
+    """The rows grouped by kind of claim, in KINDS order, never mixed."""
+    return [(k, [r for r in rows if r.claim.kind == k]) for k in c.KINDS if any(r.claim.kind == k for r in rows)]
 
 
 def _md(text: str) -> str:
@@ -244,16 +267,18 @@ def to_html(book: c.Ledger, rows: list[c.Row], models: dict, forest: bool = True
                    "<figcaption>Each claim's primary line: our pooled Δ with its 95% CI (dot and bar; green replicated, "
                    "orange reversed), the paper's Δ (red diamond), a no-difference claim's margin shaded; one panel "
                    "per unit.</figcaption></figure>")
-    out += ["<table class=\"claims\">",
-            "<colgroup>" + "".join(f"<col style=\"width:{w}%\">" for w in COLUMN_WIDTHS) + "</colgroup>",
-            "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS) + "</tr></thead><tbody>"]
     plan = plan_numbers(rows)
-    for r in rows:
-        claim, paper, ours, seeds, verdicts, differs = _cells(r, models, book.seed_suffixes, plan)
-        blocks = ["".join(f"<div class=\"line\">{esc(x)}</div>" for x in xs) for xs in (ours, seeds)]
-        cells = (esc(claim), esc(paper), *blocks, f"<b>{esc(verdicts)}</b>", esc(differs))
-        out.append(f"<tr id=\"{html.escape(r.claim.id)}\">" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
-    out += ["</tbody></table>", "<h2>Verdicts, strongest first</h2>", "<ul class=\"note\">"]
+    for kind, group in _by_kind(rows):
+        out += [f"<h2>{html.escape(KIND_HEADINGS[kind])}</h2>", "<table class=\"claims\">",
+                "<colgroup>" + "".join(f"<col style=\"width:{w}%\">" for w in COLUMN_WIDTHS) + "</colgroup>",
+                "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS) + "</tr></thead><tbody>"]
+        for r in group:
+            claim, paper, ours, seeds, verdicts, differs = _cells(r, models, book.seed_suffixes, plan, rows)
+            blocks = ["".join(f"<div class=\"line\">{esc(x)}</div>" for x in xs) for xs in (ours, seeds)]
+            cells = (esc(claim), esc(paper), *blocks, f"<b>{esc(verdicts)}</b>", esc(differs))
+            out.append(f"<tr id=\"{html.escape(r.claim.id)}\">" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+        out.append("</tbody></table>")
+    out += ["<h2>Verdicts, strongest first</h2>", "<ul class=\"note\">"]
     out += [f"<li><b>{html.escape(v)}</b>: {html.escape(m)}</li>" for v, m in legend()] + ["</ul>"]
     out.append(f"<p class=\"note\">{html.escape(RULE)}</p>")
     head, items = plan_items(rows)
@@ -265,10 +290,12 @@ def to_html(book: c.Ledger, rows: list[c.Row], models: dict, forest: bool = True
 
 # ---------------------------------------------------------------- machine-readable ----------------
 
-COLUMNS = ("claim_id", "paper", "table", "metric", "attack", "suite", "tasks", "baseline_model", "method_model",
-           "seed", "setting", "primary", "paper_baseline_value", "paper_method_value", "paper_delta",
-           "paper_relative_delta", "baseline_value", "method_value", "delta", "ci_low", "ci_high", "se", "df", "p",
-           "p_holm", "mde", "relative_delta", "seeds", "seed_sd", "n", "verdict", "verdict_note", "what_differs")
+COLUMNS = ("claim_id", "kind", "paper", "table", "metric", "attack", "suite", "tasks", "baseline_model",
+           "method_model", "seed", "setting", "primary", "paper_baseline_value", "paper_method_value", "paper_delta",
+           "paper_relative_delta", "baseline_value", "method_value", "delta", "ci_low", "ci_high", "seed_part",
+           "example_part", "se", "df", "p", "p_holm", "exclusion_margin", "p_exclusion", "p_exclusion_holm",
+           "equivalence_margin", "p_equivalence", "p_equivalence_holm", "mde", "relative_delta", "seeds", "seed_sd",
+           "n", "verdict", "verdict_note", "control_reach", "what_differs")
 
 
 def records(book: c.Ledger, rows: list[c.Row], models: dict) -> list[dict]:
@@ -276,7 +303,7 @@ def records(book: c.Ledger, rows: list[c.Row], models: dict) -> list[dict]:
     out = []
     for r in rows:
         claim = r.claim
-        base = {"claim_id": claim.id, "paper": claim.paper, "table": claim.table, "metric": claim.metric,
+        base = {"claim_id": claim.id, "kind": claim.kind, "paper": claim.paper, "table": claim.table, "metric": claim.metric,
                 "attack": claim.attack, "suite": claim.suite, "tasks": "+".join(claim.task_list),
                 "paper_baseline_value": claim.paper_baseline_value, "paper_method_value": claim.paper_method_value,
                 "paper_delta": claim.paper_delta,
@@ -295,17 +322,29 @@ def records(book: c.Ledger, rows: list[c.Row], models: dict) -> list[dict]:
                             "delta": ln.estimate, "ci_low": ln.low, "ci_high": ln.high, "p": ln.p, "n": ln.pairs,
                             "verdict": c.NOT_RUN if ln.missing else "", "verdict_note": ln.note,
                             "what_differs": differs_text(r, models, book.seed_suffixes, (ln.method, ln.baseline))})
-            p = e.pooled
-            a, b = e.values
-            out.append({**base, "baseline_model": claim.baseline, "method_model": claim.method, "seed": "pooled",
-                        "setting": setting, "primary": e.primary, "baseline_value": a, "method_value": b,
-                        "delta": p.estimate if p else None, "ci_low": p.low if p else None,
-                        "ci_high": p.high if p else None, "se": p.se if p else None, "df": p.df if p else None,
-                        "p": p.p if p else None, "p_holm": e.p_adjusted,
-                        "mde": e.mde, "relative_delta": e.relative, "seeds": p.seeds if p else 0,
-                        "seed_sd": p.spread if p else None, "verdict": e.verdict.label,
-                        "verdict_note": e.verdict.note})
+            out.append({**base, **_pooled_record(book, e), "setting": setting,
+                        "control_reach": c.control_reach(r, rows) if e.primary else None})
     return [{k: _clean(rec.get(k)) for k in COLUMNS} for rec in out]
+
+
+def _pooled_record(book: c.Ledger, e: c.Effect) -> dict:
+    """The pooled line's fields: its one test (Δ, CI, SE with its seed and example parts, d.f., p) and each
+    family's p, raw and Holm-adjusted."""
+    p, claim, raw = e.pooled, e.claim, c.raw_tests(e, book)
+    a, b = e.values
+    ran = p is not None and p.se is not None
+    return {"baseline_model": claim.baseline, "method_model": claim.method, "seed": "pooled", "primary": e.primary,
+            "baseline_value": a, "method_value": b, "delta": p.estimate if p else None,
+            "ci_low": p.low if p else None, "ci_high": p.high if p else None,
+            "seed_part": p.seed_part if p else None, "example_part": p.example_part if p else None,
+            "se": p.se if p else None, "df": (p.df if p.df is not None else "inf") if ran else None,
+            "p": p.p if p else None, "p_holm": e.p_adjusted,
+            "exclusion_margin": book.exclusion_margin(claim) if claim.direction != "same" else None,
+            "p_exclusion": raw.exclusion, "p_exclusion_holm": e.adjusted.exclusion if e.primary else None,
+            "equivalence_margin": claim.margin, "p_equivalence": raw.equivalence,
+            "p_equivalence_holm": e.adjusted.equivalence if e.primary else None,
+            "mde": e.mde, "relative_delta": e.relative, "seeds": p.seeds if p else 0,
+            "seed_sd": p.spread if p else None, "verdict": e.verdict.label, "verdict_note": e.verdict.note}
 
 
 def _clean(x):
@@ -325,8 +364,9 @@ def to_csv(recs: list[dict]) -> str:
 
 def to_json(book: c.Ledger, rows: list[c.Row], recs: list[dict]) -> str:
     return json.dumps({"format": "bench-claims/1", "alpha": c.ALPHA, "correction": "holm",
-                       "min_seeds": c.MIN_SEEDS, "power": c.POWER, "verdicts": dict(legend()),
-                       "counts": counts(rows), "family": family_text(rows),
+                       "min_seeds": book.tests.get("min_seeds", c.MIN_SEEDS), "power": c.POWER,
+                       "test": "seed-level t (bench/scoring/seeds.py)", "verdicts": dict(legend()),
+                       "counts": counts(rows), "control_counts": counts(rows, "control"), "family": family_text(rows),
                        "claims": [{"claim_id": r.claim.id, "title": r.claim.claim, "unit": unit(r.claim)} for r in rows],
                        "lines": recs},
                       indent=1, ensure_ascii=False) + "\n"
@@ -398,8 +438,11 @@ def render(results_dir: Path, path: Path = c.CLAIMS_FILE, paper_values: PaperVal
     book, rows = c.ledger(results_dir, path, paper_values, cache)
     models = c.catalog_models(results_dir)
     recs = records(book, rows, models)
+    from reports import null_simulation
+
     files: dict[str, str | bytes] = {"claims.md": to_markdown(book, rows, models), "claims.csv": to_csv(recs),
-                                     "claims.json": to_json(book, rows, recs)}
+                                     "claims.json": to_json(book, rows, recs),
+                                     null_simulation.NAME: null_simulation.to_csv(null_simulation.simulate(rows))}
     png = forest_png(rows)
     if png is not None:
         files[FOREST] = png

@@ -192,7 +192,7 @@ def test_missing_claims_file_is_a_clear_error(tmp_path):
 
 # --------------------------------------------------------------------------- render ----------------
 
-def _sts_cell(store, model, noise, seed=0, task="stsb"):
+def _sts_cell(store, model, noise, seed=0, task="stsb", weights="ab" * 32):
     rng = np.random.default_rng(seed)
     gold = np.linspace(0, 5, 60)
     pred = gold + rng.normal(0, noise, gold.size)
@@ -202,7 +202,7 @@ def _sts_cell(store, model, noise, seed=0, task="stsb"):
     row = Result(model=model, suite="sts", task=task, split="test", metric="spearman", aggregation="all",
                  value=100 * spearmanr(pred, gold).statistic, n=gold.size, seed=0,
                  evidence=Evidence("spearman", sample, ("pred", "gold")))
-    key = CellKey(model, "ab" * 32, "sts", task, 0, "c" * 16)
+    key = CellKey(model, weights, "sts", task, 0, "c" * 16)
     store.write(key, [row], {"suite": "sts", "task": task, "profile": "study"}, evidence=apply_uncertainty([row]))
 
 
@@ -345,7 +345,7 @@ def test_a_claim_not_run_yet_counts_in_the_family_at_p_one(tmp_path):
     _, (ran, pending) = claims.ledger(results, _file(tmp_path, THREE_SEEDS + CLAIM + waiting))
     assert pending.verdict.label == NOT_RUN and pending.primary.p_adjusted is None
     assert ran.primary.p_adjusted == pytest.approx(holm([ran.primary.pooled.p, 1.0])[0])
-    assert "2 declared, 1 with a p-value so far" in claims_pages.family_text([ran, pending])
+    assert "2 declared, 1 decidable so far" in claims_pages.family_text([ran, pending])
 
 
 def test_classifiers_at_chance_make_a_claim_not_testable_and_leave_the_family():
@@ -560,3 +560,61 @@ def test_a_line_is_binary_when_its_test_is_mcnemars():
     rate = Difference(0.0, 0.0, 0.0, 1.0, "paired-bootstrap", 200, {"mcnemar": mcnemar([1, 0], [1, 0])})
     assert claims._with_difference(line, rate).binary
     assert not claims._with_difference(line, replace(rate, extra={})).binary
+
+
+# --------------------------------------------------------------------------- the wave's guarantees --
+
+def test_a_pair_that_breaks_the_matched_seed_rule_is_refused_not_pooled(tmp_path):
+    results = tmp_path / "results"
+    store = ResultStore(results)
+    _seeded(store)
+    # "better-seed1" has a second set of weights among its cells: it is two models under one name
+    _sts_cell(store, "better-seed1", noise=1.0, seed=4, task="sickr", weights="cd" * 32)
+    _, (r,) = claims.ledger(results, _file(tmp_path, THREE_SEEDS + CLAIM))
+    refused = [ln for ln in r.primary.lines if ln.refused]
+    assert [ln.seed for ln in refused] == [1] and "better-seed1 has cells from 2 sets of weights" in refused[0].refused
+    assert r.primary.pooled.seeds == 2 and r.verdict.label == FEW_SEEDS  # the other two pool; 2 < 3
+
+
+def test_the_matched_seed_rule_refuses_two_builds_of_the_base():
+    matching = claims.Matching(ResultStore(__import__("pathlib").Path("/nonexistent")), {
+        "a": {"training": {"base_weights_sha256": "1" * 64}}, "b": {"training": {"base_weights_sha256": "2" * 64}}})
+    assert "the two models were trained from different builds of the base" in matching.refusal("a", "b")
+    same = claims.Matching(matching.store, {m: {"training": {"base_weights_sha256": "1" * 64}} for m in "ab"})
+    assert same.refusal("a", "b") == ""
+
+
+def test_a_placebo_of_equal_models_is_not_directional(tmp_path):
+    """Both arms drawn from one distribution: the ledger's path must not call a direction."""
+    results = tmp_path / "results"
+    store = ResultStore(results)
+    for seed in (0, 1, 2):
+        suffix = f"-seed{seed}" if seed else ""
+        _sts_cell(store, "base" + suffix, noise=1.0, seed=40 + seed)
+        _sts_cell(store, "better" + suffix, noise=1.0, seed=50 + seed)
+    placebo = CLAIM.replace('id = "stsb"', 'id = "placebo"\nkind = "placebo"')
+    _, (row,) = claims.ledger(results, _file(tmp_path, THREE_SEEDS + placebo))
+    assert row.claim.kind == "placebo" and row.primary.pooled.seeds == 3
+    assert row.verdict.label not in (REPLICATED, REVERSED)
+
+
+def test_the_committed_ledger_keeps_its_promises():
+    """Every pooled line of the generated claims.csv: its interval excludes 0 exactly when p < 0.05, its SE is
+    below neither source of noise, d.f. is a number or inf; no verdict at a floor; the placebo is not
+    directional."""
+    import csv
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "reports" / "generated" / "claims.csv"
+    if not path.is_file():
+        pytest.skip("no generated ledger: run `bench report --results-dir results`")
+    rows = [r for r in csv.DictReader(path.open(encoding="utf-8")) if r["seed"] == "pooled" and r["p"]]
+    if "seed_part" not in rows[0]:
+        pytest.skip("the generated ledger predates the seed-level test: run `bench report --results-dir results`")
+    for r in rows:
+        low, high, p, se = (float(r[k]) for k in ("ci_low", "ci_high", "p", "se"))
+        assert (low > 0 or high < 0) == (p < 0.05), r["claim_id"]
+        assert se ** 2 >= float(r["example_part"]) * (1 - 1e-9) and se ** 2 >= float(r["seed_part"]) * (1 - 1e-9)
+        assert r["df"] == "inf" or 1.0 <= float(r["df"]) <= 1000.0
+        if r["kind"] == "placebo":
+            assert r["verdict"] not in (REPLICATED, REVERSED), r

@@ -53,6 +53,8 @@ class SeedTest:
     seed_part: float | None  # A / k: the seeds' share of SE²
     example_part: float | None  # V: the shared examples' share of SE²
     spread: float | None  # sample SD of the per-seed differences
+    correlation: float | None = None  # the example noise's cross-seed correlation ρ, (kV − W)/((k − 1)W)
+    seed_ratio: float | None = None  # σ_seed² / σ_ex²: the seeds' own variance in units of the example variance
     method: str = f"seed-level t (version {TEST_VERSION})"
 
 
@@ -87,8 +89,11 @@ def pooled_arrays(estimates, dists, level: float = LEVEL) -> dict[str, np.ndarra
     with np.errstate(invalid="ignore", divide="ignore"):
         p = np.where(se > 0, 2.0 * t.sf(np.abs(centre) / np.where(se > 0, se, 1.0), df), (centre == 0) * 1.0)
     half = t.ppf(0.5 + level / 2.0, df) * se
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.clip((k * shared - own) / ((k - 1) * own), 0.0, 1.0) if k > 1 else np.full_like(own, np.nan)
+        ratio = np.maximum(between - k * (own - shared) / (k - 1), 0.0) / own if k > 1 else np.full_like(own, np.nan)
     return {"estimate": centre, "se": se, "df": df, "p": p, "low": centre - half, "high": centre + half,
-            "seed_part": seed_part, "example_part": shared}
+            "seed_part": seed_part, "example_part": shared, "correlation": rho, "seed_ratio": ratio}
 
 
 def seed_level_test(estimates, dists, level: float = LEVEL) -> SeedTest:
@@ -99,8 +104,10 @@ def seed_level_test(estimates, dists, level: float = LEVEL) -> SeedTest:
     if k == 0 or not np.all(np.isfinite(est)):
         return SeedTest(None, None, None, None, None, None, k, None, None, None)
     r = {key: float(v[0]) for key, v in pooled_arrays(est[None, :], np.asarray(dists)[None, :, :], level).items()}
+    finite = lambda x: x if math.isfinite(x) else None  # noqa: E731
     return SeedTest(r["estimate"], r["se"], r["df"], r["low"], r["high"], r["p"], k, r["seed_part"],
-                    r["example_part"], _spread(est))
+                    r["example_part"], _spread(est), correlation=finite(r["correlation"]),
+                    seed_ratio=finite(r["seed_ratio"]))
 
 
 def combined_variance(seed_part, shared, twice_counted):

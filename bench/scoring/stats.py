@@ -627,6 +627,8 @@ class Pooled:
     df: float | None = None  # degrees of freedom of the t reference (None: ∞, the normal)
     seed_part: float | None = None  # the seeds' share of se² (A/k)
     example_part: float | None = None  # the shared examples' share of se² (V)
+    correlation: float | None = None  # the example noise's cross-seed correlation (bench.scoring.seeds)
+    seed_ratio: float | None = None  # the seeds' own variance over the example variance
 
     def one_sided_p(self, bound: float, above: bool) -> float | None:
         """p of H0 'the effect is at or beyond ``bound``' against H1 'it lies above (``above``) or below it',
@@ -671,7 +673,8 @@ def pooled_test(estimates, dists, level: float = LEVEL) -> Pooled:
         return Pooled(None, None, None, None, None, 0, None, "no seeds")
     r = seed_level_test(estimates, np.stack([np.asarray(d, dtype=np.float64) for d in dists]), level)
     df = None if r.df is None or math.isinf(r.df) else r.df
-    return Pooled(r.estimate, r.low, r.high, r.p, r.se, k, r.spread, r.method, df, r.seed_part, r.example_part)
+    return Pooled(r.estimate, r.low, r.high, r.p, r.se, k, r.spread, r.method, df, r.seed_part, r.example_part,
+                  r.correlation, r.seed_ratio)
 
 
 def holm(pvalues) -> list[float | None]:

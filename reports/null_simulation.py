@@ -1,0 +1,64 @@
+"""The ledger test's error rate, measured: ledgers simulated under the null (bench.scoring.seeds.simulate_null)
+over a grid around the variance components the stored cells show, at the measured point itself, and a
+family of lines under Holm. Written by `bench report` as null-simulation.csv beside the claims ledger, and
+quoted by docs/statistics.md."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+
+import numpy as np
+
+from bench.scoring.seeds import rejection_rate, simulate_null
+from bench.scoring.stats import holm
+
+NAME = "null-simulation.csv"
+COLUMNS = ("what", "k", "seed_ratio", "correlation", "lines", "sims", "type_one_error", "mc_se")
+GRID_RATIOS = (0.1, 1.0, 10.0)
+GRID_CORRELATIONS = (0.0, 0.5, 0.9)
+SIMS = 4000
+HOLM_LINES = 10
+
+
+def measured_point(rows) -> tuple[float, float] | None:
+    """The median seed-to-example variance ratio and cross-seed correlation over the paper claims' pooled
+    primary lines with at least two seeds."""
+    pooled = [r.primary.pooled for r in rows if r.claim.kind == "paper" and r.primary is not None
+              and r.primary.pooled is not None and r.primary.pooled.seeds >= 2
+              and r.primary.pooled.correlation is not None and r.primary.pooled.seed_ratio is not None]
+    if not pooled:
+        return None
+    return statistics.median(p.seed_ratio for p in pooled), statistics.median(p.correlation for p in pooled)
+
+
+def _row(what: str, k: int, ratio: float, rho: float, sims: int, lines: int = 1, seed: int = 0) -> dict:
+    p = simulate_null(k, ratio, rho, sims=sims * lines, seed=seed)
+    if lines == 1:
+        rate = rejection_rate(p)
+    else:  # the chance that Holm lets any of ``lines`` null lines through
+        rate = float(np.mean([min(holm(list(family))) < 0.05 for family in p.reshape(sims, lines)]))
+    return {"what": what, "k": k, "seed_ratio": ratio, "correlation": rho, "lines": lines, "sims": sims,
+            "type_one_error": rate, "mc_se": math.sqrt(max(rate * (1 - rate), 1e-12) / sims)}
+
+
+def simulate(rows) -> list[dict]:
+    out = [_row("grid", k, ratio, rho, SIMS, seed=i) for i, (k, ratio, rho) in
+           enumerate((k, r, c) for k in (3, 5) for r in GRID_RATIOS for c in GRID_CORRELATIONS)]
+    point = measured_point(rows)
+    if point is not None:
+        ratio, rho = (round(x, 3) for x in point)
+        out += [_row("measured", k, ratio, rho, 2 * SIMS, seed=100 + k) for k in (3, 5)]
+        out.append(_row("holm family", 5, ratio, rho, SIMS // 2, lines=HOLM_LINES, seed=200))
+    return out
+
+
+def to_csv(records: list[dict]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for rec in records:
+        writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in rec.items()})
+    return buf.getvalue()
