@@ -119,3 +119,9 @@ def test_divergence_command_on_tiny_checkpoints(bench_env, tmp_path_factory, mon
     written = bench_env.results / "divergence" / "tiny-a__tiny-b.json"
     assert json.loads(written.read_text()) == out
     assert main(["divergence", "tiny-a", "tiny-a"]) == 2
+    # the checkpoints gone (a fresh clone): the stored measure is kept, the outcomes recomputed from the logs
+    import shutil
+
+    shutil.rmtree(dirs["tiny-b"])
+    assert main(["divergence", "tiny-a", "tiny-b", "--base", "tiny-base"]) == 0
+    assert "is kept" in capsys.readouterr().out and json.loads(written.read_text()) == out
