@@ -81,7 +81,8 @@ REQUIRED = ("id", "paper", "table", "claim", "suite", "task", "metric", "aggrega
 OPTIONAL = {"attack": "", "split": "", "paper_task": "", "paper_attack": None, "paper_split": None,
             "run": {}, "variants": [{}], "not_testable": "", "tasks": [], "task_run": {}, "margin": None,
             "unit": "", "figure_only": False, "paper_metric": "", "chance": None, "kind": "paper",
-            "expectation": "", "margin_reason": "", "min_seeds": None, "exclusion_share": None, "pairs": []}
+            "expectation": "", "margin_reason": "", "min_seeds": None, "exclusion_share": None, "pairs": [],
+            "series": "", "dose": None}
 
 
 # ---------------------------------------------------------------- the verdict rule ----------------
@@ -191,6 +192,8 @@ class Claim:
     min_seeds: int | None = None  # matched training seeds the line needs (default: [tests] min_seeds)
     exclusion_share: float | None = None  # the exclusion margin as a share of the paper's Δ (default: [tests])
     pairs: tuple = ()  # explicit (baseline, method) per training seed, in place of the [seeds] suffixes
+    series: str = ""  # a control's dose-response series (drawn as one figure)
+    dose: float | None = None  # its level in that series
     paper_method_value: float | None = 0.0
     paper_baseline_value: float | None = 0.0
 

@@ -17,7 +17,9 @@ from reports import claims as c
 from reports.paper import PaperValues
 from reports.site import page
 
-NAMES = ("claims.md", "claims.html", "claims.csv", "claims.json", "claims-forest.png", "null-simulation.csv")
+DOSE = "claims-dose-response"
+NAMES = ("claims.md", "claims.html", "claims.csv", "claims.json", "claims-forest.png", "null-simulation.csv",
+         f"{DOSE}.png", f"{DOSE}.csv")
 FOREST = "claims-forest.png"
 UNITS = {"spearman": "STS (Spearman × 100, points)", "acc": "Transfer accuracy (points)",
          "attack_success_rate": "Attack success rate (points)", "accuracy": "Accuracy (points)",
@@ -254,7 +256,7 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def to_html(book: c.Ledger, rows: list[c.Row], models: dict, forest: bool = True) -> str:
+def to_html(book: c.Ledger, rows: list[c.Row], models: dict, forest: bool = True, dose: bool = False) -> str:
     def esc(text: str) -> str:
         return html.escape(text).replace("**", "")
 
@@ -269,7 +271,13 @@ def to_html(book: c.Ledger, rows: list[c.Row], models: dict, forest: bool = True
                    "per unit.</figcaption></figure>")
     plan = plan_numbers(rows)
     for kind, group in _by_kind(rows):
-        out += [f"<h2>{html.escape(KIND_HEADINGS[kind])}</h2>", "<table class=\"claims\">",
+        out.append(f"<h2>{html.escape(KIND_HEADINGS[kind])}</h2>")
+        if kind == "control" and dose:
+            out.append(f"<figure><img src=\"{DOSE}.png\" alt=\"dose-response of the canonicalising control\" "
+                       "style=\"width:100%;max-width:700px\"><figcaption>Dose-response: each level's attack "
+                       f"success rate against the encoder without the wrapper, 95% CI (data: <a href=\"{DOSE}.csv\">"
+                       f"{DOSE}.csv</a>). If the instrument sees robustness, the curve falls.</figcaption></figure>")
+        out += ["<table class=\"claims\">",
                 "<colgroup>" + "".join(f"<col style=\"width:{w}%\">" for w in COLUMN_WIDTHS) + "</colgroup>",
                 "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS) + "</tr></thead><tbody>"]
         for r in group:
@@ -430,6 +438,67 @@ def forest_png(rows: list[c.Row]) -> bytes | None:
     return blobs["png"]
 
 
+# ---------------------------------------------------------------- a control's dose-response -------
+
+DOSE_COLUMNS = ("series", "attack", "dose", "claim_id", "baseline_model", "method_model", "baseline_value",
+                "method_value", "delta", "ci_low", "ci_high", "p", "verdict")
+
+
+def dose_points(rows: list[c.Row]) -> list[dict]:
+    """Every control line with a dose that ran: its series, attack, dose and pooled Δ [CI]."""
+    out = []
+    for r in rows:
+        e, claim = r.primary, r.claim
+        if claim.dose is None or e is None or e.pooled is None or e.pooled.estimate is None:
+            continue
+        a, b = e.values
+        out.append({"series": claim.series, "attack": claim.attack, "dose": claim.dose, "claim_id": claim.id,
+                    "baseline_model": claim.baseline, "method_model": claim.method, "baseline_value": a,
+                    "method_value": b, "delta": e.pooled.estimate, "ci_low": e.pooled.low, "ci_high": e.pooled.high,
+                    "p": e.pooled.p, "verdict": e.verdict.label})
+    return sorted(out, key=lambda d: (d["series"], d["attack"], -d["dose"]))
+
+
+def dose_png(points: list[dict]) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from reports.figures import figure_bytes
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for attack in sorted({p["attack"] for p in points}):
+        pts = [p for p in points if p["attack"] == attack]
+        xs = [1.0] + [p["dose"] for p in pts]  # cosine 1.0: no word merged, the encoder itself (Δ 0)
+        ys = [0.0] + [p["delta"] for p in pts]
+        line, = ax.plot(xs, ys, "o-", label=attack, ms=5)
+        ax.errorbar([p["dose"] for p in pts], [p["delta"] for p in pts],
+                    yerr=[[p["delta"] - p["ci_low"] for p in pts], [p["ci_high"] - p["delta"] for p in pts]],
+                    fmt="none", color=line.get_color(), capsize=3)
+    ax.axhline(0, color="#888", lw=0.8, ls="--")
+    ax.invert_xaxis()
+    ax.set_xlabel("neighbourhood: words merged at cosine ≥ x (1.0: the encoder itself; smaller x: larger groups)",
+                  fontsize=9)
+    ax.set_ylabel("attack success rate: wrapped − encoder\n(points, 95% CI)", fontsize=9)
+    ax.set_title(points[0]["series"] + f" ({points[0]['baseline_model']}, MR, frozen victims)", fontsize=10, loc="left")
+    ax.legend(fontsize=8, title="recipe", title_fontsize=8)
+    fig.tight_layout()
+    return figure_bytes(fig)["png"]
+
+
+def dose_files(rows: list[c.Row]) -> dict[str, str | bytes]:
+    points = dose_points(rows)
+    if not points:
+        return {}
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=DOSE_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for p in points:
+        writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in p.items()})
+    return {f"{DOSE}.csv": buf.getvalue(), f"{DOSE}.png": dose_png(points)}
+
+
 # ---------------------------------------------------------------- for bench report ----------------
 
 def render(results_dir: Path, path: Path = c.CLAIMS_FILE, paper_values: PaperValues | None = None,
@@ -446,5 +515,6 @@ def render(results_dir: Path, path: Path = c.CLAIMS_FILE, paper_values: PaperVal
     png = forest_png(rows)
     if png is not None:
         files[FOREST] = png
-    files["claims.html"] = to_html(book, rows, models, forest=png is not None)
+    files.update(dose_files(rows))
+    files["claims.html"] = to_html(book, rows, models, forest=png is not None, dose=f"{DOSE}.png" in files)
     return files

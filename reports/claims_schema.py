@@ -54,6 +54,8 @@ class Claim(BaseModel):
     min_seeds: StrictInt | None = Field(None, ge=1)
     exclusion_share: StrictInt | StrictFloat | None = Field(None, gt=0, le=1)
     pairs: list[list[Text]] = []
+    series: Text = ""
+    dose: StrictInt | StrictFloat | None = None
 
 
 class Seeds(BaseModel):
