@@ -7,10 +7,10 @@ within which the difference must lie).
 
 The unit of a claim about a training method is the training seed. ``ledger(results_dir)`` pairs the two
 models' stored cells seed by seed (``-seedN`` models, ``[seeds]`` in the claims file), gives each seed its
-paired difference over the examples, pools the seeds (the mean of the per-seed differences, with a
-hierarchical bootstrap: seeds, then examples within a seed), controls the family-wise error rate over one
-primary line per claim with Holm's procedure, and gives each line a verdict by ``verdict`` below, the one
-place that rule is written. ``reports/claims_pages.py`` renders the ledger; reports read result files,
+paired difference over the examples, refuses a pair that breaks the matched-seed rule (``Matching``), pools
+the matched seeds with one seed-level t test (``bench.scoring.seeds``: the seeds' spread and the shared
+example noise, docs/statistics.md), controls each family of verdicts with Holm's procedure, and gives each
+line a verdict by ``verdict`` below, the one place that rule is written. ``reports/claims_pages.py`` renders the ledger; reports read result files,
 ``plugins.json`` and the claims file only, never a model.
 """
 
