@@ -918,3 +918,23 @@ def test_a_cell_on_a_stand_in_victim_is_marked_and_explained(results):
     t3 = _cells(reports["robustembed-table3.csv"])
     assert t3[("TextFooler", "simcse-bert", "SNLI")]["standin"] == "snli-dev"
     assert t3[("TextFooler", "simcse-bert", "MR")]["standin"] == ""
+
+
+def test_a_card_opens_with_its_robustness_beside_its_baselines(results):
+    """The card's first section is the leaderboard's headline measures for the model, its base and SimCSE
+    from the same base, then come its training details."""
+    from bench.models import registry
+    from bench.results import metadata
+    from reports.card import card
+
+    metadata.export(results, models=[
+        registry.ModelSpec(name="simcse-x", backbone="b", method="simcse", base="simcse-bert", profile="smoke"),
+        registry.ModelSpec(name="robust-x", backbone="b", method="robustembed", base="simcse-bert", profile="smoke")])
+    store = ResultStore(results)
+    for model, value in (("simcse-x", 70.0), ("robust-x", 72.5)):
+        _cell(store, model, "sts", "avg", 0, [("spearman", value, "mean-of-tasks")])
+    md = card(results, "robust-x")["card-robust-x.md"]
+    assert re.findall(r"^## (.+)$", md, flags=re.M)[:2] == ["Robustness at a glance", "Model"]
+    line = next(ln for ln in md.splitlines() if ln.startswith("| STS avg."))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1].startswith("72.50") and cells[3].startswith("70.00") and cells[-1] == "+2.50", cells

@@ -4,6 +4,8 @@ readable versions, and an index that opens with the claims slot, the findings an
 
 from __future__ import annotations
 
+import json
+
 from reports import pivot, site
 from reports.card import applies, scorer_text
 from reports.results import Catalog
@@ -81,3 +83,43 @@ def test_the_index_opens_with_the_claims_slot_the_findings_and_the_pivot():
     text = site.index_page(rows(), claims_summary_html="<p>VERDICTS</p>", **kwargs)
     order = [text.index(x) for x in ("VERDICTS", "STS avg. (Spearman ×100): b", "sortable pivot", "<h2>Leaderboards")]
     assert order == sorted(order)
+
+
+def _ledger() -> dict:
+    """A claims.json as the ledger writes it, with a verdict the index has never heard of."""
+    claims = [("s1", "STS (points)", "paper's effect excluded"), ("s2", "STS (points)", "paper's effect excluded"),
+              ("a1", "Attack success rate (points)", "paper's effect excluded"),
+              ("a2", "Attack success rate (points)", "paper's effect excluded"),
+              ("a3", "Attack success rate (points)", "paper's effect excluded"),
+              ("n1", "Accuracy (points)", "not testable here (floor)"), ("r1", "STS (points)", "replicated")]
+    lines = [{"claim_id": cid, "seed": "pooled", "primary": True, "verdict": v, "delta": 0.1, "ci_low": -0.2,
+              "ci_high": 0.4, "paper_delta": -5.0, "seeds": 3, "paper": "P", "table": "Table 1",
+              "method_model": "m"} for cid, _, v in claims]
+    lines.append({**lines[0], "primary": False, "verdict": "replicated"})  # a further setting: not counted
+    return {"verdicts": {"replicated": "...", "paper's effect excluded": "...", "not testable here (floor)": "..."},
+            "counts": {"replicated": 1, "paper's effect excluded": 5, "not testable here (floor)": 1},
+            "claims": [{"claim_id": cid, "title": f"Title of {cid}", "unit": unit} for cid, unit, _ in claims],
+            "lines": lines}
+
+
+def test_the_index_states_the_ledger_finding_in_words_whatever_the_verdicts_are_called():
+    from reports import overview
+
+    catalog = Catalog({"m": {"base": "b", "profile": "study", "training": {"steps": 250, "device": "cpu"}}}, {})
+    first, uniform, scale = overview.finding_sentences(_ledger(), catalog)
+    assert first == ("Of the 7 headline claims of the seed papers tested here: 1 replicated (Title of r1), 5 "
+                     "paper's effect excluded and 1 not testable here (floor) (Title of n1).")
+    assert uniform == "All 3 claims on attack success rate: paper's effect excluded."
+    assert scale == "At this scale: encoders trained 250 steps (the study profile, on CPU) from b; 3 training seeds per claim."
+
+
+def test_the_index_draws_every_primary_line_under_its_title_with_the_legend_first():
+    from reports import overview
+
+    text = overview.summary_html({"claims.json": json.dumps(_ledger())}, Catalog({}, {}))
+    assert text.index("class=\"legend\"") < text.index("class=\"forest\"")
+    assert text.count("class=\"fr\"") == 7 and text.count("<h3>") == 3  # one block per kind of measure
+    assert "href=\"claims.html#a1\" title=\"a1 (P Table 1)\">Title of a1</a>" in text
+    assert "not testable here (floor)</span>" in text  # a verdict the site has no colour for gets one
+    assert "ours +0.10 [-0.20, +0.40], 3 seeds; paper -5.00" in text
+    assert overview.summary_html({}, Catalog({}, {})) == ""  # no ledger this render: nothing
