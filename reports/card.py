@@ -207,9 +207,10 @@ def at_a_glance(model: str, others: dict[str, str], rows: list[dict], catalog: C
 
 GLANCE_ORDER = ("adversarial", "advsts", "perturbation", "sts", "transfer")  # robustness first, then quality
 GLANCE_NOTE = ("The leaderboard's headline measures: attack success on MR with frozen victims and one (unified) "
-               "set of constraints for every recipe, AdvSTS, the attack-free displacement, then STS and transfer. Brackets: 95% CI as the "
-               "leaderboard gives it (over attack runs, a bootstrap of the pooled attacked examples). Δ: the "
-               "difference of the two values; each cell's paired test is in the suites' tables below.")
+               "set of constraints for every recipe, AdvSTS, the attack-free displacement, then STS and transfer. "
+               "Brackets: 95% CI as the leaderboard gives it (over attack runs, a bootstrap of the pooled attacked "
+               "examples). Δ: the difference of the two values; each cell's paired test is in the suites' tables "
+               "below.")
 
 
 def _without_empty_columns(sec: Section) -> Section:

@@ -56,7 +56,8 @@ def finding_sentences(data: dict, catalog: Catalog) -> list[str]:
     by_verdict: dict[str, list[dict]] = {}
     for ln in lines:
         by_verdict.setdefault(ln["verdict"], []).append(ln)
-    order = [v for v in data.get("verdicts") or {} if v in by_verdict] + sorted(set(by_verdict) - set(data.get("verdicts") or {}))
+    known = list(data.get("verdicts") or {})  # the ledger's order, strongest first
+    order = [v for v in known if v in by_verdict] + sorted(set(by_verdict) - set(known))
     parts = []
     for verdict in order:
         mine = by_verdict[verdict]
@@ -134,8 +135,8 @@ def summary_html(files: dict, catalog: Catalog) -> str:
 def legend_html(data: dict, palette: dict[str, str]) -> str:
     esc = html.escape
     meanings = data.get("verdicts") or {}
-    chips = [f"<span class=\"chip\" style=\"background:{palette.get(v, OURS_COLOUR)}\" title=\"{esc(meanings.get(v, ''))}\">"
-             f"{esc(v)}</span>" for v in meanings if v in (data.get("counts") or {})]
+    chips = [f"<span class=\"chip\" style=\"background:{palette.get(v, OURS_COLOUR)}\" "
+             f"title=\"{esc(meanings.get(v, ''))}\">{esc(v)}</span>" for v in meanings if v in (data.get("counts") or {})]
     return ("<div class=\"legend\"><span class=\"key\"><b>Legend</b>: bar and dot, ours (pooled Δ, 95% CI, in "
             "its verdict's colour);</span><span class=\"key\"><i style=\"display:inline-block;width:7px;height:7px;"
             f"border:2px solid {PAPER_COLOUR};transform:rotate(45deg);margin:0 3px\"></i> the paper's Δ;</span>"
@@ -183,8 +184,8 @@ def numbers_text(ln: dict) -> str:
     if ln.get("delta") is not None and ln.get("ci_low") is not None:
         k = display_decimals(ln["ci_low"], ln["ci_high"])
         seeds = f", {ln['seeds']} seed{'s' * (ln['seeds'] != 1)}" if ln.get("seeds") else ""
-        parts.append(f"ours {format_number(ln['delta'], k, signed=True)} [{format_number(ln['ci_low'], k, signed=True)}, "
-                     f"{format_number(ln['ci_high'], k, signed=True)}]{seeds}")
+        low, high = (format_number(ln[key], k, signed=True) for key in ("ci_low", "ci_high"))
+        parts.append(f"ours {format_number(ln['delta'], k, signed=True)} [{low}, {high}]{seeds}")
     if ln.get("paper_delta") is not None:
         parts.append(f"paper {format_number(ln['paper_delta'], 2, signed=True)}")
     return "; ".join(parts) or "–"
