@@ -64,7 +64,7 @@ def finding_sentences(data: dict, catalog: Catalog) -> list[str]:
         named = f" ({'; '.join(ln['title'] for ln in mine)})" if len(mine) <= FEW else ""
         parts.append(f"{len(mine)} {verdict}{named}")
     out = [f"Of the {len(lines)} headline claims of the seed papers tested here: " + _series(parts) + "."]
-    out += _uniform_kinds(lines)
+    out += _uniform_kinds(lines, data.get("verdicts") or {})
     scale = scale_text(lines, catalog)
     if scale:
         out.append(scale)
@@ -75,13 +75,14 @@ def _series(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-def _uniform_kinds(lines: list[dict]) -> list[str]:
-    """'All 19 claims on attack success rate: paper's effect excluded.' for each kind of measure with at
-    least FEW claims that all share one verdict."""
+def _uniform_kinds(lines: list[dict], meanings: dict[str, str]) -> list[str]:
+    """'All 19 claims on attack success rate: paper's effect excluded (what that verdict means, in the ledger's
+    words).' for each kind of measure with at least FEW claims that all share one verdict."""
     kinds: dict[str, list[str]] = {}
     for ln in lines:
         kinds.setdefault(ln["unit"], []).append(ln["verdict"])
-    return [f"All {len(verdicts)} claims on {_kind(unit)}: {verdicts[0]}."
+    return [f"All {len(verdicts)} claims on {_kind(unit)}: {verdicts[0]}"
+            + (f" ({meanings[verdicts[0]]})." if meanings.get(verdicts[0], "").strip(". ") else ".")
             for unit, verdicts in kinds.items() if len(verdicts) >= FEW and len(set(verdicts)) == 1]
 
 

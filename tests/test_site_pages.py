@@ -96,7 +96,8 @@ def _ledger() -> dict:
               "ci_high": 0.4, "paper_delta": -5.0, "seeds": 3, "paper": "P", "table": "Table 1",
               "method_model": "m"} for cid, _, v in claims]
     lines.append({**lines[0], "primary": False, "verdict": "replicated"})  # a further setting: not counted
-    return {"verdicts": {"replicated": "...", "paper's effect excluded": "...", "not testable here (floor)": "..."},
+    return {"verdicts": {"replicated": "...", "paper's effect excluded": "an effect of the paper's size is ruled out",
+                         "not testable here (floor)": "..."},
             "counts": {"replicated": 1, "paper's effect excluded": 5, "not testable here (floor)": 1},
             "claims": [{"claim_id": cid, "title": f"Title of {cid}", "unit": unit} for cid, unit, _ in claims],
             "lines": lines}
@@ -109,7 +110,8 @@ def test_the_index_states_the_ledger_finding_in_words_whatever_the_verdicts_are_
     first, uniform, scale = overview.finding_sentences(_ledger(), catalog)
     assert first == ("Of the 7 headline claims of the seed papers tested here: 1 replicated (Title of r1), 5 "
                      "paper's effect excluded and 1 not testable here (floor) (Title of n1).")
-    assert uniform == "All 3 claims on attack success rate: paper's effect excluded."
+    assert uniform == ("All 3 claims on attack success rate: paper's effect excluded (an effect of the paper's size is "
+                       "ruled out).")
     assert scale == "At this scale: encoders trained 250 steps (the study profile, on CPU) from b; 3 training seeds per claim."
 
 
