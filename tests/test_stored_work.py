@@ -55,6 +55,11 @@ def test_bench_run_reuses_the_cells_of_a_model_it_would_have_to_train(bench_env,
     out = capsys.readouterr().out
     assert "All 2 cell(s) are stored" in out and "not at hand here" in out and trained == []
     assert sorted((bench_env.results / "cells").rglob("*.json")) == cells
+    # bench.evaluate likewise, by name
+    import bench
+
+    got = bench.evaluate("tiny", suites=["sts"], tasks=["stsb"], profile="smoke", log=lambda *_: None)
+    assert got.cells and got.to_pandas().cached.all() and trained == []
     # a cell not stored yet: the model is needed after all, so it would be trained
     assert main(["run", "--suite", "sts", "--model", "tiny", "--task", "sts12"]) != 0
     assert trained == ["tiny"]
