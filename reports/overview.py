@@ -25,10 +25,15 @@ PAPER_COLOUR = "#c62828"
 OURS_COLOUR = "#1d4e89"
 
 
-def primary_lines(data: dict) -> list[dict]:
-    """Each claim's primary pooled line, with the claim's title and unit (the ledger's order)."""
+PAPER = "paper"  # the seed papers' own claims (a line's "kind"; a ledger without kinds has only these)
+
+
+def primary_lines(data: dict, kind: str | None = PAPER) -> list[dict]:
+    """Each claim's primary pooled line of ``kind`` (None: every kind: the papers' claims, controls, a
+    placebo), with the claim's title and unit (the ledger's order)."""
     claims = {c["claim_id"]: c for c in data.get("claims") or []}
-    lines = [ln for ln in data.get("lines") or [] if ln.get("seed") == "pooled" and ln.get("primary")]
+    lines = [ln for ln in data.get("lines") or [] if ln.get("seed") == "pooled" and ln.get("primary")
+             and (kind is None or (ln.get("kind") or PAPER) == kind)]
     return [{**claims.get(ln["claim_id"], {}), **ln,
              "title": claims.get(ln["claim_id"], {}).get("title") or ln["claim_id"],
              "unit": claims.get(ln["claim_id"], {}).get("unit") or "Other measures"} for ln in lines]
@@ -48,27 +53,45 @@ def _kind(unit: str) -> str:
 
 
 def finding_sentences(data: dict, catalog: Catalog) -> list[str]:
-    """The answer in two or three sentences: the verdicts with their counts (naming the claims of a rare
-    verdict), a kind of measure whose claims all share one verdict, and the scale."""
-    lines = primary_lines(data)
-    if not lines:
-        return []
-    by_verdict: dict[str, list[dict]] = {}
-    for ln in lines:
-        by_verdict.setdefault(ln["verdict"], []).append(ln)
-    known = list(data.get("verdicts") or {})  # the ledger's order, strongest first
-    order = [v for v in known if v in by_verdict] + sorted(set(by_verdict) - set(known))
-    parts = []
-    for verdict in order:
-        mine = by_verdict[verdict]
-        named = f" ({'; '.join(ln['title'] for ln in mine)})" if len(mine) <= FEW else ""
-        parts.append(f"{len(mine)} {verdict}{named}")
-    out = [f"Of the {len(lines)} headline claims of the seed papers tested here: " + _series(parts) + "."]
-    out += _uniform_kinds(lines, data.get("verdicts") or {})
-    scale = scale_text(lines, catalog)
+    """The answer in two or three sentences: the papers' claims by verdict with their counts (naming the claims
+    of a rare verdict), a kind of measure whose claims all share one verdict, the controls' and a placebo's
+    verdicts apart (never counted as the papers' claims), and the scale."""
+    lines, known = primary_lines(data), list(data.get("verdicts") or {})  # the ledger's order, strongest first
+    out = []
+    if lines:
+        out.append(f"Of the {len(lines)} headline claims of the seed papers tested here: "
+                   + _series(_verdict_parts(lines, known)) + ".")
+        out += _uniform_kinds(lines, data.get("verdicts") or {})
+    for kind, mine in _other_kinds(data):
+        out.append(f"{kind_heading(kind)}: " + _series(_verdict_parts(mine, known)) + ".")
+    scale = scale_text(lines or primary_lines(data, None), catalog)
     if scale:
         out.append(scale)
     return out
+
+
+def _verdict_parts(lines: list[dict], known: list[str]) -> list[str]:
+    """'2 replicated (title; title)', '28 paper's effect excluded', ... in the ledger's order of verdicts."""
+    by_verdict: dict[str, list[dict]] = {}
+    for ln in lines:
+        by_verdict.setdefault(ln["verdict"], []).append(ln)
+    order = [v for v in known if v in by_verdict] + sorted(set(by_verdict) - set(known))
+    return [f"{len(by_verdict[v])} {v}" + (f" ({'; '.join(ln['title'] for ln in by_verdict[v])})"
+                                           if len(by_verdict[v]) <= FEW else "") for v in order]
+
+
+def _other_kinds(data: dict) -> list[tuple[str, list[dict]]]:
+    """(kind, its primary lines) for each kind of claim but the papers' (controls, a placebo), in ledger order."""
+    lines = primary_lines(data, None)
+    kinds = [k for k in dict.fromkeys(ln.get("kind") or PAPER for ln in lines) if k != PAPER]
+    return [(k, [ln for ln in lines if ln.get("kind") == k]) for k in kinds]
+
+
+def kind_heading(kind: str) -> str:
+    """How the claims page heads a kind of claim (reports/claims_pages.py), else the kind itself."""
+    from reports import claims_pages
+
+    return getattr(claims_pages, "KIND_HEADINGS", {}).get(kind) or kind.capitalize()
 
 
 def _series(parts: list[str]) -> str:
@@ -117,7 +140,7 @@ def summary_html(files: dict, catalog: Catalog) -> str:
     if "claims.json" not in files:
         return ""
     data = json.loads(files["claims.json"])
-    lines = primary_lines(data)
+    lines = primary_lines(data, None)
     if not lines:
         return ""
     esc = html.escape
@@ -136,8 +159,10 @@ def summary_html(files: dict, catalog: Catalog) -> str:
 def legend_html(data: dict, palette: dict[str, str]) -> str:
     esc = html.escape
     meanings = data.get("verdicts") or {}
+    drawn = {ln["verdict"] for ln in primary_lines(data, None)}  # the verdicts of the rows below, in the ledger's order
     chips = [f"<span class=\"chip\" style=\"background:{palette.get(v, OURS_COLOUR)}\" "
-             f"title=\"{esc(meanings.get(v, ''))}\">{esc(v)}</span>" for v in meanings if v in (data.get("counts") or {})]
+             f"title=\"{esc(meanings.get(v, ''))}\">{esc(v)}</span>" for v in [*meanings, *sorted(drawn - set(meanings))]
+             if v in drawn]
     return ("<div class=\"legend\"><span class=\"key\"><b>Legend</b>: bar and dot, ours (pooled Δ, 95% CI, in "
             "its verdict's colour);</span><span class=\"key\"><i style=\"display:inline-block;width:7px;height:7px;"
             f"border:2px solid {PAPER_COLOUR};transform:rotate(45deg);margin:0 3px\"></i> the paper's Δ;</span>"
@@ -147,11 +172,13 @@ def legend_html(data: dict, palette: dict[str, str]) -> str:
 def forest_html(lines: list[dict], palette: dict[str, str]) -> str:
     """One block per kind of measure (its own scale), one row per claim: title (its id on hover, linking
     its line in the ledger), verdict, the numbers, and the interval drawn against the paper's Δ."""
-    units: dict[str, list[dict]] = {}
+    units: dict[tuple[bool, str], list[dict]] = {}  # the papers' claims first, then controls, a placebo
     for ln in lines:
-        units.setdefault(ln["unit"], []).append(ln)
+        kind = ln.get("kind") or PAPER
+        head = ln["unit"] if kind == PAPER else f"{kind_heading(kind)} · {ln['unit']}"
+        units.setdefault((kind != PAPER, head), []).append(ln)
     out = ["<div class=\"forest\">"]
-    for unit, mine in units.items():
+    for (_, unit), mine in sorted(units.items(), key=lambda item: item[0][0]):
         out.append(f"<h3>{html.escape(unit)}</h3>")
         scale = _scale(mine)
         out += [_row(ln, palette, scale) for ln in mine]

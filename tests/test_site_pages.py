@@ -96,6 +96,8 @@ def _ledger() -> dict:
               "ci_high": 0.4, "paper_delta": -5.0, "seeds": 3, "paper": "P", "table": "Table 1",
               "method_model": "m"} for cid, _, v in claims]
     lines.append({**lines[0], "primary": False, "verdict": "replicated"})  # a further setting: not counted
+    lines.append({**lines[0], "claim_id": "c1", "kind": "control", "verdict": "replicated"})  # apart from the papers'
+    claims.append(("c1", "Attack success rate (points)", "replicated"))
     return {"verdicts": {"replicated": "...", "paper's effect excluded": "an effect of the paper's size is ruled out",
                          "not testable here (floor)": "..."},
             "counts": {"replicated": 1, "paper's effect excluded": 5, "not testable here (floor)": 1},
@@ -107,9 +109,10 @@ def test_the_index_states_the_ledger_finding_in_words_whatever_the_verdicts_are_
     from reports import overview
 
     catalog = Catalog({"m": {"base": "b", "profile": "study", "training": {"steps": 250, "device": "cpu"}}}, {})
-    first, uniform, scale = overview.finding_sentences(_ledger(), catalog)
+    first, uniform, control, scale = overview.finding_sentences(_ledger(), catalog)
     assert first == ("Of the 7 headline claims of the seed papers tested here: 1 replicated (Title of r1), 5 "
                      "paper's effect excluded and 1 not testable here (floor) (Title of n1).")
+    assert control.endswith(": 1 replicated (Title of c1).") and "control" in control.lower()
     assert uniform == ("All 3 claims on attack success rate: paper's effect excluded (an effect of the paper's size is "
                        "ruled out).")
     assert scale == "At this scale: encoders trained 250 steps (the study profile, on CPU) from b; 3 training seeds per claim."
@@ -120,7 +123,8 @@ def test_the_index_draws_every_primary_line_under_its_title_with_the_legend_firs
 
     text = overview.summary_html({"claims.json": json.dumps(_ledger())}, Catalog({}, {}))
     assert text.index("class=\"legend\"") < text.index("class=\"forest\"")
-    assert text.count("class=\"fr\"") == 7 and text.count("<h3>") == 3  # one block per kind of measure
+    assert text.count("class=\"fr\"") == 8 and text.count("<h3>") == 4  # a block per kind of measure, controls apart
+    assert text.index(">Title of s1</a>") < text.index(">Title of a1</a>") < text.index(">Title of c1</a>")
     assert "href=\"claims.html#a1\" title=\"a1 (P Table 1)\">Title of a1</a>" in text
     assert "not testable here (floor)</span>" in text  # a verdict the site has no colour for gets one
     assert "ours +0.10 [-0.20, +0.40], 3 seeds; paper -5.00" in text
