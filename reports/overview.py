@@ -40,16 +40,21 @@ def primary_lines(data: dict, kind: str | None = PAPER) -> list[dict]:
 
 
 def colours(data: dict) -> dict[str, str]:
-    """verdict -> colour: the forest plot's where it has one, else the palette in the ledger's order."""
+    """verdict -> colour: the forest plot's for it, or for the verdict it refines ('not testable here (floor)'
+    takes 'not testable here''s), else the palette in the ledger's order."""
     from reports.claims_pages import VERDICT_COLOURS
 
-    rest = iter(PALETTE * 3)
-    return {v: VERDICT_COLOURS.get(v) or next(rest) for v in data.get("verdicts") or {}}
+    rest, out = iter(PALETTE * 3), {}
+    for verdict in data.get("verdicts") or {}:
+        family = next((k for k in sorted(VERDICT_COLOURS, key=len, reverse=True) if verdict.startswith(k)), None)
+        out[verdict] = VERDICT_COLOURS[family] if family else next(rest)
+    return out
 
 
 def _kind(unit: str) -> str:
-    """'Attack success rate (points)' -> 'attack success rate'."""
-    return re.sub(r"\s*\(.*\)$", "", unit).strip().lower() or unit
+    """'Attack success rate (points)' -> 'attack success rate'; 'STS (Spearman × 100, points)' -> 'STS'."""
+    words = re.sub(r"\s*\(.*\)$", "", unit).split()
+    return " ".join(w if any(c.isupper() for c in w[1:]) else w.lower() for w in words) or unit
 
 
 def finding_sentences(data: dict, catalog: Catalog) -> list[str]:
@@ -63,7 +68,9 @@ def finding_sentences(data: dict, catalog: Catalog) -> list[str]:
                    + _series(_verdict_parts(lines, known)) + ".")
         out += _uniform_kinds(lines, data.get("verdicts") or {})
     for kind, mine in _other_kinds(data):
-        out.append(f"{kind_heading(kind)}: " + _series(_verdict_parts(mine, known)) + ".")
+        heading = kind_heading(kind)
+        out.append(heading + (" " if heading.endswith(("?", ":", ".")) else ": ")
+                   + _series(_verdict_parts(mine, known)) + ".")
     scale = scale_text(lines or primary_lines(data, None), catalog)
     if scale:
         out.append(scale)
@@ -100,13 +107,17 @@ def _series(parts: list[str]) -> str:
 
 def _uniform_kinds(lines: list[dict], meanings: dict[str, str]) -> list[str]:
     """'All 19 claims on attack success rate: paper's effect excluded (what that verdict means, in the ledger's
-    words).' for each kind of measure with at least FEW claims that all share one verdict."""
+    words).', one sentence per verdict that every claim of a kind of measure (at least FEW) shares."""
     kinds: dict[str, list[str]] = {}
     for ln in lines:
         kinds.setdefault(ln["unit"], []).append(ln["verdict"])
-    return [f"All {len(verdicts)} claims on {_kind(unit)}: {verdicts[0]}"
-            + (f" ({meanings[verdicts[0]]})." if meanings.get(verdicts[0], "").strip(". ") else ".")
-            for unit, verdicts in kinds.items() if len(verdicts) >= FEW and len(set(verdicts)) == 1]
+    shared: dict[str, list[str]] = {}  # verdict -> 'all 19 claims on attack success rate', ...
+    for unit, verdicts in kinds.items():
+        if len(verdicts) >= FEW and len(set(verdicts)) == 1:
+            shared.setdefault(verdicts[0], []).append(f"{len(verdicts)} claims on {_kind(unit)}")
+    return [f"All {_series(where)}: {verdict}"
+            + (f" ({meanings[verdict]})." if meanings.get(verdict, "").strip(". ") else ".")
+            for verdict, where in shared.items()]
 
 
 def scale_text(lines: list[dict], catalog: Catalog) -> str:

@@ -112,7 +112,7 @@ def test_the_index_states_the_ledger_finding_in_words_whatever_the_verdicts_are_
     first, uniform, control, scale = overview.finding_sentences(_ledger(), catalog)
     assert first == ("Of the 7 headline claims of the seed papers tested here: 1 replicated (Title of r1), 5 "
                      "paper's effect excluded and 1 not testable here (floor) (Title of n1).")
-    assert control.endswith(": 1 replicated (Title of c1).") and "control" in control.lower()
+    assert control.endswith(" 1 replicated (Title of c1).") and control.lower().startswith("positive control")
     assert uniform == ("All 3 claims on attack success rate: paper's effect excluded (an effect of the paper's size is "
                        "ruled out).")
     assert scale == "At this scale: encoders trained 250 steps (the study profile, on CPU) from b; 3 training seeds per claim."
@@ -126,6 +126,8 @@ def test_the_index_draws_every_primary_line_under_its_title_with_the_legend_firs
     assert text.count("class=\"fr\"") == 8 and text.count("<h3>") == 4  # a block per kind of measure, controls apart
     assert text.index(">Title of s1</a>") < text.index(">Title of a1</a>") < text.index(">Title of c1</a>")
     assert "href=\"claims.html#a1\" title=\"a1 (P Table 1)\">Title of a1</a>" in text
-    assert "not testable here (floor)</span>" in text  # a verdict the site has no colour for gets one
+    assert "not testable here (floor)</span>" in text  # a verdict the site has never seen is shown as named
+    assert overview.colours(_ledger())["not testable here (floor)"] == overview.colours(
+        {"verdicts": {"not testable here": ""}})["not testable here"]  # in the colour of the verdict it refines
     assert "ours +0.10 [-0.20, +0.40], 3 seeds; paper -5.00" in text
     assert overview.summary_html({}, Catalog({}, {})) == ""  # no ledger this render: nothing
