@@ -1273,7 +1273,7 @@ CLAIMS_FILE_FAULTS = {
                               "margin is 'big', not a number"),
     "a variant that is not a table": (lambda t: t.replace("\n[[claim]]\n", '\n[[claim]]\nvariants = ["frozen"]\n', 1),
                                       "variants a list of tables"),
-    "seed suffixes not a list": (lambda t: t.replace('suffixes = ["-seed1", "-seed2"]', 'suffixes = "-seed1"'),
+    "seed suffixes not a list": (lambda t: re.sub(r'suffixes = \[[^\]]*\]', 'suffixes = "-seed1"', t, count=1),
                                  "[seeds]: suffixes is '-seed1', not a list"),
 }
 
