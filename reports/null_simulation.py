@@ -24,14 +24,18 @@ HOLM_LINES = 10
 
 
 def measured_point(rows) -> tuple[float, float] | None:
-    """The median seed-to-example variance ratio and cross-seed correlation over the paper claims' pooled
-    primary lines with at least two seeds."""
+    """The seed-to-example variance ratio and the cross-seed correlation of the example noise where the
+    ledger's lines sit: the mean of each line's moment estimates over the paper claims' pooled primary lines
+    with at least two seeds (unbiased where a per-line median of clipped estimates is not), then clipped into
+    their ranges."""
     pooled = [r.primary.pooled for r in rows if r.claim.kind == "paper" and r.primary is not None
               and r.primary.pooled is not None and r.primary.pooled.seeds >= 2
               and r.primary.pooled.correlation is not None and r.primary.pooled.seed_ratio is not None]
     if not pooled:
         return None
-    return statistics.median(p.seed_ratio for p in pooled), statistics.median(p.correlation for p in pooled)
+    ratio = statistics.fmean(p.seed_ratio for p in pooled)
+    rho = statistics.fmean(p.correlation for p in pooled)
+    return max(ratio, 0.0), min(max(rho, 0.0), 1.0)
 
 
 def _row(what: str, k: int, ratio: float, rho: float, sims: int, lines: int = 1, seed: int = 0) -> dict:

@@ -53,8 +53,8 @@ class SeedTest:
     seed_part: float | None  # A / k: the seeds' share of SE²
     example_part: float | None  # V: the shared examples' share of SE²
     spread: float | None  # sample SD of the per-seed differences
-    correlation: float | None = None  # the example noise's cross-seed correlation ρ, (kV − W)/((k − 1)W)
-    seed_ratio: float | None = None  # σ_seed² / σ_ex²: the seeds' own variance in units of the example variance
+    correlation: float | None = None  # the example noise's cross-seed correlation ρ, (kV − W)/((k − 1)W), unclipped
+    seed_ratio: float | None = None  # σ_seed² / σ_ex², (A − c)/W, unclipped (a moment estimate: may be below 0)
     method: str = f"seed-level t (version {TEST_VERSION})"
 
 
@@ -90,8 +90,9 @@ def pooled_arrays(estimates, dists, level: float = LEVEL) -> dict[str, np.ndarra
         p = np.where(se > 0, 2.0 * t.sf(np.abs(centre) / np.where(se > 0, se, 1.0), df), (centre == 0) * 1.0)
     half = t.ppf(0.5 + level / 2.0, df) * se
     with np.errstate(invalid="ignore", divide="ignore"):
-        rho = np.clip((k * shared - own) / ((k - 1) * own), 0.0, 1.0) if k > 1 else np.full_like(own, np.nan)
-        ratio = np.maximum(between - k * (own - shared) / (k - 1), 0.0) / own if k > 1 else np.full_like(own, np.nan)
+        # moment estimates, left unclipped so that an average over many lines stays unbiased
+        rho = (k * shared - own) / ((k - 1) * own) if k > 1 else np.full_like(own, np.nan)
+        ratio = (between - k * (own - shared) / (k - 1)) / own if k > 1 else np.full_like(own, np.nan)
     return {"estimate": centre, "se": se, "df": df, "p": p, "low": centre - half, "high": centre + half,
             "seed_part": seed_part, "example_part": shared, "correlation": rho, "seed_ratio": ratio}
 
