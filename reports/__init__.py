@@ -199,7 +199,16 @@ def _site(rows: list[dict], catalog: Catalog, made, skipped, files: dict, report
     return pages
 
 
+def _md_cell(text: str) -> str:
+    """Text in a Markdown table cell: a '|' does not end the cell and no HTML tag starts (a model's name)."""
+    import re
+
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text).replace("|", "\\|")
+
+
 def _index(rows: list[dict], made, skipped) -> str:
+    from urllib.parse import quote
+
     profiles = Counter(r.get("profile") or "unknown" for r in rows)
     devices = Counter(r.get("device") or "unknown" for r in rows)
     cells = len({(r["model"], r["suite"], r["task"], r.get("seed"), r.get("config_hash")) for r in rows})
@@ -210,7 +219,8 @@ def _index(rows: list[dict], made, skipped) -> str:
              "Profiles: " + ", ".join(f"{k} ({v} rows)" for k, v in sorted(profiles.items()))
              + "; devices: " + ", ".join(f"{k} ({v} rows)" for k, v in sorted(devices.items())) + ".", "",
              "| table or figure | files |", "| --- | --- |"]
-    lines += [f"| {title} | " + ", ".join(f"[{f}]({f})" for f in files) + " |" for title, files in made]
+    lines += ["| " + _md_cell(title) + " | " + ", ".join(f"[{_md_cell(f)}]({quote(f)})" for f in files) + " |"
+              for title, files in made]
     if skipped:
         lines += ["", "Not generated yet:", ""] + [f"- {title}: {why}." for title, why in skipped]
     return "\n".join(lines) + "\n"

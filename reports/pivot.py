@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from bench.scoring.stats import display_decimals, format_number
+from reports.site import card_href
 from reports.results import EMPTY, Catalog, EvidenceIndex, Stat, mean_of, stat
 from reports.tables import _over_runs_interval, _with_interval
 
@@ -173,7 +174,7 @@ def to_html(columns: list[PivotColumn], lines: list[PivotLine], catalog: Catalog
         first = " class=\"first\"" if ln.group != previous and previous is not None else ""
         previous = ln.group
         short = ln.group.split(" (")[0]  # the base's name; its description on hover
-        out.append(f"<tr{first}><td class=\"l\"><a href=\"card-{esc(ln.model)}.html\">{esc(ln.model)}</a></td>"
+        out.append(f"<tr{first}><td class=\"l\"><a href=\"{esc(card_href(ln.model))}\">{esc(ln.model)}</a></td>"
                    f"<td class=\"base\" title=\"{esc(ln.group)}\">{esc(short)}</td>"
                    + "".join(cell_html(s) for s in ln.cells) + "</tr>")
     out.append("</tbody></table>")

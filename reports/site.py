@@ -82,6 +82,16 @@ CLAIMS = "claims.html"
 PER_RUN = re.compile(r"^run\d+$")
 
 
+def card_href(model: str) -> str:
+    """The link to a model's card page: its file name (``bench.paths.file_name``), URL-encoded, so that a '#',
+    '?' or '%' in a local directory's name still leads to the card."""
+    from urllib.parse import quote
+
+    from bench.paths import file_name
+
+    return f"card-{quote(file_name(model, 'model name'), safe='')}.html"
+
+
 def page(title: str, body: list[str], *, sortable: bool = False, back: bool = True) -> str:
     """A whole HTML page: the shared look, a link back to the index, and the sort script if asked."""
     out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
@@ -212,7 +222,7 @@ def index_page(rows: list[dict], *, leaderboards: list[str], tables: list[tuple[
                  f"<a href=\"{stem}.csv\">csv</a>)</small></figcaption></figure>" for title, stem in figures]
     if cards:
         body += ["<h2>Robustness cards</h2>", "<ul>"]
-        body += [f"<li><a href=\"card-{esc(m)}.html\">{esc(m)}</a></li>" for m in cards]
+        body += [f"<li><a href=\"{card_href(m)}\">{esc(m)}</a></li>" for m in cards]
         body.append("</ul>")
     if skipped:
         body += ["<h2>Not generated yet</h2>", "<ul>"]

@@ -296,6 +296,29 @@ def test_two_identities_under_one_name_are_named_and_shown_alike(bench_env):
     assert any("2 weights identities" in str(w.message) and "abababababab" in str(w.message) for w in caught)
 
 
+def test_card_links_and_markdown_carry_a_hostile_name_safely(bench_env, tmp_path, capsys):
+    """A model named `a#<script>|b` (a local directory's name): exit 0 from `bench report`; the index links its
+    card URL-encoded (a '#' used to cut the link), its Markdown card's title carries no raw `<script>`, and a
+    '|' in the name no longer breaks the index's Markdown table."""
+    from bench.results.store import CellKey, Result, ResultStore
+    from reports.site import card_href
+
+    name = "a#<script>|b"
+    ResultStore(bench_env.results).write(CellKey(name, "ab" * 32, "sts", "stsb", 0, "c" * 16), [Result(
+        model=name, suite="sts", task="stsb", split="test", metric="spearman", aggregation="all", value=40.0,
+        n=8, seed=0)], {})
+    out = tmp_path / "reports"
+    code, _, err = bench("report", "--out", str(out), capsys=capsys)
+    assert code == 0, err
+    assert card_href(name) == "card-a%23%3Cscript%3E%7Cb.html"
+    index = (out / "index.html").read_text()
+    assert 'href="card-a%23%3Cscript%3E%7Cb.html"' in index and 'href="card-a#' not in index
+    (card_md,) = out.glob("card-a#*.md")
+    assert "<script>" not in card_md.read_text()
+    rows = [ln for ln in (out / "index.md").read_text().splitlines() if "Robustness card:" in ln]
+    assert rows and all(ln.replace("\\|", "").count("|") == 3 and "<script>" not in ln for ln in rows)
+
+
 # --- bench.evaluate ----------------------------------------------------------------------------------
 
 def test_function_that_reorders_or_edits_its_list_gets_right_numbers(bench_env):
