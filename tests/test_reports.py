@@ -199,7 +199,7 @@ def test_bold_only_when_significantly_better_than_the_runner_up(generated):
     assert t3[("TextFooler", "simcse-bert", "MR")]["bold"] == "0"
     assert t3[("TextFooler", "robustembed-bert", "SST2")]["bold"] == "0"  # no evidence stored for SST-2
     md = files["robustembed-table3.md"]
-    assert "| TextFooler | robustembed-bert | **53.00 ± 1.00 (n=3)** (47.33–58.34) [paper 32.69, Δ +20.31] |" in md
+    assert "| TextFooler | robustembed-bert | **53.00 ± 1.00 (n=3)** (47.33–58.67) [paper 32.69, Δ +20.31] |" in md
     assert "| BAE |" not in md and "No results at all for: TextBugger, BAE, BERTAttack." in md
 
 
