@@ -481,7 +481,8 @@ def dose_png(points: list[dict]) -> bytes:
     ax.set_xlabel("neighbourhood: words merged at cosine ≥ x (1.0: the encoder itself; smaller x: larger groups)",
                   fontsize=9)
     ax.set_ylabel("attack success rate: wrapped − encoder\n(points, 95% CI)", fontsize=9)
-    ax.set_title(points[0]["series"] + f" ({points[0]['baseline_model']}, MR, frozen victims)", fontsize=10, loc="left")
+    ax.set_title(f"{points[0]['series']}\n{points[0]['baseline_model']} with and without the wrapper, MR, frozen victims",
+                 fontsize=9, loc="left")
     ax.legend(fontsize=8, title="recipe", title_fontsize=8)
     fig.tight_layout()
     return figure_bytes(fig)["png"]
