@@ -982,11 +982,11 @@ def protocol_of(claim: Claim, variant: dict) -> tuple:
 
 
 def control_reach(row: Row, rows: list[Row]) -> str:
-    """For a paper's line whose effect is excluded: the largest effect a positive control produced under the
-    same protocol, with its CI, so the reader can see whether the instrument can show a change of the size
-    excluded; "" for any other line."""
+    """For a paper's line on an attack metric: the largest effect a positive control produced under the same
+    protocol, with its CI (or that none was measured), so the reader can see whether the instrument can show
+    a change of the size the paper claims, and read an "excluded" against it; "" for any other line."""
     e = row.primary
-    if row.claim.kind != "paper" or e is None or e.verdict.label != EXCLUDED:
+    if row.claim.kind != "paper" or e is None or not is_rate(row.claim) or row.claim.not_testable:
         return ""
     mine = protocol_of(row.claim, e.variant)
     measured = [c.primary for c in rows if c.claim.kind == "control" and c.primary is not None
