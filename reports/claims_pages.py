@@ -12,6 +12,7 @@ import json
 import math
 from pathlib import Path
 
+from bench.scoring.seeds import format_df
 from bench.scoring.stats import display_decimals, format_number, format_p
 from reports import claims as c
 from reports.paper import PaperValues
@@ -81,7 +82,7 @@ def pooled_text(e: c.Effect) -> str:
 
 def df_text(df: float | None) -> str:
     """A pooled line's d.f.: None stands for ∞ (the normal)."""
-    return "∞" if df is None else f"{df:.1f}"
+    return format_df(math.inf if df is None else df)
 
 
 def _seeds(n: int) -> str:

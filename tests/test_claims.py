@@ -562,7 +562,7 @@ def test_a_line_is_binary_when_its_test_is_mcnemars():
     assert not claims._with_difference(line, replace(rate, extra={})).binary
 
 
-# --------------------------------------------------------------------------- the wave's guarantees --
+# --------------------------------------------------------------------------- matched seeds, placebo, the committed ledger --
 
 def test_a_pair_that_breaks_the_matched_seed_rule_is_refused_not_pooled(tmp_path):
     results = tmp_path / "results"

@@ -648,20 +648,6 @@ class Pooled:
         return None if low is None or high is None else max(low, high)
 
 
-def t_p(estimate: float | None, se: float | None, df: float | None = None) -> float | None:
-    """Two-sided p of 'no difference' from an estimate and its standard error, on Student's t with ``df``
-    degrees of freedom (None: the normal): unlike the shifted-bootstrap p it resolves below 1/(B+1), as a
-    multiplicity correction needs."""
-    from scipy.stats import norm, t
-
-    if estimate is None or se is None or not math.isfinite(se) or not math.isfinite(estimate):
-        return None
-    if se <= 0:
-        return 1.0 if estimate == 0 else 0.0
-    z = abs(estimate) / se
-    return float(2.0 * (norm.sf(z) if df is None else t.sf(z, df)))
-
-
 def pooled_test(estimates, dists, level: float = LEVEL) -> Pooled:
     """The pooled difference over training seeds and its one test (``bench.scoring.seeds``): ``estimates``
     the per-seed differences, ``dists`` their example bootstraps, drawn on the same resamples of the shared
