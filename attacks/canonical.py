@@ -70,7 +70,7 @@ def groups(vectors: np.ndarray, nn: np.ndarray, neighbours: int, min_cos: float,
 
 def build(words: list[str], vectors: np.ndarray, nn: np.ndarray, neighbours: int,
           min_cos: float = 0.9) -> Canonicaliser:
-    from attacks.stopwords import TEXTFOOLER_STOPWORDS
+    from bench.data.stopwords import TEXTFOOLER_STOPWORDS
 
     stop = np.array([w in TEXTFOOLER_STOPWORDS for w in words])
     roots = groups(vectors, nn, neighbours, min_cos, stop)

@@ -265,7 +265,7 @@ def synonym_proposals(model, tokenizer, sentences: list[str], synonyms: Callable
     import torch
 
     if stopwords is None:
-        from attacks.stopwords import TEXTFOOLER_STOPWORDS as stopwords
+        from bench.data.stopwords import TEXTFOOLER_STOPWORDS as stopwords
     vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
     allowed = torch.tensor([t.isalpha() and t.islower() for t in vocab])  # whole words, no punctuation
     queries: list[tuple[str, str]] = []  # (masked sentence, original word)

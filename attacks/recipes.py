@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-from attacks.stopwords import TEXTFOOLER_STOPWORDS
+from bench.data.stopwords import TEXTFOOLER_STOPWORDS
 from bench.plugins import Option, Registry
 
 # NLI inputs: only the hypothesis is perturbed (TextFooler's InputColumnModification).

@@ -155,7 +155,7 @@ class Tools:
         self.vocab = set((res / "counterfit" / "glove6b50d" / "words.txt").read_text(encoding="utf-8").split())
         stop = res / "nltk_data" / "corpora" / "stopwords" / "english"
         self.stopwords = set(stop.read_text(encoding="utf-8").split())
-        from attacks.stopwords import TEXTFOOLER_STOPWORDS
+        from bench.data.stopwords import TEXTFOOLER_STOPWORDS
 
         self.textfooler_stopwords = set(TEXTFOOLER_STOPWORDS)
         import sentencepiece

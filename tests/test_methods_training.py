@@ -1,4 +1,4 @@
-"""Each of V-advCSE, AdCSE, DCL, L2P-CSR, ConSERT and USCAL trains through the shared trainer
+"""Each of V-advCSE, AdCSE, DCL, L2P-CSR, ConSERT, USCAL and the oracle control trains through the shared trainer
 (bench/train.py) on a tiny random BERT: checkpoint with its extra modules, resume, card with the
 method's config and open choices."""
 
@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("torch")
 
 from tests.test_methods_dcl import ADJECTIVES, NOUNS  # noqa: E402
+from tests.test_methods_oraclecse import write_space  # noqa: E402
 
 from bench.methods import METHODS as REGISTERED  # noqa: E402
 
@@ -35,7 +36,9 @@ def test_method_trains_resumes_and_writes_its_card(method, tiny_bert_dir, tmp_pa
     data = tmp_path / "sentences.txt"
     data.write_text("\n".join(SENTENCES * 2) + "\n")
     paths = Paths(home=tmp_path / "home", data=tmp_path, results=tmp_path / "results")
-    extra = {"dcl": {"wordnet_dir": str(tmp_path / "wn")}, "adcse": {"num_adversaries": 8}}
+    space = write_space(tmp_path / "space")
+    extra = {"dcl": {"wordnet_dir": str(tmp_path / "wn")}, "adcse": {"num_adversaries": 8},
+             "oraclecse": {"space_dir": str(space)}}
     settings = {"max_steps": 3, "eval_every": 0, "batch_size": 4, "log_every": 0, **extra.get(method, {})}
     job = build_job(method, str(tiny_bert_dir), "smoke", paths, data=str(data), settings=settings,
                     name=f"{method}-tiny", device="cpu")

@@ -19,6 +19,7 @@ METHODS = Registry("method", {
     "consert": "bench.methods.consert:METHOD",
     "uscal": "bench.methods.uscal:METHOD",
     "sup-simcse": "bench.methods.sup_simcse:METHOD",
+    "oraclecse": "bench.methods.oraclecse:METHOD",
 })
 
 

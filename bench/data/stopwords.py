@@ -1,5 +1,7 @@
 """TextFooler's stop-word list, as hard-coded in TextAttack 0.3.11's textfooler_jin_2019.py
-(copied verbatim, 266 words: the recipe builds it inside ``build``, so it cannot be imported)."""
+(copied verbatim, 266 words: the recipe builds it inside ``build``, so it cannot be imported). Kernel
+data, since both the attacks and a training method (the oracle control, ``bench/methods/oraclecse.py``)
+keep these words out of their swaps."""
 
 TEXTFOOLER_STOPWORDS = frozenset([
     'a', 'about', 'above', 'across', 'after', 'afterwards', 'again', 'against', 'ain', 'all',
