@@ -24,7 +24,7 @@ from bench.results.stats_cache import CACHE_FILE, StatsCache
 from bench.results.stats_cache import shared as shared_cache
 from bench.results.store import ResultStore
 from reports import figures as fig
-from reports import pivot, scale, site
+from reports import pivot, robustness, scale, site
 from reports.paper import PAPER_VALUES, PaperValues
 from reports.results import Catalog, EvidenceIndex, load_rows
 from reports.specs import FIGURES, SERIES, TABLES
@@ -108,6 +108,9 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
             continue
         out.reports.update(files)
         made.append((spec.title, sorted(files)))
+    if "adversarial" in wanted and (board := robustness.generate(rows, evidence)):
+        out.reports.update(board)
+        made.append((robustness.TITLE, sorted(board)))
     if not suites:  # the claims ledger (reports/claims.toml) pairs cells of every suite
         from reports import claims_pages
 
@@ -195,15 +198,10 @@ def _site(rows: list[dict], catalog: Catalog, made, skipped, files: dict, report
                                         claims=claims, skipped=skipped,
                                         claims_summary_html=claims_summary_html(files, catalog),
                                         findings=pivot.findings(columns, lines, catalog),
-                                        pivot_html=pivot.to_html(columns, lines, catalog))
+                                        pivot_html=pivot.to_html(columns, lines, catalog),
+                                        robustness=(f"{robustness.NAME}.html" if f"{robustness.NAME}.html" in present
+                                                    else ""))
     return pages
-
-
-def _md_cell(text: str) -> str:
-    """Text in a Markdown table cell: a '|' does not end the cell and no HTML tag starts (a model's name)."""
-    import re
-
-    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text).replace("|", "\\|")
 
 
 def _index(rows: list[dict], made, skipped) -> str:
@@ -219,8 +217,8 @@ def _index(rows: list[dict], made, skipped) -> str:
              "Profiles: " + ", ".join(f"{k} ({v} rows)" for k, v in sorted(profiles.items()))
              + "; devices: " + ", ".join(f"{k} ({v} rows)" for k, v in sorted(devices.items())) + ".", "",
              "| table or figure | files |", "| --- | --- |"]
-    lines += ["| " + _md_cell(title) + " | " + ", ".join(f"[{_md_cell(f)}]({quote(f)})" for f in files) + " |"
-              for title, files in made]
+    lines += ["| " + site.md_cell(title) + " | " + ", ".join(f"[{site.md_cell(f)}]({quote(f)})" for f in files)
+              + " |" for title, files in made]
     if skipped:
         lines += ["", "Not generated yet:", ""] + [f"- {title}: {why}." for title, why in skipped]
     return "\n".join(lines) + "\n"

@@ -86,14 +86,16 @@ class PivotLine:
     cells: list[Stat]
 
 
-def _rows_of(rows: list[dict], col: PivotColumn) -> list[dict]:
+def rows_of(rows: list[dict], col: PivotColumn) -> list[dict]:
+    """The rows of ``col``'s suite under its settings (one model's rows, as ``cell`` takes them)."""
     return [r for r in rows if r["suite"] == col.suite
             and all((r.get("_config") or {}).get(k) == v for k, v in col.config.items())]
 
 
-def _cell(rows: list[dict], col: PivotColumn, evidence: EvidenceIndex | None) -> Stat:
+def cell(rows: list[dict], col: PivotColumn, evidence: EvidenceIndex | None) -> Stat:
+    """One model's value of ``col`` with its interval (over attack runs: the pooled run-by-run bootstrap)."""
     if col.average_over:
-        parts = [_cell(rows, PivotColumn(col.label, col.suite, {**col.where, **w}, col.config, col.runs), evidence)
+        parts = [cell(rows, PivotColumn(col.label, col.suite, {**col.where, **w}, col.config, col.runs), evidence)
                  for w in col.average_over]
         present = [p for p in parts if p.mean is not None]
         return _with_interval(mean_of(present), evidence) if present else EMPTY
@@ -113,7 +115,7 @@ def build(rows: list[dict], catalog: Catalog, evidence: EvidenceIndex | None,
     by_model: dict[str, list[dict]] = {}
     for r in rows:
         by_model.setdefault(r["model"], []).append(r)
-    lines = [PivotLine(m, catalog.group(m), [_cell(_rows_of(by_model[m], c), c, evidence) for c in columns])
+    lines = [PivotLine(m, catalog.group(m), [cell(rows_of(by_model[m], c), c, evidence) for c in columns])
              for m in models]
     kept = [i for i in range(len(columns)) if any(ln.cells[i].mean is not None for ln in lines)]
     lines = [PivotLine(ln.model, ln.group, [ln.cells[i] for i in kept]) for ln in lines

@@ -106,6 +106,11 @@ def page(title: str, body: list[str], *, sortable: bool = False, back: bool = Tr
     return "\n".join(out)
 
 
+def md_cell(text: str) -> str:
+    """Text in a Markdown table cell: a '|' does not end the cell and no HTML tag starts (a model's name)."""
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text).replace("|", "\\|")
+
+
 def scrolling(text: str) -> str:
     """Every table of ``text`` in a box of its own that scrolls sideways (its first column fixed), so that a
     wide table never widens the page."""
@@ -183,11 +188,13 @@ def _leaderboard_row(r: dict, label, setting: str, words=lambda metric: metric) 
 
 def index_page(rows: list[dict], *, leaderboards: list[str], tables: list[tuple[str, str, list[str]]],
                figures: list[tuple[str, str]], cards: list[str], claims: bool, skipped,
-               claims_summary_html: str = "", findings: list[str] = (), pivot_html: str = "") -> str:
+               claims_summary_html: str = "", findings: list[str] = (), pivot_html: str = "",
+               robustness: str = "") -> str:
     """The answer first, then the links. ``claims_summary_html``: the claims' verdict counts and a small
     plot (made by reports/claims.py; empty: left out); ``findings``: sentences generated from the results;
     ``pivot_html``: one row per model. ``tables``: (title, file stem, its other formats' suffixes);
-    ``figures``: (title, file stem); ``cards``: model names; ``claims``: link claims.html."""
+    ``figures``: (title, file stem); ``cards``: model names; ``claims``: link claims.html; ``robustness``: the
+    robustness leaderboard's page (empty: none)."""
     esc = html.escape
     cells = len({(r["model"], r["suite"], r["task"], r.get("seed"), r.get("config_hash")) for r in rows})
     profiles = Counter(r.get("profile") or "unknown" for r in rows)
@@ -204,6 +211,8 @@ def index_page(rows: list[dict], *, leaderboards: list[str], tables: list[tuple[
                 + ". Every page here is a plain file: no server, no network. Do not edit; regenerate with "
                   "<code>bench report</code>.</p>")
     body += ["<h2>Leaderboards</h2>", "<ul>"]
+    if robustness:
+        body.append(f"<li><a href=\"{robustness}\">robustness: which encoder is hardest to attack</a></li>")
     body += [f"<li><a href=\"{leaderboard_name(s)}\">{esc(s)}</a></li>" for s in leaderboards]
     body.append("</ul>")
     if claims:
