@@ -16,8 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.data.datasets import atomic_write_text
 from bench.errors import UnknownName
+from bench.io import atomic_write_bytes, atomic_write_text
 from bench.paths import inside
 from bench.progress import track
 from bench.results.stats_cache import CACHE_FILE, StatsCache
@@ -226,16 +226,6 @@ def _index(rows: list[dict], made, skipped) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _atomic_write_bytes(path: Path, blob: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
-                                     delete=False) as tmp:
-        tmp.write(blob)
-        tmp.flush()
-        os.fsync(tmp.fileno())
-    Path(tmp.name).replace(path)
-
-
 MANIFEST = ".bench-report-manifest.json"  # the names `bench report` wrote into a reports directory
 
 
@@ -271,7 +261,7 @@ def write(files: dict[str, str | bytes], directory: Path, record: bool = False) 
             warnings.warn(f"{target} was not written by `bench report`: kept as {aside}.", BenchWarning, stacklevel=2)
         path = inside(Path(directory), name, what="report file")
         if isinstance(content, bytes):
-            _atomic_write_bytes(path, content)
+            atomic_write_bytes(path, content)
         else:
             atomic_write_text(path, content)
         paths.append(path)

@@ -22,7 +22,7 @@ def test_exception_mid_write_keeps_previous_file(tmp_path, monkeypatch):
     def die(fd):
         raise KeyboardInterrupt  # Ctrl-C after the bytes are written, before the rename
 
-    monkeypatch.setattr("bench.data.datasets.os.fsync", die)
+    monkeypatch.setattr("bench.io.os.fsync", die)
     with pytest.raises(KeyboardInterrupt):
         store.write(KEY, [_row(10.0)], {"a": 1})
     assert path.read_text() == before

@@ -306,7 +306,7 @@ CARD_NEEDS = ("name", "method", "pooler")  # what a checkpoint's card must say t
 
 def read_card(card_path: Path) -> dict:
     """A checkpoint's bench card; a BenchError naming the file, what is wrong and the fix otherwise."""
-    from bench.data.datasets import read_json
+    from bench.io import read_json
 
     card, problem = read_json(card_path)
     if problem is None:

@@ -8,7 +8,7 @@ Faults it survives: a cell file that does not parse is named in a warning, skipp
 when its cell is looked up for a run, moved to ``quarantine/`` and recomputed (so is a cell whose
 evidence sidecar is missing or differs from the sha256 the cell records); ``check_writable``
 fails before any work on a read-only or full results directory; files get the umask's permissions
-(``bench.data.atomic_write_text``); the leaderboard is rebuilt under an exclusive ``flock`` on
+(``bench.io.atomic_write_text``); the leaderboard is rebuilt under an exclusive ``flock`` on
 ``.leaderboard.lock``, so concurrent writers (a grid on a shared filesystem) never drop a cell.
 Evidence sidecars are hashed on their stored bytes before they are decompressed (and never inflated past
 ``EVIDENCE_LIMIT``); a cell records the sha256 of the attack logs it was computed from (``LOGS``), and a
@@ -41,7 +41,7 @@ from pathlib import Path
 
 from bench.version import __version__
 from bench.results.cell_schema import CellError, validate_cell
-from bench.data.datasets import atomic_write_bytes, atomic_write_text
+from bench.io import atomic_write_bytes, atomic_write_text
 from bench.errors import BenchError, BenchWarning
 from bench.paths import REPO_ROOT, file_name
 
