@@ -100,6 +100,14 @@ def write_sts_fixtures(monkeypatch, data_root: Path) -> None:
     register_fixture_dataset(monkeypatch, data_root, "sick", "senteval/downstream/SICK")
 
 
+def committed_cells() -> list[Path]:
+    """The result cells committed under the checkout's results/ (none when results/ is emptied): tests whose
+    purpose is to check them skip without them; every other test writes its own results."""
+    from bench.paths import PUBLISHED_RESULTS
+
+    return sorted((PUBLISHED_RESULTS / "cells").glob("*/*/*/*.json"))
+
+
 def stored_row(results: Path, board_row: dict) -> dict:
     """The cell row a leaderboard row stands for, read from the cell file it names (its full provenance)."""
     stored = json.loads((Path(results) / board_row["cell"]).read_text(encoding="utf-8"))["results"]
