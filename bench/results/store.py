@@ -683,7 +683,7 @@ class ResultStore:
 
 # The leaderboard: one row per result, with what a reader sorts and filters by and short provenance. The
 # configuration, resources, package versions and device stay in the cell file a row names (``cell``), the
-# source of truth; repeating them in every row made the leaderboards 50 MB.
+# source of truth; repeated in every row, they were most of the leaderboards' bytes.
 LEADERBOARD_COLUMNS = ("model", "suite", "task", "split", "metric", "aggregation", "attack", "value", "ci_low",
                        "ci_high", "ci_method", "std", "n", "seed", "method", "profile", "weights_sha256",
                        "config_hash", "cell", "bench_version", "git_commit", "wall_s")
