@@ -32,8 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.data.datasets import atomic_write_text, require
+from bench.data.datasets import require
 from bench.errors import BenchError
+from bench.io import atomic_write_text
 
 NEIGHBOURS = 100  # columns of the nearest-neighbour matrix besides the word itself (TextFooler uses 50)
 

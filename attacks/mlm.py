@@ -47,8 +47,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from bench.data.datasets import atomic_write_text, require
+from bench.data.datasets import require
 from bench.errors import BenchError
+from bench.io import atomic_write_text
 
 HELD_OUT = 300  # last wiki-sample lines, evaluation only
 MR_HELD_OUT = 300  # first MR attack-set sentences (never trained on), evaluation only

@@ -19,8 +19,8 @@ import os
 import shutil
 from pathlib import Path
 
-from bench.data.datasets import atomic_write_text
 from bench.errors import BenchError
+from bench.io import atomic_write_text
 from bench.data.resources_layout import APT_PACKAGES, SYSTEM_WORDNET, Layout
 
 # WordNet 3.0 lexicographer files, lexnames(5WN): number, name, syntactic category (1 n, 2 v, 3 a, 4 r).

@@ -52,9 +52,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from bench.data.datasets import atomic_write_bytes, atomic_write_text, read_json, umask_permissions
 from bench.models.encoder import autocast, dtype_name
 from bench.errors import BenchError
+from bench.io import atomic_write_bytes, atomic_write_text, read_json, umask_permissions
 from bench.models.poolers import NEEDS_HIDDEN_STATES, POOLERS
 
 Text = Union[str, tuple[str, str]]

@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.data.datasets import atomic_write_text, umask_permissions
 from bench.errors import BenchError
+from bench.io import atomic_write_text, umask_permissions
 
 STATE_FILE = "trainer_state.json"
 CARD_FILE = "bench_card.json"

@@ -11,18 +11,17 @@ reports/paper_values.csv.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.data.datasets import atomic_write_text
 from bench.errors import UnknownName
+from bench.io import atomic_write_bytes, atomic_write_text
 from bench.paths import inside
 from bench.progress import track
 from bench.results.stats_cache import CACHE_FILE, StatsCache
 from bench.results.stats_cache import shared as shared_cache
-from bench.results.store import ResultStore
+from bench.results.store import leaderboard_text
 from reports import figures as fig
 from reports import pivot, robustness, scale, site
 from reports.paper import PAPER_VALUES, PaperValues
@@ -39,9 +38,13 @@ class Artifacts:
     results: dict[str, str] = field(default_factory=dict)  # leaderboard CSVs, for the results dir
 
 
-def _leaderboard_text(rows: list[dict], name: str) -> str:
-    with tempfile.TemporaryDirectory() as tmp:
-        return ResultStore(Path(tmp)).write_leaderboard(name, rows=rows).read_text(encoding="utf-8")
+def _leaderboards(rows: list[dict], results_dir: Path, suites: set[str]) -> dict[str, str]:
+    """leaderboard.csv and one leaderboard-<suite>.csv per suite of ``suites``, as the store writes them."""
+    located = [{**r, "cell": Path(r["_cell"]).relative_to(results_dir).as_posix()} for r in rows]
+    boards = {"leaderboard.csv": leaderboard_text(located)}
+    for suite in sorted({r["suite"] for r in rows} & suites):
+        boards[f"leaderboard-{suite}.csv"] = leaderboard_text([r for r in located if r["suite"] == suite])
+    return boards
 
 
 def generate(results_dir: Path, suites: list[str] | None = None, formats: list[str] | None = None,
@@ -67,13 +70,9 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
     with_cards = not suites  # a robustness card per model, unless the render is for some suites only
     formats = formats or list(FORMATS)
     out = Artifacts()
-    plain = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
     cache = StatsCache.load(results_dir)  # bootstraps computed by earlier renders, by content
     evidence = EvidenceIndex(results_dir, cache)
-    out.results["leaderboard.csv"] = _leaderboard_text(plain, "leaderboard.csv")
-    for suite in sorted({r["suite"] for r in rows} & wanted):
-        out.results[f"leaderboard-{suite}.csv"] = _leaderboard_text([r for r in plain if r["suite"] == suite],
-                                                                     f"leaderboard-{suite}.csv")
+    out.results.update(_leaderboards(rows, Path(results_dir), wanted))
     built, made, skipped = {}, [], []
     for spec in track(progress, TABLES, len(TABLES), "report: tables"):
         if spec.suites and not set(spec.suites) & wanted:
@@ -224,16 +223,6 @@ def _index(rows: list[dict], made, skipped) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _atomic_write_bytes(path: Path, blob: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
-                                     delete=False) as tmp:
-        tmp.write(blob)
-        tmp.flush()
-        os.fsync(tmp.fileno())
-    Path(tmp.name).replace(path)
-
-
 MANIFEST = ".bench-report-manifest.json"  # the names `bench report` wrote into a reports directory
 
 
@@ -269,7 +258,7 @@ def write(files: dict[str, str | bytes], directory: Path, record: bool = False) 
             warnings.warn(f"{target} was not written by `bench report`: kept as {aside}.", BenchWarning, stacklevel=2)
         path = inside(Path(directory), name, what="report file")
         if isinstance(content, bytes):
-            _atomic_write_bytes(path, content)
+            atomic_write_bytes(path, content)
         else:
             atomic_write_text(path, content)
         paths.append(path)

@@ -159,7 +159,7 @@ def leaderboard_page(suite: str, rows: list[dict], label=lambda task: task, pivo
 
 
 def _short(config: dict) -> dict:
-    """The options a reader can take in at a glance (an attack's whole description is in the CSV)."""
+    """The options a reader can take in at a glance (an attack's whole description is in its cell file)."""
     return {k: v for k, v in config.items() if not isinstance(v, dict) and len(str(v)) <= 40}
 
 

@@ -46,8 +46,9 @@ from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, 
                              RECIPES_OPTION, RECIPE_PARAMETERS, RECIPE_SCOPED_CONFIG, constraints_config,
                              recipe_parameters, recipe_roles)
 from attacks.regression import COLUMNS, PERTURBED, SuccessRule
-from bench.data.datasets import PairSet, _norm, atomic_write_text, read_sick, read_stsb, require
+from bench.data.datasets import PairSet, _norm, read_sick, read_stsb, require
 from bench.errors import BenchError, lookup
+from bench.io import atomic_write_text
 from bench.protocols import protocol as protocol_named
 from suites.base import RunContext, Suite, Task, row
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,22 @@ def write_sts_fixtures(monkeypatch, data_root: Path) -> None:
     for fname in ("SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt"):
         (sick / fname).write_text(header + "".join(f"{i}\t{a}\t{b}\t{g}\tNEUTRAL\n" for i, (a, b, g) in enumerate(STS_PAIRS)))
     register_fixture_dataset(monkeypatch, data_root, "sick", "senteval/downstream/SICK")
+
+
+def committed_cells() -> list[Path]:
+    """The result cells committed under the checkout's results/ (none when results/ is emptied): tests whose
+    purpose is to check them skip without them; every other test writes its own results."""
+    from bench.paths import PUBLISHED_RESULTS
+
+    return sorted((PUBLISHED_RESULTS / "cells").glob("*/*/*/*.json"))
+
+
+def stored_row(results: Path, board_row: dict) -> dict:
+    """The cell row a leaderboard row stands for, read from the cell file it names (its full provenance)."""
+    stored = json.loads((Path(results) / board_row["cell"]).read_text(encoding="utf-8"))["results"]
+    key = ("metric", "aggregation", "attack", "split")
+    (found,) = [r for r in stored if all((r.get(k) or "") == board_row[k] for k in key)]
+    return found
 
 
 @pytest.fixture

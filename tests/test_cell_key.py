@@ -4,7 +4,6 @@ cells keep the keys they were written under."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,9 +11,8 @@ from hypothesis import strategies as st
 
 from bench.models.registry import MODELS, ModelSpec, key_config
 from bench.results.store import config_hash
+from tests.conftest import committed_cells
 
-REPO = Path(__file__).resolve().parents[1]
-COMMITTED = REPO / "results" / "cells"
 BOUNDED = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -101,16 +99,11 @@ def test_a_registered_model_with_its_own_settings_adds_nothing():
     assert key_config(replace(spec, max_len=4)) == {"pooler": spec.pooler, "max_len": 4}
 
 
-def _committed_cells():
-    return sorted(COMMITTED.glob("**/*.json")) if COMMITTED.is_dir() else []
-
-
-@pytest.mark.skipif(not _committed_cells(), reason="no committed result cells in this checkout")
+@pytest.mark.skipif(not committed_cells(), reason="no committed result cells in this checkout")
 def test_committed_cells_keep_their_keys():
     """Every committed cell's configuration, with what the model now adds to it, hashes to the key it is
     stored under (and names the file it is in)."""
-    assert _committed_cells()
-    for path in _committed_cells():
+    for path in committed_cells():
         payload = json.loads(path.read_text(encoding="utf-8"))
         cell = payload["cell"]
         spec = MODELS[cell["model"]]

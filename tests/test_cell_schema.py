@@ -15,16 +15,14 @@ from hypothesis import strategies as st
 
 from bench.results.cell_schema import METRICS, CellError, validate_cell
 from bench.results.store import CellKey, Result, ResultStore
+from tests.conftest import committed_cells
 
-REPO = Path(__file__).resolve().parents[1]
 BOUNDED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
+@pytest.mark.skipif(not committed_cells(), reason="no committed result cells in this checkout")
 def test_every_committed_cell_validates():
-    cells = sorted((REPO / "results" / "cells").glob("**/*.json"))
-    if not cells:
-        pytest.skip("no committed result cells in this checkout")
-    for path in cells:
+    for path in committed_cells():
         validate_cell(json.loads(path.read_text(encoding="utf-8")))
 
 

@@ -642,7 +642,7 @@ def test_non_numeric_cell_value_is_quarantined(finished, bench_env, tmp_path, ca
 def test_checkpoint_files_get_the_results_permissions(bench_env, tiny_bert_dir, corpus, tmp_path, capsys):
     """A trained checkpoint under umask 022: exit 0; its files (weights included) and resume state get 0644 like
     result files, and its directories 0755 (safetensors wrote the weights 0600)."""
-    from bench.data.datasets import atomic_write_text
+    from bench.io import atomic_write_text
 
     old = os.umask(0o022)
     try:
@@ -1455,7 +1455,7 @@ def test_stale_temporary_files_are_swept_at_the_next_write(finished, bench_env, 
     """Temporary files a kill left beside the cells (`.NAME.XXXXXXXX.tmp`, `.write-check-XXXXXXXX`): exit 0; the
     next write to that directory removes those older than STALE_AFTER_S, and leaves younger ones (a write in
     flight) and other files (a user's `notes.tmp`) alone."""
-    from bench.data import datasets as data
+    import bench.io as bench_io
 
     cell_dir = next((bench_env.results / "cells").rglob("stsb"))
     old = time.time() - 3600
@@ -1465,7 +1465,7 @@ def test_stale_temporary_files_are_swept_at_the_next_write(finished, bench_env, 
         path.write_text("x")
     for path in (*stale, mine):
         os.utime(path, (old, old))
-    monkeypatch.setattr(data, "_SWEPT", set())  # as in a new process
+    monkeypatch.setattr(bench_io, "_SWEPT", set())  # as in a new process
     code, _, err = bench(*RUN, "--task", "stsb", "--overwrite", "always", capsys=capsys)
     assert code == 0, err
     assert not any(p.exists() for p in stale) and fresh.exists() and mine.exists()

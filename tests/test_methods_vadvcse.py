@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from bench.errors import BenchError  # noqa: E402
 from tests.conftest import make_method  # noqa: E402
-from bench.methods.vadvcse import DIVERGENCES, BatchNormMLP, js_divergence, kl_divergence, symmetric_kl  # noqa: E402
+from bench.methods.vadvcse import DIVERGENCES, BatchNormMLP, js_rows, kl_rows, symmetric_kl_rows  # noqa: E402
 
 SENTENCES = ["a man is playing guitar", "the movie was great fun", "a dog is running in the park",
              "what is the answer", "a woman is eating food"]
@@ -73,11 +73,11 @@ def test_divergences_match_their_definitions():
     kl = (p * (p.log() - q.log())).sum(-1).mean()
     m = (p + q) / 2
     js = (0.5 * (p * (p.log() - m.log())).sum(-1) + 0.5 * (q * (q.log() - m.log())).sum(-1)).mean()
-    assert torch.allclose(kl_divergence(a, b), kl, atol=1e-6)
-    assert torch.allclose(symmetric_kl(a, b), 0.5 * (kl + kl_divergence(b, a)), atol=1e-6)
-    assert torch.allclose(js_divergence(a, b), js, atol=1e-6)
-    assert torch.allclose(js_divergence(a, b), js_divergence(b, a), atol=1e-6)  # symmetric
-    assert float(js_divergence(a, b)) <= math.log(2)
+    assert torch.allclose(kl_rows(a, b).mean(), kl, atol=1e-6)
+    assert torch.allclose(symmetric_kl_rows(a, b).mean(), 0.5 * (kl + kl_rows(b, a).mean()), atol=1e-6)
+    assert torch.allclose(js_rows(a, b).mean(), js, atol=1e-6)
+    assert torch.allclose(js_rows(a, b), js_rows(b, a), atol=1e-6)  # symmetric
+    assert float(js_rows(a, b).max()) <= math.log(2)
     for f in DIVERGENCES.values():  # per-row F
         assert f(a, b).shape == (4,) and float(f(a, a).abs().max()) < 1e-6
 
@@ -128,7 +128,7 @@ def test_prediction_is_the_softmax_of_the_representation_and_f_is_summed_over_se
     torch.manual_seed(0)
     p, p_pos, other = torch.randn(5, 32), torch.randn(5, 32), torch.randn(5, 32)
     assert torch.equal(method.prediction_logits(p, p_pos), p)
-    rows = torch.stack([js_divergence(p[i:i + 1], other[i:i + 1]) for i in range(5)])
+    rows = torch.cat([js_rows(p[i:i + 1], other[i:i + 1]) for i in range(5)])  # one sentence at a time
     assert float(method.divergence(p, other)) == pytest.approx(float(rows.sum()), rel=1e-5)
     v1, _ = make(tiny_bert_dir, prediction="instances", reduction="mean")
     assert torch.allclose(v1.prediction_logits(p, p_pos), similarity_logits(p, p_pos, 0.05))

@@ -14,6 +14,7 @@ from app.cli import main as cli
 from bench.errors import BenchError, UnknownName
 from bench.paths import Paths
 from bench.models.registry import ModelSpec, directory_name, resolve_model
+from tests.conftest import stored_row
 
 
 def _paths(tmp_path) -> Paths:
@@ -168,8 +169,8 @@ def test_directory_model_scores_as_the_registered_one(bench_env, tiny_model, tin
         if r["task"] == "stsb":
             by_model.setdefault(r["model"], {})[(r["metric"], r["aggregation"])] = (r["value"], r["weights_sha256"])
     assert set(by_model) == {"tiny", "tiny-st"} and by_model["tiny"] == by_model["tiny-st"]
-    st_rows = [r for r in rows if r["model"] == "tiny-st"]
-    assert all(r["model_source"] == str(st.resolve()) for r in st_rows)
+    st_rows = [stored_row(bench_env.results, r) for r in rows if r["model"] == "tiny-st"]
+    assert st_rows and all(r["model_source"] == str(st.resolve()) for r in st_rows)
 
 
 def test_trained_name_is_registered_and_runs_at_once(bench_env, tiny_bert_dir, tmp_path, capsys):

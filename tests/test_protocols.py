@@ -1,9 +1,10 @@
 """Named protocols (bench/protocols.toml): what each suite runs and averages by default.
 
-The main check: registering a new task, recipe and method changes no published cell key and no
-average. Every committed cell under results/cells of a suite with a protocol is keyed again from its
-stored configuration, with each option left out wherever leaving it out gives the stored value (so the
-suite's defaults are what is checked), before and after the dummies are registered.
+The main check: registering a new task, recipe and method changes no cell key and no average. Each protocol
+suite's default task and summary configurations are built here, before and after the dummies are
+registered; and every committed cell under results/cells of a suite with a protocol (when the checkout has
+them) is keyed again from its stored configuration, with each option left out wherever leaving it out gives
+the stored value (so the suite's defaults are what is checked).
 """
 
 from __future__ import annotations
@@ -25,15 +26,15 @@ from bench.protocols import PROTOCOLS, parse, protocol
 from bench.results.store import config_hash
 from suites import SUITES, get_suite
 from suites.base import RunContext, Task
+from tests.conftest import committed_cells
 
-REPO = Path(__file__).resolve().parents[1]
-CELLS = REPO / "results" / "cells"
 PROTOCOL_SUITES = [name for name in SUITES if get_suite(name).named_protocol]
+NEEDS_COMMITTED = pytest.mark.skipif(not committed_cells(), reason="results/ holds no committed cells to key again")
 
 
 def published_cells(suite_names) -> list[dict]:
     cells = []
-    for path in sorted(CELLS.glob("*/*/*/*.json")):
+    for path in committed_cells():
         stored = json.loads(path.read_text())
         if stored["cell"]["suite"] in suite_names:
             cells.append(stored)
@@ -133,9 +134,38 @@ def recompute(stored: dict, ctx: RunContext, tasks) -> str:
     return config_hash(suite.config(suite.task(cell["task"]), ctx))
 
 
+def default_keys(paths: Paths, asked_extra: tuple[str, ...] = ()) -> dict[tuple[str, str], str]:
+    """(suite, task) -> the config hash of each protocol suite's default tasks and of its summary over them
+    (and over ``asked_extra`` tasks too, asked for beside the defaults), as a run with no options builds them."""
+    keys = {}
+    for name in PROTOCOL_SUITES:
+        suite = get_suite(name)
+        ctx = RunContext(paths=paths, log=lambda _msg: None)
+        for task in suite.default_tasks():
+            keys[name, task.name] = config_hash(suite.config(task, ctx))
+        if suite.summary_task is not None:
+            asked = suite.default_tasks() + [suite.task(t) for t in asked_extra]
+            keys[name, suite.summary_task.name] = config_hash(runner.summary_config(suite, asked, ctx))
+    return keys
+
+
+def test_registering_a_task_recipe_and_method_changes_no_default_key(monkeypatch, tmp_path):
+    """Each protocol suite's default keys, built here from a fixed data fingerprint and resource identity."""
+    world = StoredWorld(monkeypatch)
+    world.cfg = {"data": {"fixture": "0" * 64}, "attack_resources": {"word_embedding": "fixture"},
+                 "train_data_present": True}
+    paths = Paths(home=tmp_path, data=tmp_path / "data", results=tmp_path / "results")
+    before = default_keys(paths)
+    assert {suite for suite, _ in before} == set(PROTOCOL_SUITES)
+    register_dummies(monkeypatch)
+    assert default_keys(paths) == before
+    assert default_keys(paths, asked_extra=("dummy-task",)) == before  # asked for, the dummy is not averaged
+
+
+@NEEDS_COMMITTED
 def test_registering_a_task_recipe_and_method_changes_no_published_key(monkeypatch, tmp_path):
     cells = published_cells(PROTOCOL_SUITES)
-    assert len(cells) > 50, "the committed results/cells are the evidence this test compares against"
+    assert cells, "no committed cell of a protocol suite: the evidence this test compares against"
     world = StoredWorld(monkeypatch)
     paths = Paths(home=tmp_path, data=tmp_path / "data", results=tmp_path / "results")
     plans = []
@@ -174,6 +204,28 @@ def _rows(stored: dict) -> list[dict]:
     return stored["results"]
 
 
+def task_rows(suite) -> list[dict]:
+    """Rows of each default task as the suite's summary reads them, a different value each."""
+    metrics = {"sts": [("spearman", "all"), ("pearson", "all")], "transfer": [("acc", "kfold-mean")]}[suite.name]
+    return [{"suite": suite.name, "task": task.name, "split": "test", "metric": metric, "aggregation": aggregation,
+             "attack": "", "value": 60.0 + 3 * i + j} for i, task in enumerate(suite.default_tasks())
+            for j, (metric, aggregation) in enumerate(metrics)]
+
+
+@pytest.mark.parametrize("suite_name", ["sts", "transfer"])
+def test_averages_unchanged_by_a_new_task(monkeypatch, suite_name):
+    """Each average of task rows written here: a far-off dummy task's row, once it is registered, moves none."""
+    suite = get_suite(suite_name)
+    ctx = RunContext(paths=Paths(home=Path("."), data=Path("."), results=Path(".")))
+    rows = task_rows(suite)
+    before = {(r.metric, r.aggregation): r.value for r in suite.summarize(rows, ctx)}
+    assert before, "the suite averages the task rows written here"
+    register_dummies(monkeypatch)
+    with_dummy = rows + [{**r, "task": "dummy-task", "value": -1000.0} for r in rows if r["task"] == rows[0]["task"]]
+    assert {(r.metric, r.aggregation): r.value for r in suite.summarize(with_dummy, ctx)} == before
+
+
+@NEEDS_COMMITTED
 @pytest.mark.parametrize("suite_name", ["sts", "transfer"])
 def test_published_averages_unchanged_by_a_new_task(monkeypatch, suite_name):
     """Each published average, recomputed from its model's task cells plus a far-off dummy task row."""

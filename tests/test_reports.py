@@ -721,9 +721,10 @@ def test_paper_values_are_read_from_the_papers():
 
 REPO = Path(__file__).resolve().parents[1]
 from bench.paths import PUBLISHED_REPORTS, PUBLISHED_RESULTS, Paths  # noqa: E402
+from tests.conftest import committed_cells  # noqa: E402
 
 
-@pytest.mark.skipif(not (PUBLISHED_REPORTS / "index.md").exists() or not (PUBLISHED_RESULTS / "cells").is_dir(),
+@pytest.mark.skipif(not (PUBLISHED_REPORTS / "index.md").exists() or not committed_cells(),
                     reason="no committed reports/generated/ and results/ to compare")
 def test_committed_reports_match_committed_results():
     """The committed reports/generated/ is what the committed code makes from the committed results/."""
@@ -742,14 +743,14 @@ def test_generated_reports_sit_apart_from_the_report_code():
     assert Paths(home=REPO, data=REPO, results=Path("/x/results")).reports == Path("/x/reports")
 
 
-@pytest.mark.skipif(not (PUBLISHED_RESULTS / "cells").is_dir(), reason="no committed results/")
+@pytest.mark.skipif(not committed_cells(), reason="no committed results/")
 def test_committed_cells_come_from_the_current_scorer_versions():
     """A scorer fix bumps its suite's or task's version; a committed cell of an older version is stale
     (recompute it, or delete it) and must not stand in the published leaderboard."""
     from suites import get_suite
 
     stale = []
-    for path in sorted((PUBLISHED_RESULTS / "cells").glob("*/*/*/*.json")):
+    for path in committed_cells():
         config = json.loads(path.read_text(encoding="utf-8"))["config"]
         suite = get_suite(config["suite"])
         if "summary_of" in config:

@@ -118,7 +118,7 @@ def stored_weights(path: Path) -> dict | None:
 
 def main(args) -> int:
     from attacks.agreement import agreement
-    from bench.data.datasets import atomic_write_text
+    from bench.io import atomic_write_text
     from bench.errors import BenchError
     from bench.paths import Paths
 

@@ -130,7 +130,7 @@ def write_owned(out: Path, files: dict[str, str], stale=lambda rel: False) -> li
     first, with a warning; a listed file ``stale`` selects that this write does not make is removed."""
     import warnings
 
-    from bench.data.datasets import atomic_write_text
+    from bench.io import atomic_write_text
     from bench.errors import BenchWarning
     from bench.paths import inside
 

@@ -113,7 +113,7 @@ def _refuse_links(cell: Path) -> None:
 
 
 def _copy_bytes(blob: bytes, dest: Path, rel: Path) -> None:
-    from bench.data.datasets import atomic_write_bytes
+    from bench.io import atomic_write_bytes
     from bench.paths import inside
 
     atomic_write_bytes(inside(dest, *rel.parts, what="published file"), blob)

@@ -98,7 +98,7 @@ def main(args) -> int:
         for name in stale:
             (out / name).unlink(missing_ok=True)
         if reports.manifest(out) is not None:  # the removed names leave the manifest too
-            from bench.data.datasets import atomic_write_text
+            from bench.io import atomic_write_text
 
             kept = sorted(reports.manifest(out) - set(stale))
             atomic_write_text(out / reports.MANIFEST, json.dumps({"written": kept}, indent=0) + "\n")

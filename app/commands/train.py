@@ -103,7 +103,8 @@ def main(args) -> int:
         return relaunch_with_accelerate(args, sys.argv[1:])
     start = time.perf_counter()
     paths = Paths.from_env()
-    from bench.models.registry import MODELS, NAME_PATTERN
+    from bench.models.models_file import NAME_PATTERN
+    from bench.models.registry import MODELS
 
     if args.name is not None and not NAME_PATTERN.match(args.name):
         raise BenchError(f"--name {args.name!r}: use letters, digits and . _ + - (it names a directory and a "

@@ -109,21 +109,6 @@ def js_rows(ref_logits, logits):
     return 0.5 * kl(p) + 0.5 * kl(q)
 
 
-def kl_divergence(ref_logits, logits):
-    """Mean over rows of F_KL (Eq. 11)."""
-    return kl_rows(ref_logits, logits).mean()
-
-
-def symmetric_kl(ref_logits, logits):
-    """Mean over rows of F_SKL (Eq. 12)."""
-    return symmetric_kl_rows(ref_logits, logits).mean()
-
-
-def js_divergence(ref_logits, logits):
-    """Mean over rows of F_JS (Eq. 13)."""
-    return js_rows(ref_logits, logits).mean()
-
-
 DIVERGENCES = {"js": js_rows, "kl": kl_rows, "skl": symmetric_kl_rows}  # per-row F, Eq. 11-13
 NORMS = ("2", "inf", "1")
 PREDICTIONS = ("features", "instances")

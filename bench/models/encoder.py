@@ -186,11 +186,6 @@ def slow_dtype_note(device: str, dtype) -> str | None:
             f"--dtype auto picks fp32 on this machine.")
 
 
-def autocast_dtype(device: str):
-    """``resolve_dtype(device, "auto")`` (kept for callers that predate --dtype)."""
-    return resolve_dtype(device, "auto")
-
-
 def load_hf(name_or_path: str, spec_name: str = "", revision: str | None = None):
     """(model, tokenizer) from a directory or a Hub id (at ``revision``), with an actionable error offline."""
     from bench.models import hub

@@ -177,7 +177,7 @@ _HEADER = re.compile(r"^\s*\[(?!\[)\s*(\"(?:[^\"\\]|\\.)*\"|'[^']*'|[A-Za-z0-9_.
 
 def write_entry(path: Path, name: str, fields: dict, comment: str = "") -> Path:
     """Add or replace ``[name]`` in ``path`` (atomically), keeping every other line as it was."""
-    from bench.data.datasets import atomic_write_text
+    from bench.io import atomic_write_text
 
     path = Path(path)
     text = path.read_text(encoding="utf-8") if path.is_file() else (

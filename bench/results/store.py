@@ -1,4 +1,5 @@
-"""The result store: one JSON file per cell, written atomically; leaderboard.csv derived from them.
+"""The result store: one JSON file per cell, written atomically; leaderboard.csv (one row per result, its
+sorting fields and the path of its cell) derived from them.
 
 A cell is (model, weights sha256, suite, task, seed, config hash). The config hash covers the
 options that change a number (limit, mode, recipe, profile, data fingerprint, ...), so runs with
@@ -8,7 +9,7 @@ Faults it survives: a cell file that does not parse is named in a warning, skipp
 when its cell is looked up for a run, moved to ``quarantine/`` and recomputed (so is a cell whose
 evidence sidecar is missing or differs from the sha256 the cell records); ``check_writable``
 fails before any work on a read-only or full results directory; files get the umask's permissions
-(``bench.data.atomic_write_text``); the leaderboard is rebuilt under an exclusive ``flock`` on
+(``bench.io.atomic_write_text``); the leaderboard is rebuilt under an exclusive ``flock`` on
 ``.leaderboard.lock``, so concurrent writers (a grid on a shared filesystem) never drop a cell.
 Evidence sidecars are hashed on their stored bytes before they are decompressed (and never inflated past
 ``EVIDENCE_LIMIT``); a cell records the sha256 of the attack logs it was computed from (``LOGS``), and a
@@ -41,7 +42,7 @@ from pathlib import Path
 
 from bench.version import __version__
 from bench.results.cell_schema import CellError, validate_cell
-from bench.data.datasets import atomic_write_bytes, atomic_write_text
+from bench.io import atomic_write_bytes, atomic_write_text
 from bench.errors import BenchError, BenchWarning
 from bench.paths import REPO_ROOT, file_name
 
@@ -96,7 +97,7 @@ class Result:
     logs: object = field(default=None, repr=False, compare=False, metadata={"stored": False})
 
 
-COLUMNS = [f.name for f in fields(Result) if f.metadata.get("stored", True)]
+STORED_FIELDS = [f.name for f in fields(Result) if f.metadata.get("stored", True)]
 NUMBER_FIELDS = ("value", "paper_value", "std", "ci_low", "ci_high", "wall_s")
 EVIDENCE_SUFFIX = ".evidence.json.gz"
 # In a cell: the sha256 of its evidence sidecar's bytes; null: the cell has no sidecar; absent: a cell
@@ -155,7 +156,7 @@ class BadLog(BenchError):
 
 def row_dict(row: Result) -> dict:
     """The stored fields of a row (the evidence goes to the sidecar)."""
-    return {name: getattr(row, name) for name in COLUMNS}
+    return {name: getattr(row, name) for name in STORED_FIELDS}
 
 
 @dataclass(frozen=True)
@@ -663,24 +664,65 @@ class ResultStore:
             finally:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
-    def write_leaderboard(self, name: str = "leaderboard.csv", rows: list[dict] | None = None,
-                          suite: str | None = None) -> Path:
+    def leaderboard_rows(self) -> list[dict]:
+        """Every row of every readable cell (``readable_cells``) with its cell's path relative to the results
+        directory as ``cell``, which is where a leaderboard reader finds the row's full configuration."""
+        return [{**row, "cell": path.relative_to(self.root).as_posix()}
+                for path, payload in self.readable_cells() for row in payload["results"]]
+
+    def write_leaderboard(self, name: str = "leaderboard.csv", suite: str | None = None) -> Path:
         """Rebuild ``name`` from the cells (of ``suite`` only, when given), under the leaderboard lock: reading
         the cells and replacing the file is one step for concurrent writers, so the last rebuild sees every
-        cell written before it. Text that a spreadsheet would run as a formula is escaped (``csv_safe``)."""
+        cell written before it."""
         with self._leaderboard_lock():
-            rows = self.rows() if rows is None else rows
-            rows = sorted((r for r in rows if suite is None or r["suite"] == suite),
-                          key=lambda r: (r["model"], r["suite"], r["task"], r["metric"], r["aggregation"],
-                                         r.get("attack", ""), r.get("seed") or 0, r.get("created_at", "")))
-            buf = io.StringIO()
-            writer = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
-            writer.writeheader()
-            for row in rows:
-                writer.writerow({k: csv_safe(row.get(k)) for k in COLUMNS})
+            rows = [r for r in self.leaderboard_rows() if suite is None or r["suite"] == suite]
             path = self.root / name
-            atomic_write_text(path, buf.getvalue())
+            atomic_write_text(path, leaderboard_text(rows))
         return path
+
+
+# The leaderboard: one row per result, with what a reader sorts and filters by and short provenance. The
+# configuration, resources, package versions and device stay in the cell file a row names (``cell``), the
+# source of truth; repeated in every row, they were most of the leaderboards' bytes.
+LEADERBOARD_COLUMNS = ("model", "suite", "task", "split", "metric", "aggregation", "attack", "value", "ci_low",
+                       "ci_high", "ci_method", "std", "n", "seed", "method", "profile", "weights_sha256",
+                       "config_hash", "cell", "bench_version", "git_commit", "wall_s")
+LEADERBOARD_ORDER = ("model", "suite", "task", "metric", "aggregation", "attack", "seed", "created_at", "split",
+                     "cell")
+COMMIT_DIGITS = 12  # of a git commit in a leaderboard row (the cell keeps all 40)
+DIRTY = "-dirty"  # ``git_commit``'s mark of a checkout with uncommitted changes
+
+
+def short_commit(commit: str) -> str:
+    """``commit`` cut to COMMIT_DIGITS hex digits, keeping its ``-dirty`` mark."""
+    sha = commit.removesuffix(DIRTY)
+    return sha[:COMMIT_DIGITS] + commit[len(sha):]
+
+
+def leaderboard_row(row: dict) -> dict:
+    """A result row (with its ``cell``, see ``ResultStore.leaderboard_rows``) as the leaderboard writes it: its
+    columns only, the commit shortened, the wall time to 0.01 s, text a spreadsheet would run escaped."""
+    wall = row.get("wall_s")
+    short = {**row, "git_commit": short_commit(row.get("git_commit") or ""),
+             "wall_s": None if wall is None else round(wall, 2)}
+    return {k: csv_safe(short.get(k)) for k in LEADERBOARD_COLUMNS}
+
+
+def leaderboard_text(rows: list[dict]) -> str:
+    """The leaderboard CSV of ``rows`` (each with its ``cell``), in a fixed order whatever order they come in."""
+    ordered = sorted(rows, key=lambda r: tuple(_sort_value(r.get(k)) for k in LEADERBOARD_ORDER))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=LEADERBOARD_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(leaderboard_row(r) for r in ordered)
+    return buf.getvalue()
+
+
+def _sort_value(value) -> tuple:
+    """A field as a sort key: missing first, then numbers, then text (a seed may be None, a name never is)."""
+    if value is None or value == "":
+        return (0, 0, "")
+    return (1, value, "") if isinstance(value, (int, float)) else (2, 0, str(value))
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a CSV field as a formula

@@ -28,7 +28,7 @@ def correlations(pred, gold) -> dict[str, float]:
 
 
 def score_pairs(pairs, encode) -> dict[tuple[str, str], float]:
-    """{(metric, aggregation): value} for one task (a ``bench.data.PairSet``), from an ``encode(list[str])``
+    """{(metric, aggregation): value} for one task (a ``bench.data.datasets.PairSet``), from an ``encode(list[str])``
     function: ``all`` is one correlation over every pair, ``wmean`` the subset correlations weighted by size."""
     per_subset, sizes, all_pred, all_gold = [], [], [], []
     for s1, s2, gold in pairs.subsets.values():

@@ -417,15 +417,6 @@ def t_interval(values, level: float = LEVEL, what: str = "runs",
     return Interval(low, high, f"t-over-{k}-{what}")
 
 
-def mean_std_interval(values, level: float = LEVEL, what: str = "seeds") -> tuple[float | None, float | None, Interval]:
-    """Mean, sample std (None for one value) and the t-interval over seeds or runs."""
-    vals = [float(v) for v in values if v is not None and math.isfinite(v)]
-    if not vals:
-        return None, None, NO_INTERVAL
-    std = float(np.std(vals, ddof=1)) if len(vals) > 1 else None
-    return float(np.mean(vals)), std, t_interval(vals, level, what)
-
-
 def display_decimals(low: float | None, high: float | None, minimum: int = 2, maximum: int = 6) -> int:
     """Decimals that show an interval's width to two significant digits (at least ``minimum``): an
     alignment difference of 0.004 [0.003, 0.005] must not print as 0.00 [0.00, 0.00]."""
