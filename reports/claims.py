@@ -782,7 +782,7 @@ def ledger(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValue
 
     The families (``family_adjusted``): per kind of claim, the first variant of every testable claim is its
     primary line; Holm's procedure holds the chance of any false verdict among the primary lines of each
-    family to ALPHA. Further variants (another victim protocol) are shown beside, judged at their own p."""
+    family to ALPHA. Further variants (another victim mode) are shown beside, judged at their own p."""
     from bench.results.stats_cache import StatsCache
 
     book = load(path, paper_values)

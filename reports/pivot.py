@@ -19,7 +19,7 @@ from reports.tables import _over_runs_interval, _with_interval
 
 RECIPES = ("textfooler", "textbugger", "pwws", "bae", "bert-attack")
 PER_RUN = re.compile(r"^run\d+$")
-ATTACK_SETTING = {"victim": "frozen", "constraints": "unified"}  # one protocol for every model's attack cells
+ATTACK_SETTING = {"victim": "frozen", "constraints": "unified"}  # one setting for every model's attack cells
 
 # How a reader says each metric (raw leaderboard rows and the pivot's headers).
 METRIC_WORDS = {

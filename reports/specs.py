@@ -57,8 +57,8 @@ TABLES = (
         averages=(Average("Avg. (6, no TREC)", TRANSFER_AVG_6, paper_task="avg"), Average("Avg. (7)", TRANSFER_AVG_7)),
         paper=PaperRef(RE, "Table 2"), prefer={"mode": ("test", "fasttest")},
         settings=("profile", "limit", "mode"), paper_rows=True),
-    # One victim protocol per table, named in its title, so no column mixes two: frozen-encoder victims under
-    # the unified constraints (the protocol run on all seven datasets), then fine-tuned victims.
+    # One victim mode per table, named in its title, so no column mixes two: frozen-encoder victims under
+    # the unified constraints (the setting run on all seven datasets), then fine-tuned victims.
     TableSpec(
         name="robustembed-table3", title="RobustEmbed Table 3: attack success rate (%), frozen-encoder victims, "
                                          "unified constraints", suite="adversarial",

@@ -1,6 +1,6 @@
 """SentEval transfer tasks: a logistic regression on frozen embeddings (MR, CR, SUBJ, MPQA, SST-2, TREC, MRPC).
 
-The protocol is SentEval's own (see ``suites/senteval_classifier.py``), in the two published
+The classifier is SentEval's own (see ``suites/senteval_classifier.py``), in the two published
 configurations, chosen with ``--mode`` (default ``test``):
 - MR, CR, SUBJ, MPQA: outer k-fold for test, inner k-fold on each outer train for the L2 penalty;
   the score is the mean of the outer-fold test accuracies (aggregation ``kfold-mean``, std over folds);
@@ -45,8 +45,8 @@ from bench.protocols import protocol as protocol_named
 from bench.scoring.stats import Evidence, Sample
 from bench.results.uncertainty import AverageOf
 from suites.base import RunContext, Suite, Task, row
-from suites.senteval_classifier import (L2_GRID, SENTEVAL_SEED, Outcome, Protocol, inner_kfold, kfold,
-                                        protocol, single_thread, split)
+from suites.senteval_classifier import (L2_GRID, SENTEVAL_SEED, ClassifierConfig, Outcome, classifier_config,
+                                        inner_kfold, kfold, single_thread, split)
 
 DEFAULT_MODE = "test"
 REF = "RobustEmbed Table 2 / V-advCSE Table 2 / SimCSE transfer table"
@@ -104,7 +104,7 @@ class TaskScores:
 class TransferTask(Task):
     nclasses: int = 2
     dev_aggregation: str = "kfold-mean"  # how SentEval's "devacc" is formed for this task
-    notes: tuple[tuple[str, str], ...] = ()  # protocol facts recorded in the config
+    notes: tuple[tuple[str, str], ...] = ()  # facts of the task's setup recorded in the config
 
     def sentences(self, data) -> list[Tokens]:
         raise NotImplementedError
@@ -112,7 +112,7 @@ class TransferTask(Task):
     def load(self, root: Path, limit: int | None):
         raise NotImplementedError
 
-    def evaluate(self, data, embed, proto: Protocol, seed: int, track) -> TaskScores:
+    def evaluate(self, data, embed, classifier: ClassifierConfig, seed: int, track) -> TaskScores:
         raise NotImplementedError
 
 
@@ -133,9 +133,9 @@ class BinaryTask(TransferTask):
     def sentences(self, data):
         return data[0]
 
-    def evaluate(self, data, embed, proto, seed, track):
+    def evaluate(self, data, embed, classifier, seed, track):
         X, y = embed(data[0]), np.array(data[1])
-        return TaskScores(inner_kfold(X, y, self.nclasses, proto, seed, track, self.name), len(y), len(y), {}, y)
+        return TaskScores(inner_kfold(X, y, self.nclasses, classifier, seed, track, self.name), len(y), len(y), {}, y)
 
 
 @dataclass(frozen=True)
@@ -152,10 +152,10 @@ class SSTTask(TransferTask):
     def sentences(self, data):
         return [s for part in data.values() for s in part[0]]
 
-    def evaluate(self, data, embed, proto, seed, track):
+    def evaluate(self, data, embed, classifier, seed, track):
         (Xtr, ytr), (Xdv, ydv), (Xte, yte) = [(embed(data[p][0]), np.array(data[p][1]))
                                               for p in ("train", "dev", "test")]
-        return TaskScores(split(Xtr, ytr, Xdv, ydv, Xte, yte, self.nclasses, proto, seed), len(ydv), len(yte), {},
+        return TaskScores(split(Xtr, ytr, Xdv, ydv, Xte, yte, self.nclasses, classifier, seed), len(ydv), len(yte), {},
                           yte)
 
 
@@ -185,9 +185,9 @@ class TRECTask(TransferTask):
     def sentences(self, data):
         return data["train"][0] + data["test"][0]
 
-    def evaluate(self, data, embed, proto, seed, track):
+    def evaluate(self, data, embed, classifier, seed, track):
         (Xtr, ytr), (Xte, yte) = [(embed(data[p][0]), np.array(data[p][1])) for p in ("train", "test")]
-        out = kfold(Xtr, ytr, Xte, yte, self.nclasses, proto, seed, track, self.name)
+        out = kfold(Xtr, ytr, Xte, yte, self.nclasses, classifier, seed, track, self.name)
         return TaskScores(out, len(ytr), len(yte), {}, yte)
 
 
@@ -220,12 +220,12 @@ class MRPCTask(TransferTask):
     def pair_features(self, u, v):
         return PAIR_FEATURES[self.features](u, v)
 
-    def evaluate(self, data, embed, proto, seed, track):
+    def evaluate(self, data, embed, classifier, seed, track):
         from sklearn.metrics import f1_score
 
         (Xtr, ytr), (Xte, yte) = [(self.pair_features(embed(data[p][0]), embed(data[p][1])), np.array(data[p][2]))
                                   for p in ("train", "test")]
-        out = kfold(Xtr, ytr, Xte, yte, self.nclasses, proto, seed, track, self.name)
+        out = kfold(Xtr, ytr, Xte, yte, self.nclasses, classifier, seed, track, self.name)
         return TaskScores(out, len(ytr), len(yte), {"f1": round(100 * float(f1_score(yte, out.predictions)), 2)},
                           yte)
 
@@ -330,19 +330,19 @@ class TransferSuite(Suite):
     def config(self, task, ctx):
         cfg = super().config(task, ctx)
         mode = self.mode(ctx)
-        cfg.update(mode=mode, classifier=protocol(mode).as_config(), l2_grid=list(L2_GRID),
+        cfg.update(mode=mode, classifier=classifier_config(mode).as_config(), l2_grid=list(L2_GRID),
                    classifier_seed=SENTEVAL_SEED + ctx.seed, loss="mean cross-entropy",
                    **dict(getattr(task, "notes", ())))
         return cfg
 
     def run_task(self, task: TransferTask, encoder, ctx: RunContext):
-        proto = protocol(self.mode(ctx))
+        classifier = classifier_config(self.mode(ctx))
         data = task.load(require(ctx.paths.data, task.dataset), ctx.limit)
         start = time.perf_counter()
         embed = embedder(encoder, ctx, task, data)
         encoded = time.perf_counter()
         with single_thread():
-            result = task.evaluate(data, embed, proto, SENTEVAL_SEED + ctx.seed, ctx.track)
+            result = task.evaluate(data, embed, classifier, SENTEVAL_SEED + ctx.seed, ctx.track)
         ctx.log(f"  {task.name}: encoding {encoded - start:.1f}s, classifier {time.perf_counter() - encoded:.1f}s "
                 f"(L2 chosen: {sorted(set(result.outcome.l2 or []))})")
         out = result.outcome

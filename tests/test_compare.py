@@ -143,7 +143,7 @@ def test_summary_without_evidence_has_no_interval(tmp_path):
 
 
 def test_compare_names_the_setting_of_each_cell_of_a_task(tmp_path, monkeypatch, capsys):
-    """Two cells of one task under two victim protocols: each row says which setting it is."""
+    """Two cells of one task under two victim modes: each row says which setting it is."""
     store = ResultStore(tmp_path)
     kinds = ["successful"] * 6 + ["failed"] * 4
     for model in ("a", "b"):

@@ -275,7 +275,7 @@ def test_cost_estimate_scales_by_examples_runs_and_recipes():
     earlier = {"limit": 50, "runs": 1, "recipes": ["textfooler", "pwws"], "profile": "smoke"}
     planned = {"limit": 200, "runs": 2, "recipes": ["textfooler"], "profile": "smoke"}
     assert scaled_cost(earlier, 100.0, planned) == pytest.approx(100.0 * 4 * 2 / 2)
-    # A cell under another profile or victim protocol says nothing about this one's cost.
+    # A cell under another profile or victim mode says nothing about this one's cost.
     assert scaled_cost(earlier, 100.0, {**planned, "profile": "study"}) is None
     assert scaled_cost({**earlier, "victim": "frozen"}, 100.0, {**planned, "victim": "finetune"}) is None
     # A whole-task plan is estimated only from whole-task cells.
@@ -294,7 +294,7 @@ def test_rough_estimate_borrows_from_other_victim_and_constraint_settings_only()
     paper = {**unified, "constraints": "paper", "victim": "finetune"}
     assert estimate(timings, cell, paper) is None  # never run under this setting
     assert estimate(timings, cell, paper, rough=True) == pytest.approx(600.0)
-    # the constraints are relaxed before the victim protocol
+    # the constraints are relaxed before the victim mode
     timings[("a", "adversarial", "mr")].append(({**unified, "victim": "finetune"}, 1800.0))
     assert estimate(timings, cell, paper, rough=True) == pytest.approx(1800.0)
     assert estimate(timings, cell, {**paper, "profile": "smoke"}, rough=True) is None  # the profile still binds

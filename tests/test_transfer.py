@@ -17,7 +17,7 @@ from bench.errors import BenchError
 from suites import senteval_classifier as sc
 from suites import transfer
 
-TINY = sc.Protocol(kfold=3, optim="rmsprop", batch_size=16, tenacity=2, epoch_size=1, max_epoch=20)
+TINY = sc.ClassifierConfig(kfold=3, optim="rmsprop", batch_size=16, tenacity=2, epoch_size=1, max_epoch=20)
 
 
 def blobs(n: int, d: int = 8, seed: int = 0, gap: float = 6.0):
@@ -92,7 +92,7 @@ def test_joint_grid_fit_equals_separate_senteval_fits(optim):
     X = rng.randn(120, 6).astype(np.float32)
     y = (X[:, 0] + 0.8 * rng.randn(120) > 0).astype(np.int64)  # noisy: accuracy moves between rounds
     Xdev, ydev = X[:40], y[:40]
-    proto = sc.Protocol(kfold=2, optim=optim, batch_size=16, tenacity=2, epoch_size=1, max_epoch=8)
+    proto = sc.ClassifierConfig(kfold=2, optim=optim, batch_size=16, tenacity=2, epoch_size=1, max_epoch=8)
     regs = [1e-5, 1e-1]
     acc, models = sc.fit(X[40:], y[40:], regs, proto, 2, seed=7, validation=(Xdev, ydev))
     for col, reg in enumerate(regs):
@@ -136,11 +136,11 @@ def test_same_seed_gives_identical_numbers_other_seed_other_folds():
 
 
 def test_modes_are_senteval_published_configs():
-    assert sc.MODES["test"] == sc.Protocol(kfold=10, optim="adam", batch_size=64, tenacity=5, epoch_size=4)
-    assert sc.MODES["fasttest"] == sc.Protocol(kfold=5, optim="rmsprop", batch_size=128, tenacity=3, epoch_size=2)
+    assert sc.MODES["test"] == sc.ClassifierConfig(kfold=10, optim="adam", batch_size=64, tenacity=5, epoch_size=4)
+    assert sc.MODES["fasttest"] == sc.ClassifierConfig(kfold=5, optim="rmsprop", batch_size=128, tenacity=3, epoch_size=2)
     assert sc.L2_GRID == (1e-5, 1e-4, 1e-3, 1e-2)
     with pytest.raises(BenchError, match="--mode"):
-        sc.protocol("quick")
+        sc.classifier_config("quick")
 
 
 # --- loaders on tiny fixtures ------------------------------------------------------------------

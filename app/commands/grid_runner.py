@@ -337,7 +337,7 @@ def past_timings(results: Path) -> Timings:
 
 
 # Settings a rough estimate may ignore, one more at a time, when no earlier cell matches them
-# (``estimate(rough=True)``): the attack constraints and the victim protocol change a cell's cost by a
+# (``estimate(rough=True)``): the attack constraints and the victim mode change a cell's cost by a
 # factor, not by orders.
 ROUGH_SETTINGS = ("constraints", "victim")
 

@@ -216,7 +216,7 @@ def identity_order(row: dict, weights_sha256: str | None = None, rows: list[dict
 
 def distinguishing_settings(configs: dict[tuple, dict]) -> dict[tuple, str]:
     """cell key -> "k=v, ..." of the scalar configuration entries that differ between cells of the same
-    (suite, task), so that rows of one task under several settings (victim protocol, constraints) can be
+    (suite, task), so that rows of one task under several settings (victim mode, constraints) can be
     told apart; "" where a task has one cell."""
     out = {}
     for key, config in configs.items():
