@@ -50,7 +50,6 @@ from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, 
                              constraints_record, recipe_parameters, recipe_roles)
 from bench.errors import BenchError, lookup
 from bench.plugins import Option
-from bench.protocols import protocol as protocol_named
 from bench.results.store import model_dir
 from suites.base import RunContext, Suite, Task, row
 
@@ -214,8 +213,7 @@ class AdversarialSuite(Suite):
 
     def stored_config(self, cfg: dict, stored: dict) -> dict:
         return with_stored_builds(cfg, stored)
-    tasks = TASKS
-    named_protocol = "robustembed-table3"  # its seven datasets and five recipes by default (CoLA when asked)
+    tasks = TASKS  # by default its protocol's seven datasets and five recipes (CoLA when asked)
     row_scoped = RECIPE_SCOPED_CONFIG
     options = (RECIPES_OPTION, QUERY_BUDGET_OPTION, BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION,
                Option(name="runs", type=int, default=1, minimum=1,
@@ -288,12 +286,8 @@ class AdversarialSuite(Suite):
     def runs(ctx: RunContext) -> int:
         return int(ctx.options.get("runs") or 1)
 
-    @staticmethod
-    def recipes(ctx: RunContext) -> list[str]:
-        names = ctx.options.get("recipes") or list(protocol_named(AdversarialSuite.named_protocol).recipes)
-        for name in names:
-            lookup("recipe", RECIPES, name)  # unknown names fail with the closest ones
-        return list(dict.fromkeys(names))
+    def recipes(self, ctx: RunContext) -> list[str]:
+        return chosen_recipes(self.run_protocol(ctx), ctx)
 
     def preflight(self, tasks, ctx: RunContext) -> None:
         """Every attack role resolvable, before the model loads (seconds, not the half minute it takes
@@ -395,6 +389,18 @@ class AdversarialSuite(Suite):
         # each row names the logs it was computed from: the cell records their sha256 (bench.results.store.LOGS)
         return [replace(r, logs=logs) for metric in RATE_METRICS
                 for r in _run_rows(task, metric, per_run, plan, provenance, config, recipe, evidence=evidence)]
+
+
+def chosen_recipes(protocol, ctx: RunContext) -> list[str]:
+    """The recipes a run of an attack suite runs: ``--recipe``'s, else its protocol's (unknown names fail with
+    the closest ones; none at all is a BenchError naming the fix)."""
+    names = ctx.options.get("recipes") or list(protocol.recipes)
+    if not names:
+        raise BenchError(f"Protocol '{protocol.name}' names no attack recipe. Fix: pass --recipe (`bench ls "
+                         f"recipes`), or run a protocol that names recipes (`bench ls protocols`).")
+    for name in names:
+        lookup("recipe", RECIPES, name)
+    return list(dict.fromkeys(names))
 
 
 def _finetuned_wrapper(victim, batch_size: int):

@@ -15,8 +15,9 @@ by one space, SentEval's batcher convention) and sorted as SentEval sorts them (
 label), so folds match SentEval's for the same seed. Each unique sentence is encoded once.
 
 Rows: ``acc`` (split test, x100) and ``dev_acc`` (split dev, x100: SentEval's "devacc") per task;
-under task ``avg``, ``acc`` with aggregation ``mean-of-6-tasks`` (no TREC: RobustEmbed Table 2) and
-``mean-of-7-tasks``, each emitted only when all its tasks ran in the same configuration.
+under task ``avg``, ``acc`` under each average of the run's protocol (bench/protocols.toml; by default
+``senteval-transfer-7``: ``mean-of-7-tasks``, and RobustEmbed Table 2's ``mean-of-6-tasks``, without TREC),
+each emitted only when all its tasks ran in the same configuration.
 95% CIs (applied by the base suite): ``acc`` Wilson over the test examples (outer-fold predictions
 pooled for the k-fold tasks), MRPC ``f1`` a bootstrap over test pairs, the averages a bootstrap of
 the tasks' own resamples; ``dev_acc`` none (it is the best of the L2 grid, selected on itself).
@@ -41,9 +42,7 @@ import numpy as np
 from bench.data.datasets import require
 from bench.errors import BenchError
 from bench.plugins import Option
-from bench.protocols import protocol as protocol_named
 from bench.scoring.stats import Evidence, Sample
-from bench.results.uncertainty import AverageOf
 from suites.base import RunContext, Suite, Task, row
 from suites.senteval_classifier import (L2_GRID, SENTEVAL_SEED, ClassifierConfig, Outcome, classifier_config,
                                         inner_kfold, kfold, single_thread, split)
@@ -252,10 +251,9 @@ TASKS = (
     MRPCTask(suite="transfer", name="mrpc", label="MRPC", dataset="mrpc", split="test", main_metric="acc",
              description="MRPC paraphrase (4,076 / 1,725 pairs)", paper_ref=REF, notes=(("pair_features", MRPC_FEATURES),)),
 )
-# aggregation -> the tasks averaged, from bench/protocols.toml: RobustEmbed Table 2's (no TREC), SimCSE's 7.
-AVERAGES = {p.average_aggregation: p.averaged for p in map(protocol_named, ("robustembed-table2", "senteval-transfer-7"))}
+# Its headline row is the run protocol's first average (Suite.summary_task_of).
 AVG = Task(suite="transfer", name="avg", label="Avg.", dataset="", split="test", main_metric="acc",
-           main_aggregation="mean-of-7-tasks", description="mean of the task test accuracies", paper_ref=REF)
+           main_aggregation="", description="mean of the task test accuracies", paper_ref=REF)
 
 
 def embedding_dir(encoder, ctx: RunContext) -> Path:
@@ -319,7 +317,8 @@ class TransferSuite(Suite):
     name = "transfer"
     description = "SentEval transfer: logistic regression on frozen embeddings (MR CR SUBJ MPQA SST-2 TREC MRPC)"
     tasks = TASKS
-    named_protocol = "senteval-transfer-7"
+    complete_averages = True  # an average only over all of its tasks, in one configuration
+    average_decimals = 2  # as SentEval reports accuracies
     options = (Option(name="mode", choices=("test", "fasttest"), default="test",
                       help="SentEval classifier configuration"),)
     summary_task = AVG
@@ -357,17 +356,6 @@ class TransferSuite(Suite):
                      Evidence(EXTRA_STATISTICS[metric], sample, ("pred", "gold")))
                  for metric, value in result.extra.items()]
         return rows
-
-    def summarize(self, rows, ctx):
-        test = {r["task"]: r["value"] for r in rows
-                if r["metric"] == "acc" and r["split"] == "test" and r["task"] != AVG.name}
-        out = []
-        for aggregation, names in AVERAGES.items():
-            if all(test.get(t) is not None for t in names):
-                used = [r for r in rows if r["metric"] == "acc" and r["split"] == "test" and r["task"] in names]
-                out.append(row(AVG, "acc", round(float(np.mean([test[t] for t in names])), 2), len(names),
-                               aggregation=aggregation, evidence=AverageOf(used)))
-        return out
 
 
 SUITE = TransferSuite()

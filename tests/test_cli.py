@@ -144,15 +144,16 @@ def test_minilm_sts_on_real_data(tmp_path, monkeypatch, capsys):
 
 
 def test_profiles_come_from_one_place():
-    """run, grid and train offer the same profiles, and the trainer and the suites' per-profile tables have
-    an entry for each (or, like anli, refuse the missing one with a message)."""
+    """run, grid and train offer the same profiles, and the trainer, the suites' per-profile tables and the
+    attack suites' default protocols have an entry for each (or, like anli, refuse the missing one with a
+    message)."""
     import argparse
 
     from app.commands import grid, run, train
     from bench.plugins import PROFILES
     from bench.train import PROFILES as TRAIN_PROFILES
     from suites.adversarial import VICTIM_SETTINGS
-    from suites.advsts import DEFAULT_RECIPES
+    from bench.protocols import default_for
 
     assert PROFILES == ("smoke", "study", "paper")
     for command in (run, grid, train):
@@ -162,4 +163,4 @@ def test_profiles_come_from_one_place():
         assert tuple(action.choices) == PROFILES, command.__name__
     assert set(TRAIN_PROFILES) == set(PROFILES)
     assert all(set(settings) == set(PROFILES) for settings in VICTIM_SETTINGS.values())
-    assert set(DEFAULT_RECIPES) == set(PROFILES)
+    assert all(default_for(suite, profile).recipes for suite in ("adversarial", "advsts") for profile in PROFILES)

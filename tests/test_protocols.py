@@ -21,14 +21,15 @@ from attacks.recipes import RECIPES
 from bench.errors import UnknownName
 from bench.methods import METHODS
 from bench.paths import Paths
-from bench.protocols import PROTOCOLS, parse, protocol
+from bench.plugins import PROFILES
+from bench.protocols import PROTOCOLS, default_for, parse, protocol
 from bench.results.store import config_hash
 from suites import SUITES, get_suite
 from suites.base import RunContext, Task
 
 REPO = Path(__file__).resolve().parents[1]
 CELLS = REPO / "results" / "cells"
-PROTOCOL_SUITES = [name for name in SUITES if get_suite(name).named_protocol]
+PROTOCOL_SUITES = [name for name in SUITES if any(default_for(name, profile) for profile in PROFILES)]
 
 
 def published_cells(suite_names) -> list[dict]:
@@ -70,10 +71,15 @@ def test_published_defaults_are_the_papers():
     """The lists published cells were run with, spelled here once to pin the protocol file."""
     assert [t.name for t in get_suite("sts").default_tasks()] == ["sts12", "sts13", "sts14", "sts15", "sts16",
                                                                   "stsb", "sickr"]
-    assert [t.name for t in get_suite("adversarial").default_tasks()] == ["mr", "sst2", "imdb", "yelp", "mrpc",
+    assert [t.name for t in get_suite("adversarial").default_tasks()] == ["imdb", "mr", "sst2", "yelp", "mrpc",
                                                                           "snli", "mnli_mm"]  # CoLA when asked
     assert protocol("robustembed-table3").recipes == ("textfooler", "textbugger", "pwws", "bae", "bert-attack")
     assert protocol("robustembed-table4").recipes == protocol("robustembed-table3").recipes
+    advsts = {profile: default_for("advsts", profile).recipes for profile in PROFILES}  # minutes per pair on CPU
+    assert advsts == {"smoke": ("textfooler",), "study": ("textfooler",), "paper": protocol("robustembed-table3").recipes}
+    transfer = {a.aggregation: a.tasks for a in default_for("transfer", "study").averages}
+    assert transfer == {"mean-of-7-tasks": protocol("senteval-transfer-7").tasks,
+                        "mean-of-6-tasks": ("mr", "cr", "subj", "mpqa", "sst2", "mrpc")}
 
 
 # --- registering a task, recipe and method changes no key and no average ------------------------
@@ -120,7 +126,7 @@ def context(stored: dict, world: StoredWorld, paths: Paths) -> tuple[RunContext,
         if recompute(stored, without, None) == cell["config_hash"]:
             ctx = without
     tasks = None
-    if "summary_of" in cfg and sorted(t.name for t in suite.default_tasks()) != cfg["summary_of"]:
+    if "summary_of" in cfg and sorted(t.name for t in suite.default_tasks(ctx.profile)) != cfg["summary_of"]:
         tasks = [suite.task(name) for name in cfg["summary_of"]]
     return ctx, tasks
 
@@ -129,7 +135,8 @@ def recompute(stored: dict, ctx: RunContext, tasks) -> str:
     cfg, cell = stored["config"], stored["cell"]
     suite = get_suite(cell["suite"])
     if "summary_of" in cfg:
-        return config_hash(runner.summary_config(suite, tasks if tasks is not None else suite.default_tasks(), ctx))
+        return config_hash(runner.summary_config(suite, tasks if tasks is not None else suite.default_tasks(ctx.profile),
+                                                 ctx))
     return config_hash(suite.config(suite.task(cell["task"]), ctx))
 
 
@@ -151,7 +158,7 @@ def test_registering_a_task_recipe_and_method_changes_no_published_key(monkeypat
         assert recompute(stored, ctx, tasks) == stored["cell"]["config_hash"], stored["cell"]
         if "summary_of" in stored["config"]:  # asking for the dummy too leaves the average's cell alone
             suite = get_suite(stored["cell"]["suite"])
-            asked = (tasks if tasks is not None else suite.default_tasks()) + [suite.task("dummy-task")]
+            asked = (tasks if tasks is not None else suite.default_tasks(ctx.profile)) + [suite.task("dummy-task")]
             assert recompute(stored, ctx, asked) == stored["cell"]["config_hash"]
 
 
@@ -166,8 +173,7 @@ def test_readme_attack_example_keeps_its_key(monkeypatch, tmp_path):
     after = suite.config(suite.task("mr"), ctx)
     assert before["recipes"] == list(protocol("robustembed-table3").recipes)
     assert config_hash(after) == config_hash(before)
-    assert [t.name for t in suite.default_tasks()] == [t.name for t in suite.tasks if t.name not in ("cola",
-                                                                                                      "dummy-task")]
+    assert {t.name for t in suite.default_tasks()} == {t.name for t in suite.tasks} - {"cola", "dummy-task"}
 
 
 def _rows(stored: dict) -> list[dict]:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from bench.errors import BenchError
+from bench.protocols import protocol
 from suites import senteval_classifier as sc
 from suites import transfer
 
@@ -299,9 +300,10 @@ def test_suite_runs_end_to_end_through_an_external_batcher(toy_run):
     assert dev["sst2"]["split"] == "dev" and dev["sst2"]["n"] == 20 and dev["trec"]["n"] == 90
     assert any(r["task"] == "mrpc" and r["metric"] == "f1" for r in rows)
     averages = {r["aggregation"]: r for r in rows if r["task"] == "avg"}
-    six = [acc[t]["value"] for t in transfer.AVERAGES["mean-of-6-tasks"]]
+    six = [acc[t]["value"] for t in protocol("robustembed-table2").averaged]
     assert averages["mean-of-6-tasks"]["value"] == pytest.approx(round(float(np.mean(six)), 2))
-    assert averages["mean-of-7-tasks"]["n"] == 7
+    assert averages["mean-of-7-tasks"]["n"] == 7 and averages["mean-of-6-tasks"]["n"] == 6
+    assert json.loads(averages["mean-of-6-tasks"]["config"])["average_of"] == sorted(protocol("robustembed-table2").averaged)
     config = json.loads(acc["mr"]["config"])
     assert config["mode"] == "fasttest" and config["classifier"]["kfold"] == 5
     assert config["classifier_seed"] == 1111
