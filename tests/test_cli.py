@@ -55,6 +55,24 @@ def test_limit_is_part_of_the_cell_configuration(bench_env, tiny_model, capsys):
     assert "Reused 1" in capsys.readouterr().out
 
 
+def test_a_protocol_runs_by_name_on_some_of_its_tasks(bench_env, tiny_model, capsys):
+    """`bench run --protocol`: the protocol's suite, its profile, its average (its metrics only) over the tasks
+    asked for, which the average row names; a task it lacks is refused before any work."""
+    assert _run("--protocol", "mteb-sts", "--model", "tiny", "--task", "stsb", "--task", "sickr") == 0
+    assert "protocol mteb-sts" in capsys.readouterr().out.replace("\n", " ")
+    rows = {(r["task"], r["metric"]): r for r in csv.DictReader((bench_env.results / "leaderboard.csv").open())}
+    average = rows[("avg", "spearman")]
+    assert ("avg", "pearson") not in rows and average["aggregation"] == "mean-of-tasks" and average["n"] == "2"
+    assert average["profile"] == "paper" and json.loads(average["config"])["average_of"] == ["sickr", "stsb"]
+    # its task cells are those of the suite's default protocol: a default run reuses them
+    assert _run("--suite", "sts", "--model", "tiny", "--task", "stsb", "--profile", "paper") == 0
+    assert "Reused 1 finished cell(s)" in capsys.readouterr().out
+    assert _run("--protocol", "mteb-sts", "--model", "tiny", "--task", "cola") == 2
+    assert "task of protocol 'mteb-sts'" in capsys.readouterr().err
+    assert _run("--protocol", "mteb-sts", "--suite", "sts", "--model", "tiny") == 2  # one of the two
+    assert "not allowed with argument --protocol" in capsys.readouterr().err
+
+
 def test_alignment_suite(bench_env, tiny_model):
     assert _run("--suite", "alignment", "--model", "tiny") == 0
     (cell,) = _cells(bench_env, "alignment")

@@ -206,6 +206,25 @@ def test_task_selection_by_name_or_suite_slash_task():
         select_tasks(["stss"], [])
 
 
+def test_a_grid_runs_a_protocol_by_name(grid_env, tiny_model):
+    """`bench grid --protocol`: its suite and profile, some of its tasks, and its average's own summary cell."""
+    from app.commands.grid_runner import Cell
+
+    plan = plan_for(["grid", "--models", "tiny", "--protocol", "mteb-sts", "--tasks", "stsb,sickr",
+                     "--allow-unverified-data"])
+    assert list(plan.protocols) == ["sts"] and plan.protocols["sts"].name == "mteb-sts"
+    assert plan.tasks == {"sts": ["stsb", "sickr"]} and plan.settings.profile == "paper"
+    assert [c.task for c in plan.cells()] == ["stsb", "sickr", "avg"]
+    summary = plan.config(Cell("tiny", "sts", "avg", 0, summary=True))
+    assert summary["summary_of"] == ["sickr", "stsb"] and summary["averaging"]["metrics"] == ["spearman"]
+    default = plan_for(["grid", "--models", "tiny", "--suites", "sts", "--tasks", "stsb,sickr", "--profile", "paper",
+                        "--allow-unverified-data"])
+    assert "averaging" not in default.config(Cell("tiny", "sts", "avg", 0, summary=True))
+    assert default.config(Cell("tiny", "sts", "stsb", 0)) == plan.config(Cell("tiny", "sts", "stsb", 0))
+    with pytest.raises(BenchError, match="--tasks cola: no task of that name"):
+        plan_for(["grid", "--models", "tiny", "--protocol", "mteb-sts", "--tasks", "cola", "--allow-unverified-data"])
+
+
 def test_grid_modules_import_neither_torch_nor_ray():
     code = ("import sys, app.cli, app.commands.grid, app.commands.grid_runner; "
             "print(sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules))")

@@ -205,3 +205,124 @@ def test_published_averages_unchanged_by_a_new_task(monkeypatch, suite_name):
         checked += 1
     assert checked, f"no published {suite_name} average could be recomputed from its task cells"
 
+
+
+# --- every field of a protocol changes what a run of it does ---------------------------------------
+
+from dataclasses import fields  # noqa: E402
+
+from bench.protocols import Average, Protocol, run_profile  # noqa: E402
+from bench.plugins import Registry  # noqa: E402
+
+STS_PROBE = Protocol(name="probe", suite="sts", title="a probe", tasks=("stsb", "sickr"), splits=("test",),
+                     metric=("spearman",), aggregation="all", average_aggregation="mean-of-probe", profile="study")
+ATTACK_PROBE = Protocol(name="attack-probe", suite="advsts", title="an attack probe", tasks=("stsb",),
+                        recipes=("textfooler",))
+# field -> (a protocol, the same protocol differing in that field alone)
+VARIANTS = {
+    "name": (STS_PROBE, replace(STS_PROBE, name="probe-2")),
+    "suite": (STS_PROBE, replace(STS_PROBE, suite="advsts")),
+    "title": (STS_PROBE, replace(STS_PROBE, title="another probe")),
+    "tasks": (STS_PROBE, replace(STS_PROBE, tasks=("stsb",))),
+    "splits": (STS_PROBE, replace(STS_PROBE, splits=("dev",))),
+    "metric": (STS_PROBE, replace(STS_PROBE, metric=("pearson",))),
+    "aggregation": (STS_PROBE, replace(STS_PROBE, aggregation="wmean")),
+    "average": (STS_PROBE, replace(STS_PROBE, average=("stsb",))),
+    "average_aggregation": (STS_PROBE, replace(STS_PROBE, average_aggregation="mean-of-probe-2")),
+    "also_averages": (STS_PROBE, replace(STS_PROBE, also_averages=(Average("mean-of-stsb", ("stsb",)),))),
+    "recipes": (ATTACK_PROBE, replace(ATTACK_PROBE, recipes=("pwws",))),
+    "profile": (STS_PROBE, replace(STS_PROBE, profile="paper")),
+    "default": (STS_PROBE, replace(STS_PROBE, default=("smoke",))),
+}
+
+
+def _attempt(compute):
+    try:
+        return compute()
+    except Exception as exc:  # a run the protocol makes fail is also something it decides
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _task_rows(tasks) -> list[dict]:
+    """Finished task rows: each correlation and aggregation, on each task's split, with distinct values."""
+    return [{"task": t.name, "metric": metric, "aggregation": aggregation, "split": t.split, "value": value,
+             "attack": ""}
+            for i, t in enumerate(tasks) for j, (metric, aggregation) in enumerate(
+                (m, a) for m in ("spearman", "pearson") for a in ("all", "wmean"))
+            for value in [10.0 * i + j + 1]]
+
+
+def what_a_run_does(p: Protocol, paths: Paths) -> dict:
+    """What a run of ``p`` (alone in protocols.toml) plans, keys and writes, what a run naming no protocol
+    follows, and how `bench ls protocols` lists it."""
+    from app.commands.ls import _protocols
+
+    suite = get_suite(p.suite)
+    profile = run_profile(None, p, "smoke")
+    ctx = RunContext(paths=paths, profile=profile, protocol=p, log=lambda _msg: None)
+    tasks = _attempt(lambda: suite.plan_tasks(p))
+    return {
+        "suite": suite.name, "profile": profile, "tasks": [(t.name, t.split) for t in tasks],
+        "cells": [_attempt(lambda t=t: config_hash(suite.config(t, ctx))) for t in tasks],
+        "summary cell": _attempt(lambda: config_hash(runner.summary_config(suite, tasks, ctx))),
+        "averages": _attempt(lambda: [(r.metric, r.aggregation, r.value, r.n, r.config)
+                                      for r in suite.summarize(_task_rows(tasks), ctx)]),
+        "default runs": {name: [s.default_protocol(prof).name for prof in PROFILES] for name, s in
+                         (("sts", get_suite("sts")), ("advsts", get_suite("advsts")))},
+        "listing": _protocols(None),
+    }
+
+
+def test_the_variants_cover_every_field_of_a_protocol_one_at_a_time():
+    assert set(VARIANTS) == {f.name for f in fields(Protocol)}, "a new protocol field needs a variant here"
+    for name, (base, variant) in VARIANTS.items():
+        assert [f.name for f in fields(Protocol) if getattr(base, f.name) != getattr(variant, f.name)] == [name]
+
+
+@pytest.mark.parametrize("field_name", sorted(VARIANTS))
+def test_every_protocol_field_changes_what_a_run_does(monkeypatch, tmp_path, field_name):
+    """A field no code reads fails here: the protocol differing only in it plans, keys, writes, defaults or
+    lists nothing differently."""
+    import bench.protocols as protocols
+
+    world = StoredWorld(monkeypatch)
+    world.cfg = {"attack_resources": {}}
+    paths = Paths(home=tmp_path, data=tmp_path, results=tmp_path)
+    seen = []
+    for p in VARIANTS[field_name]:
+        monkeypatch.setattr(protocols, "PROTOCOLS", Registry("protocol", {p.name: p}))
+        seen.append(what_a_run_does(p, paths))
+    assert seen[0] != seen[1], f"no code reads the protocol field '{field_name}'"
+
+
+# --- a protocol added to protocols.toml runs without a code change --------------------------------
+
+NEW_PROTOCOL = '''
+[sts-dev-pair]
+suite = "sts"
+title = "STS-B and SICK-R dev: their Spearman mean"
+tasks = ["stsb", "sickr"]
+splits = ["dev"]
+metric = "spearman"
+aggregation = "all"
+average_aggregation = "mean-of-2-dev-tasks"
+profile = "smoke"
+'''
+
+
+def test_a_protocol_added_to_the_file_alone_runs(bench_env, tiny_model, monkeypatch, tmp_path, capsys):
+    import bench.protocols as protocols
+    from app.cli import main
+
+    extended = tmp_path / "protocols.toml"
+    extended.write_text(protocols.PROTOCOLS_FILE.read_text(encoding="utf-8") + NEW_PROTOCOL, encoding="utf-8")
+    monkeypatch.setattr(protocols, "PROTOCOLS", Registry("protocol", protocols.read(extended)))
+    assert main(["run", "--protocol", "sts-dev-pair", "--model", "tiny", "--device", "cpu"]) == 0
+    assert "protocol sts-dev-pair" in capsys.readouterr().out.replace("\n", " ")
+    cells = {p.parent.name: json.loads(p.read_text()) for p in (bench_env.results / "cells/tiny/sts").rglob("*.json")}
+    assert set(cells) == {"stsb", "sickr", "avg"}
+    assert cells["stsb"]["config"]["split"] == "dev" and cells["stsb"]["config"]["profile"] == "smoke"
+    (average,) = cells["avg"]["results"]
+    assert (average["metric"], average["aggregation"], average["n"]) == ("spearman", "mean-of-2-dev-tasks", 2)
+    assert json.loads(average["config"])["average_of"] == ["sickr", "stsb"]
+    assert cells["avg"]["config"]["averaging"]["splits"] == {"stsb": "dev", "sickr": "dev"}
