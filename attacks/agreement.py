@@ -1,7 +1,7 @@
 """Per-example agreement of two victims' attack outcomes, from their attack logs (attacks/log.py).
 
 Two logs pair up when their headers agree on everything but the model and its victim's weights
-(task, recipe, run seed, victim protocol, constraints, resources served and built), so each pair is
+(task, recipe, run seed, victim mode, constraints, resources served and built), so each pair is
 one attack setting run against two encoders. Examples match by index, and must hold the same
 original text. The table and its tests are ``bench.scoring.stats.outcome_agreement``.
 """

@@ -3,6 +3,7 @@
 
     import bench
     result = bench.evaluate(SentenceTransformer(path), name="st-minilm", suites=["sts"])
+    result = bench.evaluate(SentenceTransformer(path), name="st-minilm", protocol="mteb-sts")
     result.to_pandas()
 
 It sits on top of the kernel, over the runner (which reaches the suites through its registry); ``bench/__init__.py``
@@ -54,18 +55,25 @@ class Evaluation:
         return f"Evaluation(model={self.model!r}, cells={len(self.outcomes)}, results_dir='{self.results_dir}')"
 
 
-def evaluate(model, *, name: str | None = None, suites, tasks=None, profile: str = "study",
+DEFAULT_PROFILE = "study"
+
+
+def evaluate(model, *, name: str | None = None, suites=None, protocol: str | None = None, tasks=None,
+             profile: str | None = None,
              results_dir: str | Path | None = None, seed: int = 0, batch_size: int | None = None,
              limit: int | None = None, device: str = "auto", dtype: str = "auto", overwrite: str = "only-missing",
              allow_unverified_data: bool = False, models_file: str | Path | None = None, log=None,
              **suite_options) -> Evaluation:
-    """Evaluate ``model`` on ``suites`` and write the result cells `bench run` writes.
+    """Evaluate ``model`` on ``suites`` (each its default protocol for the profile) or on the named ``protocol``
+    (bench/protocols.toml: its suite, tasks, splits, averages, recipes and, unless ``profile`` is given, its
+    profile), and write the result cells `bench run` writes.
 
     ``model``: a SentenceTransformer, a torch module or any object with ``encode(list[str]) -> (n, d) array``,
     a function of that shape, or a string ``--model`` accepts (then ``name`` may be omitted). ``name`` names
     the rows of an object; the cell key adds its identity (weights sha256 for a torch module, else the sha256 of
-    its embeddings of fixed probe sentences). ``tasks``: task names (each suite runs those it has, all of its
-    tasks when it has none of them) or ``{suite: [tasks]}``. ``suite_options`` are the suites' options by name
+    its embeddings of fixed probe sentences). ``tasks``: task names (each suite runs those it has, its
+    protocol's tasks when it has none of them; with ``protocol``, some of its tasks) or ``{suite: [tasks]}``.
+    ``profile``: the protocol's, else "study". ``suite_options`` are the suites' options by name
     (``victim="frozen"``, ``recipes=["textfooler"]``, ...), as `bench run` flags. Returns an ``Evaluation``
     (``.to_pandas()``, ``.cells``). A BenchError (the CLI's exit 2) names the fix for bad input.
     """
@@ -73,14 +81,12 @@ def evaluate(model, *, name: str | None = None, suites, tasks=None, profile: str
     from bench.runner import RunContext, check_data, check_fits, get_suite, run_plan
     from bench.results.store import ResultStore
 
+    profile = _profile(profile, protocol)
     batch_size = checked_settings(profile=profile, seed=seed, batch_size=batch_size, limit=limit, overwrite=overwrite)
     told, log = log, log or _console_log()  # progress goes to the caller's log when given, else to the console
     paths = Paths.from_env().with_results(results_dir)
-    chosen = [get_suite(n) for n in ([suites] if isinstance(suites, str) else list(suites))]
-    if not chosen:
-        raise BenchError("bench.evaluate: give at least one suite, e.g. suites=['sts'] (`bench ls suites`).")
-    plan = task_plan(chosen, tasks)
-    options = checked_options(suite_options, chosen)
+    plan = evaluation_plan(suites, protocol, tasks, profile)
+    options = checked_options(suite_options, [get_suite(p.suite) for p in plan])
     ResultStore(paths.results).check_writable()
     ctx = RunContext(paths=paths, seed=int(seed), device=device, batch_size=batch_size,
                      limit=limit, profile=profile, overwrite=overwrite, options=options, log=log,
@@ -158,6 +164,38 @@ def _console_log():
     from rich.console import Console
 
     return (Console() if sys.stdout.isatty() else Console(width=100_000)).print
+
+
+def _profile(profile: str | None, protocol: str | None) -> str:
+    """The profile a call uses: ``profile``, else the named protocol's, else ``DEFAULT_PROFILE``."""
+    from bench.protocols import protocol as named, run_profile
+
+    if protocol is not None and not isinstance(protocol, str):
+        raise BenchError(f"bench.evaluate: protocol={protocol!r}: give one protocol's name (`bench ls protocols`).")
+    return run_profile(profile, named(protocol) if protocol else None, DEFAULT_PROFILE)
+
+
+def evaluation_plan(suites, protocol: str | None, tasks, profile: str) -> list:
+    """The protocols a call runs (bench.protocols.Protocol): the named one (on some of its tasks), or each
+    suite's default for ``profile`` (on the tasks ``tasks`` gives it); BenchError for neither or both."""
+    from bench.runner import get_suite, plan_protocol
+
+    if (suites is None) == (protocol is None):
+        raise BenchError("bench.evaluate: give suites=['sts', ...] (`bench ls suites`) or protocol='NAME' (`bench ls "
+                         "protocols`), not both.")
+    if protocol is not None:
+        own = tasks.get(protocol_suite(protocol)) if isinstance(tasks, dict) else tasks
+        return [plan_protocol(protocol=protocol, tasks=_names(own) if own else None, profile=profile)]
+    chosen = [get_suite(n) for n in ([suites] if isinstance(suites, str) else list(suites))]
+    if not chosen:
+        raise BenchError("bench.evaluate: give at least one suite, e.g. suites=['sts'] (`bench ls suites`).")
+    return [plan_protocol(suite=suite.name, tasks=names, profile=profile) for suite, names in task_plan(chosen, tasks)]
+
+
+def protocol_suite(name: str) -> str:
+    from bench.protocols import protocol
+
+    return protocol(name).suite
 
 
 def task_plan(suites, tasks) -> list[tuple[object, list[str] | None]]:

@@ -1,6 +1,6 @@
 """Classifiers on a registered encoder: attack victims (adversarial suite) and the ANLI classifier.
 
-Two protocols (``PROTOCOLS``), both "this encoder plus a linear layer", never another architecture:
+Two victim modes (``VICTIM_MODES``), both "this encoder plus a linear layer", never another architecture:
 
 - ``finetune``: the encoder and a linear head on its own pooler (``bench/models/poolers.py``), trained end
   to end (``finetune``). Pairs use the tokenizer's pair encoding, so a pair is read as one sequence.
@@ -12,10 +12,10 @@ Two protocols (``PROTOCOLS``), both "this encoder plus a linear layer", never an
   an attack queries the victim through ``Encoder.encode`` and the head.
 
 A trained classifier is cached under
-``$BENCH_HOME/victims/<model>/<task>/<protocol>-seed<seed>-<key>/`` as ``model.safetensors``
-plus ``card.json`` (protocol, base model and its weights sha256, task, seed, training data with
+``$BENCH_HOME/victims/<model>/<task>/<mode>-seed<seed>-<key>/`` as ``model.safetensors``
+plus ``card.json`` (mode, base model and its weights sha256, task, seed, training data with
 counts and sha256, hyper-parameters, clean dev accuracy). ``<key>`` hashes everything that
-changes the classifier (the card's request), so victims of other settings, protocols or data sit
+changes the classifier (the card's request), so victims of other settings, modes or data sit
 beside each other instead of overwriting one another; the card is checked again on load.
 Classifiers train and answer queries in the encoder's precision (``Encoder.amp_dtype``); a
 precision other than float32 enters the request (so the key) and the card.
@@ -127,7 +127,7 @@ def tokenize(tokenizer, inputs: Sequence[Text], max_len: int) -> list[dict]:
 
 
 class _Classifier:
-    """What both victim protocols share on top of their own ``predict_logits``."""
+    """What both victim modes share on top of their own ``predict_logits``."""
 
     def predict(self, inputs: Sequence[Text], batch_size: int | None = None) -> np.ndarray:
         return self.predict_logits(inputs, batch_size).argmax(1)
@@ -365,16 +365,18 @@ def _no_decay(name: str) -> bool:
     return name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name
 
 
-def victim_dir(home: Path, model: str, task: str, protocol: str, seed: int, request: dict) -> Path:
+def victim_dir(home: Path, model: str, task: str, mode: str, seed: int, request: dict) -> Path:
     """The cache directory of one classifier: keyed by everything in its request, not only (model, task, seed)."""
     key = hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()[:12]
-    return Path(home) / "victims" / model / task / f"{protocol}-seed{seed}-{key}"
+    return Path(home) / "victims" / model / task / f"{mode}-seed{seed}-{key}"
 
 
-def _request(encoder, protocol: str, task: str, num_labels: int, config, data: list[dict],
+def _request(encoder, mode: str, task: str, num_labels: int, config, data: list[dict],
              dev: Labelled | None, label_names: Sequence[str] | None) -> dict:
-    """The part of the card that must match for a cached classifier to be reused (and that names its directory)."""
-    request = {"protocol": protocol, "base_model": encoder.name, "base_weights_sha256": encoder.weights_sha256,
+    """The part of the card that must match for a cached classifier to be reused (and that names its directory).
+    The mode is stored under the card's key "protocol", as every stored victim's card has it (and its
+    directory's hash covers it)."""
+    request = {"protocol": mode, "base_model": encoder.name, "base_weights_sha256": encoder.weights_sha256,
                "pooler": encoder.pooler, "task": task, "seed": config.seed, "num_labels": num_labels,
                "label_names": list(label_names) if label_names else None,
                "hyperparameters": asdict(config), "training_data": data,
@@ -382,7 +384,7 @@ def _request(encoder, protocol: str, task: str, num_labels: int, config, data: l
     dtype = dtype_name(getattr(encoder, "amp_dtype", None))
     if dtype != "float32":  # float32 requests (and so their directories) are as before --dtype existed
         request["dtype"] = dtype
-    if protocol == FROZEN:  # the embedding depends on the encoder's own truncation
+    if mode == FROZEN:  # the embedding depends on the encoder's own truncation
         request["encoder_max_len"] = getattr(encoder, "max_len", None)
     return json.loads(json.dumps(request))
 
@@ -407,20 +409,20 @@ def _readable_card(directory: Path, log: Callable[[str], None]) -> dict | None:
         return None
 
 
-def _load_or_train(encoder, paths, protocol: str, task: str, num_labels: int, train: Sequence[Labelled], config,
+def _load_or_train(encoder, paths, mode: str, task: str, num_labels: int, train: Sequence[Labelled], config,
                    dev: Labelled | None, label_names, log: Callable[[str], None], train_fn, load_fn):
     data_mix, data = mix(train, getattr(config, "max_examples", None), config.seed)
-    request = _request(encoder, protocol, task, num_labels, config, data, dev, label_names)
-    directory = victim_dir(paths.home, encoder.name, task, protocol, config.seed, request)
+    request = _request(encoder, mode, task, num_labels, config, data, dev, label_names)
+    directory = victim_dir(paths.home, encoder.name, task, mode, config.seed, request)
     if (directory / CARD).exists() and (directory / WEIGHTS).exists():
         card = _readable_card(directory, log)
         if card is not None and {k: card.get(k) for k in request} == request:
-            log(f"Reusing the {protocol} classifier at {directory}")
+            log(f"Reusing the {mode} classifier at {directory}")
             return load_fn(directory)
         if card is not None:
             log(f"The classifier at {directory} does not match its request (edited card?); retraining it.")
     counts = ", ".join(f"{d['used']} of {d['source']}" for d in data)  # no "a:b: n": rich reads ":b:" as an emoji
-    log(f"Training a {protocol} classifier on {encoder.name} for '{task}' (seed {config.seed}) on "
+    log(f"Training a {mode} classifier on {encoder.name} for '{task}' (seed {config.seed}) on "
         f"{len(data_mix.inputs)} examples ({counts}) on {encoder.device}")
     partial = partial_path(directory)
     clf, stats = train_fn(data_mix, partial)
@@ -457,7 +459,7 @@ def load_or_finetune(encoder, paths, task: str, num_labels: int, train: Sequence
                                                              batch_size, encoder.amp_dtype))
 
 
-# --- the frozen protocol: encoder frozen, linear head on its sentence embedding ------------------
+# --- the frozen mode: encoder frozen, linear head on its sentence embedding ----------------------
 
 @dataclass(frozen=True)
 class FrozenHeadConfig:
@@ -594,5 +596,5 @@ def load_or_train_frozen(encoder, paths, task: str, num_labels: int, train: Sequ
 
 
 FINETUNE, FROZEN = "finetune", "frozen"
-# protocol -> (config class, load-or-train function): how a suite builds a classifier of each kind.
-PROTOCOLS = {FINETUNE: (FinetuneConfig, load_or_finetune), FROZEN: (FrozenHeadConfig, load_or_train_frozen)}
+# victim mode -> (config class, load-or-train function): how a suite builds a classifier of each kind.
+VICTIM_MODES = {FINETUNE: (FinetuneConfig, load_or_finetune), FROZEN: (FrozenHeadConfig, load_or_train_frozen)}

@@ -69,7 +69,7 @@ OVERWRITE_MODES = ("never", "only-missing", "always")
 @dataclass
 class RunContext:
     """What a run passes down to each suite: where things are, the seed, device, limits, the suite options,
-    progress and log. Built by the app (`bench run`, `bench grid`) or ``bench.evaluate``."""
+    the protocol, progress and log. Built by the app (`bench run`, `bench grid`) or ``bench.evaluate``."""
 
     paths: Paths
     seed: int = 0
@@ -84,6 +84,7 @@ class RunContext:
     log: Callable[[str], None] = print
     allow_unverified_data: bool = False  # use data files whose sha256 differs from bench/data/data_files.tsv
     model_config: dict = field(default_factory=dict)  # the model's key settings (bench.models.registry.key_config)
+    protocol: object | None = None  # the bench.protocols.Protocol run; None: each suite's default for the profile
 
     def __post_init__(self):
         if self.overwrite not in OVERWRITE_MODES:
@@ -133,8 +134,12 @@ class SuitePlugin(Protocol):
     summary_task: object | None
 
     def task(self, name: str): ...
-    def default_tasks(self) -> list: ...
-    def summarized(self, tasks) -> list: ...
+    def run_protocol(self, ctx: RunContext): ...
+    def plan_tasks(self, protocol) -> list: ...
+    def planned_task(self, name: str, protocol): ...
+    def summarized(self, tasks, ctx: RunContext) -> list: ...
+    def summary_task_of(self, protocol): ...
+    def averages_config(self, ctx: RunContext) -> dict: ...
     def config(self, task, ctx: RunContext) -> dict: ...
     def datasets(self, task) -> tuple[str, ...]: ...
     def seeds(self, ctx: RunContext) -> list[int]: ...
@@ -202,7 +207,7 @@ def cell_key(suite: SuitePlugin, spec: ModelSpec, weights_sha256: str, task, ctx
 def summary_config(suite: SuitePlugin, tasks: list, ctx: RunContext) -> dict:
     # Options as the suite resolves them (e.g. transfer's default mode), so an omitted option and its
     # explicit default share one summary cell, as their task cells do.
-    tasks = suite.summarized(tasks)
+    tasks = suite.summarized(tasks, ctx)
     resolved = suite.config(tasks[0], ctx) if tasks else {}
     return {"suite": suite.name, "summary_of": sorted(t.name for t in tasks), "limit": ctx.limit,
             "scorer_version": f"{suite.name}-{suite.version}." + ".".join(str(t.version) for t in tasks),
@@ -210,7 +215,7 @@ def summary_config(suite: SuitePlugin, tasks: list, ctx: RunContext) -> dict:
                                         if o.changes_numbers},
             # the summary averages cells computed on this data: another data set is another summary cell
             **data_config([d for t in tasks for d in suite.datasets(t)], ctx), **ctx.model_config,
-            **precision_config(ctx)}
+            **precision_config(ctx), **suite.averages_config(ctx)}
 
 
 def run_cell(suite: SuitePlugin, spec: ModelSpec, ctx: RunContext, encoder, task, store=None) -> TaskOutcome:
@@ -245,7 +250,8 @@ def run_summary(suite: SuitePlugin, spec: ModelSpec, ctx: RunContext, encoder, t
     found = store.existing(key)
     if found is not None and all(o.cached for o in seed_outcomes):
         return TaskOutcome(summary[0].task, store.read(found)["results"], found, True, 0.0)
-    rows = [_stamp(r, spec, encoder, ctx, suite.summary_task, cfg, key.config_hash, 0.0, ctx.seed) for r in summary]
+    task = suite.summary_task_of(suite.run_protocol(ctx))
+    rows = [_stamp(r, spec, encoder, ctx, task, cfg, key.config_hash, 0.0, ctx.seed) for r in summary]
     evidence = summary_uncertainty(rows, [(o.path, o.rows) for o in seed_outcomes], store)
     path = store.write(key, rows, cfg, evidence=evidence)
     return TaskOutcome(summary[0].task, store.read(path)["results"], path, False, 0.0)
@@ -266,8 +272,11 @@ def check_encoder_fits(suite: SuitePlugin, encoder, ctx: RunContext) -> None:
 
 
 def run_suite(suite: SuitePlugin, spec: ModelSpec, ctx: RunContext, encoder, task_names=None) -> list[TaskOutcome]:
-    """Run (or reuse) each task cell, then the suite's summary cell, then refresh the leaderboard."""
-    tasks = [suite.task(n) for n in task_names] if task_names else suite.default_tasks()
+    """Run (or reuse) each task cell of the run's protocol (``ctx.protocol``, else the suite's default; on
+    ``task_names`` when given), then the suite's summary cell, then refresh the leaderboard."""
+    protocol = suite.run_protocol(ctx)
+    ctx = replace(ctx, protocol=protocol.with_tasks(task_names) if task_names else protocol)
+    tasks = suite.plan_tasks(ctx.protocol)
     store = ctx.store
     outcomes: list[TaskOutcome] = []
     try:
@@ -286,33 +295,53 @@ def run_suite(suite: SuitePlugin, spec: ModelSpec, ctx: RunContext, encoder, tas
     return outcomes
 
 
+def suites_of(plan) -> list[tuple[object, object]]:
+    """(protocol, its suite) for each protocol of a plan (a list of bench.protocols.Protocol)."""
+    return [(p, get_suite(p.suite)) for p in plan]
+
+
+def plan_protocol(*, suite: str | None = None, protocol: str | None = None, tasks=None, profile: str):
+    """What one run follows: the protocol named ``protocol`` (on those of its tasks ``tasks`` names), else
+    ``suite``'s default protocol for ``profile`` (on ``tasks``, any of the suite's); unknown names fail with
+    the closest ones."""
+    from bench.protocols import protocol as named
+
+    if protocol is not None:
+        chosen = named(protocol)
+        get_suite(chosen.suite)  # its suite registered, its tasks and recipes the suite's (check_protocols)
+        return chosen.restricted(tasks) if tasks else chosen
+    owner = get_suite(suite)
+    return owner.default_protocol(profile).with_tasks([owner.task(n).name for n in tasks]) if tasks \
+        else owner.default_protocol(profile)
+
+
 def check_data(plan, ctx: RunContext, log) -> None:
     """Check every data file the plan's tasks read (a BenchError names a file that differs), before any work;
     files let through by --allow-unverified-data are logged."""
-    datasets = [d for suite, names in plan
-                for t in ([suite.task(n) for n in names] if names else suite.default_tasks()) for d in suite.datasets(t)]
+    datasets = [d for p, suite in suites_of(plan) for t in suite.plan_tasks(p) for d in suite.datasets(t)]
     for item in data_config(datasets, ctx).get("data_unverified", []):
         log(f"[yellow]Unverified data (--allow-unverified-data; recorded in each row):[/yellow] {item}")
 
 
 def check_fits(plan, encoder, ctx: RunContext) -> None:
     """A BenchError (exit 2) when a suite of ``plan`` needs a network ``encoder`` does not expose."""
-    for suite, _ in plan:
-        check_encoder_fits(suite, encoder, ctx)
+    for p, suite in suites_of(plan):
+        check_encoder_fits(suite, encoder, replace(ctx, protocol=p))
 
 
 def run_plan(spec: ModelSpec, plan, ctx: RunContext, encoder) -> list[tuple[object, list[TaskOutcome]]]:
-    """Run each (suite, task names or None for all) of ``plan`` on ``encoder``: the run path of `bench run` and
-    ``bench.evaluate``. Every suite is checked to fit the encoder first (``check_encoder_fits``)."""
+    """Run each protocol of ``plan`` (a list of bench.protocols.Protocol, each naming its suite and tasks) on
+    ``encoder``: the run path of `bench run` and ``bench.evaluate``. Every suite is checked to fit the encoder
+    first (``check_encoder_fits``)."""
     ctx = replace(ctx, device=encoder.device, dtype=encoder.dtype)
     check_fits(plan, encoder, ctx)
-    return [(suite, run_suite(suite, spec, ctx, encoder, names)) for suite, names in plan]
+    return [(suite, run_suite(suite, spec, replace(ctx, protocol=p), encoder)) for p, suite in suites_of(plan)]
 
 
 # ---------------------------------------------------------------- stored work, without the model ---------------
 
 def stored_plan(spec: ModelSpec, plan, ctx: RunContext) -> list[tuple[object, list[TaskOutcome]]] | None:
-    """Every task cell of ``plan`` (each seed; the suite's summary cell too where one is stored) as the store
+    """Every task cell of ``plan``'s protocols (each seed; the suite's summary cell too where one is stored) as the store
     holds it under this configuration, found without opening the model: for a model whose weights are not at
     hand (``weights_at_hand``), so that reproducing stored results trains, builds and downloads nothing.
     None when a task cell is missing, or no one set of weights has them all (``stored_weights``), or
@@ -320,13 +349,13 @@ def stored_plan(spec: ModelSpec, plan, ctx: RunContext) -> list[tuple[object, li
     if ctx.overwrite == "always":
         return None
     found = []  # (suite, task name, summary?, its stored cells)
-    for suite, names in plan:
-        tasks = [suite.task(n) for n in names] if names else suite.default_tasks()
+    for p, suite in suites_of(plan):
+        tasks = suite.plan_tasks(p)
         for seed in suite.seeds(ctx):
-            seeded = for_model(replace(ctx, seed=seed), spec)
+            seeded = for_model(replace(ctx, seed=seed, protocol=p), spec)
             found += [(suite, t.name, False, stored_cells(ctx.store, suite, spec.name, t.name, seed,
                                                           suite.config(t, seeded))) for t in tasks]
-            if suite.summary_task is not None and suite.summarized(tasks):
+            if suite.summary_task is not None and suite.summarized(tasks, seeded):
                 found.append((suite, suite.summary_task.name, True, stored_cells(
                     ctx.store, suite, spec.name, suite.summary_task.name, seed, summary_config(suite, tasks, seeded))))
     weights = stored_weights([cells for _, _, summary, cells in found if not summary])

@@ -26,9 +26,9 @@ def sequential(plan) -> float:
     start = time.perf_counter()
     for spec in plan.models:
         encoder = open_encoder(spec, plan.paths, plan.settings.device, plan.settings.batch_size)
-        for suite_name, tasks in plan.tasks.items():
+        for suite_name in plan.protocols:
             for seed in plan.seeds:
-                run_suite(get_suite(suite_name), spec, plan.settings.context(plan.paths, seed), encoder, tasks)
+                run_suite(get_suite(suite_name), spec, plan.context(suite_name, seed), encoder)
     return time.perf_counter() - start
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.paths import file_name
+from bench.results.averages import off_declared
 from bench.scoring.stats import display_decimals, format_number, format_p
 from bench.results.stats_cache import StatsCache
 from bench.results.store import ResultStore
@@ -152,7 +153,9 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None, rows: l
                 shown = r.get("ci_low") is not None and not T_OVER_RUNS.match(r.get("ci_method") or "")
                 k = display_decimals(r.get("ci_low"), r.get("ci_high")) if shown else 2
                 value = format_number(r["value"], k) + (UNVERIFIED if unverified_data(r) else "")
-                line = [r["task"], r.get("attack") or "", metric_words(r["metric"]), r["aggregation"], r["split"], value,
+                off = off_declared(r)  # an average over other tasks than declared says which
+                aggregation = f"{r['aggregation']} (over {off})" if off else r["aggregation"]
+                line = [r["task"], r.get("attack") or "", metric_words(r["metric"]), aggregation, r["split"], value,
                         f"{format_number(r.get('ci_low'), k)} – {format_number(r.get('ci_high'), k)}" if shown else "–",
                         (r.get("ci_method") or "") if shown else RUNS_NOTE if r.get("ci_low") is not None else "",
                         "" if r.get("n") is None else str(r["n"]), str(r.get("seed"))]

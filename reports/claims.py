@@ -413,7 +413,9 @@ def _row_key(claim: Claim):
 
 
 def _matching_row(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict):
-    """(cell path, row) of the claim's row in the model's newest matching cell of ``task``, or None."""
+    """(cell path, row) of the claim's row in the model's newest matching cell of ``task``, or None; an average
+    only over the tasks its protocol declares (one over fewer, say STS-B alone, never stands in for it)."""
+    from bench.results.averages import off_declared
     from bench.results.uncertainty import model_cells, row_key
 
     include = _row_key(claim)
@@ -421,7 +423,7 @@ def _matching_row(store: ResultStore, model: str, claim: Claim, task: str, wante
              if _matches(store.read(p).get("config", {}), wanted)]
     found = None
     for path in sorted(cells, key=lambda p: store.read(p).get("written_at") or ""):
-        rows = [r for r in store.read(path)["results"] if include(row_key(r))]
+        rows = [r for r in store.read(path)["results"] if include(row_key(r)) and not off_declared(r)]
         if rows:
             found = (path, rows[0])
     return found
@@ -782,7 +784,7 @@ def ledger(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValue
 
     The families (``family_adjusted``): per kind of claim, the first variant of every testable claim is its
     primary line; Holm's procedure holds the chance of any false verdict among the primary lines of each
-    family to ALPHA. Further variants (another victim protocol) are shown beside, judged at their own p."""
+    family to ALPHA. Further variants (another victim mode) are shown beside, judged at their own p."""
     from bench.results.stats_cache import StatsCache
 
     book = load(path, paper_values)

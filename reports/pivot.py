@@ -12,14 +12,18 @@ import html
 import re
 from dataclasses import dataclass, field
 
+from bench.protocols import protocol
+from bench.results.averages import average_of, describe
 from bench.scoring.stats import display_decimals, format_number
 from reports.site import card_href
 from reports.results import EMPTY, Catalog, EvidenceIndex, Stat, mean_of, stat
 from reports.tables import _over_runs_interval, _with_interval
 
-RECIPES = ("textfooler", "textbugger", "pwws", "bae", "bert-attack")
+STS, TRANSFER = protocol("robustembed-table1"), protocol("senteval-transfer-7")  # the averages shown
+RECIPES = protocol("robustembed-table3").recipes
+ADVSTS_RECIPES = protocol("robustembed-table4").recipes
 PER_RUN = re.compile(r"^run\d+$")
-ATTACK_SETTING = {"victim": "frozen", "constraints": "unified"}  # one protocol for every model's attack cells
+ATTACK_SETTING = {"victim": "frozen", "constraints": "unified"}  # one setting for every model's attack cells
 
 # How a reader says each metric (raw leaderboard rows and the pivot's headers).
 METRIC_WORDS = {
@@ -53,6 +57,7 @@ class PivotColumn:
     runs: bool = False  # the suite writes a row per run: the pooled bootstrap over the runs' examples
     average_over: tuple[dict, ...] = ()  # where-variants averaged into the column (e.g. over recipes)
     better: str = "higher"
+    over: tuple[str, ...] = ()  # a column of average rows: the tasks (sorted) an average is over to be ranked
 
 
 def _attack_columns() -> tuple[PivotColumn, ...]:
@@ -62,13 +67,16 @@ def _attack_columns() -> tuple[PivotColumn, ...]:
 
 
 COLUMNS: tuple[PivotColumn, ...] = (
-    PivotColumn("STS avg. (Spearman ×100)", "sts", {"task": "avg", "metric": "spearman"}),
-    PivotColumn("Transfer avg. (accuracy %, 7 tasks)", "transfer",
-                {"task": "avg", "metric": "acc", "aggregation": "mean-of-7-tasks"}),
+    PivotColumn("STS avg. (Spearman ×100)", "sts",
+                {"task": "avg", "metric": STS.headline_metric, "aggregation": STS.average_aggregation},
+                over=tuple(sorted(STS.averaged))),
+    PivotColumn(f"Transfer avg. (accuracy %, {len(TRANSFER.averaged)} tasks)", "transfer",
+                {"task": "avg", "metric": TRANSFER.headline_metric, "aggregation": TRANSFER.average_aggregation},
+                over=tuple(sorted(TRANSFER.averaged))),
     *_attack_columns(),
     PivotColumn("AdvSTS success % (STS-B, mean of recipes)", "advsts",
                 {"task": "stsb", "metric": "attack_success_rate"}, better="lower",
-                average_over=tuple({"attack": recipe} for recipe in RECIPES)),
+                average_over=tuple({"attack": recipe} for recipe in ADVSTS_RECIPES)),
     PivotColumn("Displacement under attack edits (no attack run; MR)", "perturbation",
                 {"task": "mr-attacks", "metric": "displacement"}, better="lower"),
 )
@@ -77,6 +85,7 @@ NOTE = ("One row per model, grouped by the base model it was trained from; click
         "robust. Brackets: 95% CI (bootstrap over examples or pairs; over attack runs, a bootstrap of the "
         "pooled attacked examples, run by run, as in Table 3; never a t-interval over a few runs). "
         "–: not measured.")
+UNRANKED = " †: an average over other tasks than the column's (named under it), shown but not ranked."
 
 
 @dataclass
@@ -84,6 +93,7 @@ class PivotLine:
     model: str
     group: str
     cells: list[Stat]
+    notes: list[str] = field(default_factory=list)  # per cell: "" (ranked), or which tasks its average is over
 
 
 def rows_of(rows: list[dict], col: PivotColumn) -> list[dict]:
@@ -108,6 +118,18 @@ def cell(rows: list[dict], col: PivotColumn, evidence: EvidenceIndex | None) -> 
     return stat(main, col.where)
 
 
+def ranked_cell(rows: list[dict], col: PivotColumn, evidence: EvidenceIndex | None) -> tuple[Stat, str]:
+    """The column's cell and "" when its rows are over the column's tasks (or it is no column of averages);
+    else the model's average over other tasks, and which tasks, so it is shown marked and never ranked."""
+    if not col.over:
+        return cell(rows, col, evidence), ""
+    same = cell([r for r in rows if average_of(r) in (None, col.over)], col, evidence)
+    if same.mean is not None:
+        return same, ""
+    other = cell(rows, col, evidence)
+    return (other, describe(average_of(other.rows[0]))) if other.mean is not None else (EMPTY, "")
+
+
 def build(rows: list[dict], catalog: Catalog, evidence: EvidenceIndex | None,
           columns: tuple[PivotColumn, ...] = COLUMNS) -> tuple[list[PivotColumn], list[PivotLine]]:
     """The columns that have any value, and one line per model (grouped by base, registry order within)."""
@@ -115,10 +137,12 @@ def build(rows: list[dict], catalog: Catalog, evidence: EvidenceIndex | None,
     by_model: dict[str, list[dict]] = {}
     for r in rows:
         by_model.setdefault(r["model"], []).append(r)
-    lines = [PivotLine(m, catalog.group(m), [cell(rows_of(by_model[m], c), c, evidence) for c in columns])
-             for m in models]
+    lines = []
+    for m in models:
+        ranked = [ranked_cell(rows_of(by_model[m], c), c, evidence) for c in columns]
+        lines.append(PivotLine(m, catalog.group(m), [s for s, _ in ranked], [note for _, note in ranked]))
     kept = [i for i in range(len(columns)) if any(ln.cells[i].mean is not None for ln in lines)]
-    lines = [PivotLine(ln.model, ln.group, [ln.cells[i] for i in kept]) for ln in lines
+    lines = [PivotLine(ln.model, ln.group, [ln.cells[i] for i in kept], [ln.notes[i] for i in kept]) for ln in lines
              if any(ln.cells[i].mean is not None for i in kept)]
     groups = list(dict.fromkeys(ln.group for ln in lines))
     lines.sort(key=lambda ln: groups.index(ln.group))  # stable: registry order within a group
@@ -147,12 +171,17 @@ def stat_text(s: Stat) -> str:
     return f"{format_number(s.mean, k)}{ci}"
 
 
-def cell_html(s: Stat) -> str:
+def cell_html(s: Stat, note: str = "") -> str:
+    """A value with its interval; an average over other tasks (``note``) marked †, named, and not sorted."""
     if s.mean is None:
         return "<td class=\"n\" data-v=\"\">–</td>"
     k = display_decimals(s.ci.low, s.ci.high) if s.ci.present else 2
     ci = (f"<br><small>[{format_number(s.ci.low, k)}, {format_number(s.ci.high, k)}]</small>"
           if s.ci.present else "")
+    if note:
+        over = html.escape(note)
+        return (f"<td class=\"n\" data-v=\"\" title=\"an average over {over}: not ranked\">{format_number(s.mean, k)}†"
+                f"{ci}<br><small>{over}</small></td>")
     return f"<td class=\"n\" data-v=\"{s.mean!r}\">{format_number(s.mean, k)}{ci}</td>"
 
 
@@ -168,6 +197,8 @@ def to_html(columns: list[PivotColumn], lines: list[PivotLine], catalog: Catalog
         arrow = "↓ better" if col.better == "lower" else "↑ better"
         return f"<th title=\"{esc(arrow)}\">{esc(text)}</th>"
 
+    if note and any(n for ln in lines for n in ln.notes):
+        note += UNRANKED
     out = [f"<p class=\"note\">{esc(note)}</p>" if note else "",
            "<table class=\"sortable pivot\"><thead><tr><th>model</th><th>base</th>"
            + "".join(header(c) for c in columns) + "</tr></thead><tbody>"]
@@ -178,14 +209,18 @@ def to_html(columns: list[PivotColumn], lines: list[PivotLine], catalog: Catalog
         short = ln.group.split(" (")[0]  # the base's name; its description on hover
         out.append(f"<tr{first}><td class=\"l\"><a href=\"{esc(card_href(ln.model))}\">{esc(ln.model)}</a></td>"
                    f"<td class=\"base\" title=\"{esc(ln.group)}\">{esc(short)}</td>"
-                   + "".join(cell_html(s) for s in ln.cells) + "</tr>")
+                   + "".join(cell_html(s, note) for s, note in zip(ln.cells, ln.notes or [""] * len(ln.cells)))
+                   + "</tr>")
     out.append("</tbody></table>")
     return "\n".join(out)
 
 
-def finding(col: PivotColumn, cells: list[tuple[str, Stat]], catalog: Catalog) -> str | None:
-    """One sentence on a column: the best model and the runner-up, and whether their CIs overlap."""
-    present = sorted(((m, s) for m, s in cells if s.mean is not None), key=lambda ms: ms[1].mean,
+def finding(col: PivotColumn, cells: list[tuple[str, Stat]], catalog: Catalog,
+            unranked: tuple[tuple[str, str], ...] = ()) -> str | None:
+    """One sentence on a column: the best model and the runner-up, and whether their CIs overlap; the models
+    whose average is over other tasks (``unranked``: (model, which tasks)) are named apart, never ranked."""
+    apart = {m for m, _ in unranked}
+    present = sorted(((m, s) for m, s in cells if s.mean is not None and m not in apart), key=lambda ms: ms[1].mean,
                      reverse=col.better == "higher")
     if len(present) < 2:
         return None
@@ -194,12 +229,13 @@ def finding(col: PivotColumn, cells: list[tuple[str, Stat]], catalog: Catalog) -
     label = column_label(col, catalog)
     value = stat_text
 
-    overlap = (b.ci.present and r.ci.present and b.ci.low <= r.ci.high and r.ci.low <= b.ci.high)
-    apart = ("their 95% CIs overlap, so the order of the two is not established" if overlap else
-             "their 95% CIs do not overlap" if b.ci.present and r.ci.present else "without CIs for both")
+    overlaps = (b.ci.present and r.ci.present and b.ci.low <= r.ci.high and r.ci.low <= b.ci.high)
+    overlap = ("their 95% CIs overlap, so the order of the two is not established" if overlaps else
+               "their 95% CIs do not overlap" if b.ci.present and r.ci.present else "without CIs for both")
     word = "lowest" if col.better == "lower" else "highest"
+    others = "".join(f"; not ranked: {m} (an average over {note})" for m, note in unranked)
     return (f"{label}: {best} is {word} of {len(present)} models at {value(b)}, then {second} at {value(r)} "
-            f"({apart}); {worst} is last at {value(w)}.")
+            f"({overlap}); {worst} is last at {value(w)}{others}.")
 
 
 FINDING_COLUMNS = ("sts", "adversarial", "perturbation")  # a sentence on the first column of each, where present
@@ -211,7 +247,8 @@ def findings(columns: list[PivotColumn], lines: list[PivotLine], catalog: Catalo
     for suite in FINDING_COLUMNS:
         i = next((i for i, c in enumerate(columns) if c.suite == suite), None)
         if i is not None:
-            sentence = finding(columns[i], [(ln.model, ln.cells[i]) for ln in lines], catalog)
+            unranked = tuple((ln.model, ln.notes[i]) for ln in lines if ln.notes and ln.notes[i])
+            sentence = finding(columns[i], [(ln.model, ln.cells[i]) for ln in lines], catalog, unranked)
             if sentence:
                 out.append(sentence)
     return out

@@ -20,7 +20,8 @@ from bench.results.uncertainty import identity_order, row_key, stored_evidence
 
 # Config keys that differ between rows of one setting: the cell's identity, and a replication's own
 # record (run k's sample and victim seed), so the rows of a cell's runs stay one setting.
-PER_CELL_KEYS = ("suite", "task", "split", "seed", "summary_of", "replication")
+# An average row's own tasks (``average_of``) are compared where averages are ranked (bench.results.averages).
+PER_CELL_KEYS = ("suite", "task", "split", "seed", "summary_of", "replication", "average_of")
 UNREGISTERED = "not in the registry"
 CODE_PATH = re.compile(r"[\w.]+:[\w.]+")  # a loader named as module:function
 

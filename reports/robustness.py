@@ -16,7 +16,7 @@ import csv
 import html
 import io
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bench.results.store import csv_safe
 from reports import pivot, site
@@ -36,14 +36,15 @@ BESIDE = (pivot.PivotColumn("clean accuracy", "adversarial", {"task": "mr", "met
                             config=SETTING, runs=True),
           pivot.PivotColumn("displacement", "perturbation", {"task": "mr-attacks", "metric": "displacement"},
                             better="lower"),
-          pivot.PivotColumn("STS avg", "sts", {"task": "avg", "metric": "spearman"}))
+          replace(pivot.COLUMNS[0], label="STS avg"))  # the pivot's: an average over other tasks is marked
 
 
 @dataclass
 class Entry:
     model: str
     attacks: dict[str, Stat]  # recipe -> its attack success rate (only the recipes measured)
-    beside: list[Stat]  # BESIDE's columns, in order
+    beside: list[tuple[Stat, str]]  # BESIDE's columns, in order: the value, and which tasks an average over
+    # other tasks than the column's is over ("" when it is the column's own)
 
     @property
     def recipes(self) -> tuple[str, ...]:
@@ -64,7 +65,7 @@ def entries(rows: list[dict], evidence: EvidenceIndex | None = None) -> list[Ent
         stats = [pivot.cell(pivot.rows_of(mine, col), col, evidence) for col in ATTACKS]
         attacks = {r: s for r, s in zip(RECIPES, stats) if s.mean is not None}
         if attacks:
-            found.append(Entry(model, attacks, [pivot.cell(pivot.rows_of(mine, c), c, evidence) for c in BESIDE]))
+            found.append(Entry(model, attacks, [pivot.ranked_cell(pivot.rows_of(mine, c), c, evidence) for c in BESIDE]))
     return found
 
 
@@ -86,11 +87,17 @@ def _num(x) -> str:
     return "" if x is None else f"{x:.2f}"
 
 
+def _beside_text(s: Stat, note: str) -> str:
+    if s.mean is None:
+        return ""
+    return pivot.stat_text(s) + (f" † ({note})" if note else "")
+
+
 def table(found: list[Entry]) -> tuple[list[str], list[list[str]]]:
     head = ["rank", "model", "mean ASR", *[f"{c.label} [95% CI]" for c in ATTACKS], *[c.label for c in BESIDE]]
     lines = [[rank, e.model, _num(e.mean_asr),
               *[pivot.stat_text(e.attacks[r]) if r in e.attacks else "" for r in RECIPES],
-              *[pivot.stat_text(s) if s.mean is not None else "" for s in e.beside]]
+              *[_beside_text(s, note) for s, note in e.beside]]
              for rank, e in ranked(found)]
     return head, lines
 
@@ -103,7 +110,7 @@ def to_csv(found: list[Entry]) -> str:
     writer.writerow(cols)
     for rank, e in ranked(found):
         parts = [x for r in RECIPES for x in _triple(e.attacks.get(r))]
-        line = [rank, e.model, " ".join(e.recipes), e.mean_asr, *parts, *[s.mean for s in e.beside]]
+        line = [rank, e.model, " ".join(e.recipes), e.mean_asr, *parts, *[s.mean for s, _ in e.beside]]
         writer.writerow([csv_safe(x) for x in line])
     return buf.getvalue()
 
@@ -119,7 +126,8 @@ INTRO = ("Lower attack success = harder to attack. Every number: MR's attack set
          "by a bootstrap of the attacked examples run by run. Displacement: how far an attack's edit moves the "
          "embedding, in units of the distance between unrelated sentences (lower = moves less), measured "
          "without a victim. A model with fewer than five recipes is ranked only among models with the same "
-         "recipes, and marked. One command per encoder:")
+         "recipes, and marked; an STS average over other tasks than the seven is marked † with its tasks. "
+         "One command per encoder:")
 
 
 def to_md(found: list[Entry]) -> str:

@@ -11,6 +11,7 @@ import html
 import re
 from collections import Counter
 
+from bench.results.averages import off_declared
 from bench.results.uncertainty import distinguishing_settings
 
 STYLE = (
@@ -175,13 +176,19 @@ def _leaderboard_row(r: dict, label, setting: str, words=lambda metric: metric) 
     ci = f"{_number(r.get('ci_low'))}–{_number(r.get('ci_high'))}" if shown_ci else ""
     cells = [f"<td>{html.escape(r['model'])}</td>", f"<td>{html.escape(label(r['task']))}</td>",
              f"<td>{html.escape(r.get('attack') or '')}</td>", f"<td>{html.escape(words(r['metric']))}</td>",
-             f"<td>{html.escape(r.get('aggregation') or '')}</td>", f"<td>{html.escape(r.get('split') or '')}</td>",
+             f"<td>{html.escape(_aggregation(r))}</td>", f"<td>{html.escape(r.get('split') or '')}</td>",
              f"<td class=\"n\">{html.escape(str(r.get('seed') if r.get('seed') is not None else ''))}</td>",
              f"<td class=\"n\" data-v=\"{'' if value is None else repr(float(value))}\">{_number(value)}{unverified}</td>",
              f"<td class=\"n\" data-v=\"{repr(float(r['ci_low'])) if shown_ci else ''}\">{ci}</td>",
              f"<td class=\"n\">{html.escape(str(r.get('n') if r.get('n') is not None else ''))}</td>",
              f"<td>{html.escape(r.get('profile') or '')}</td>", f"<td>{html.escape(setting)}</td>"]
     return cells
+
+
+def _aggregation(r: dict) -> str:
+    """A row's aggregation; an average over other tasks than its protocol declares says which."""
+    off = off_declared(r)
+    return f"{r.get('aggregation') or ''} (over {off})" if off else r.get("aggregation") or ""
 
 
 # ---------------------------------------------------------------- the index ---------------------

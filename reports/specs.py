@@ -15,15 +15,17 @@ from reports.scale import DiffPanel, DivergencePanel, SeriesSpec
 from reports.tables import Average, Block, Column, Summary, TableSpec
 
 RE = "RobustEmbed"
-# Task and recipe names, from the named protocols (bench/protocols.toml) the suites run by default; their
-# labels (STS-B, TextFooler, ...) come from the metadata the runs export.
-STS_TASKS = protocol("robustembed-table1").tasks
-TRANSFER_TASKS = protocol("robustembed-table2").tasks
-TRANSFER_AVG_6 = protocol("robustembed-table2").averaged  # the paper's average leaves TREC out
-TRANSFER_AVG_7 = protocol("senteval-transfer-7").averaged  # SimCSE's
-ATTACK_DATASETS = protocol("robustembed-table3").tasks
-RECIPES = protocol("robustembed-table3").recipes
-ADVSTS_DATASETS = protocol("robustembed-table4").tasks
+# A paper table's columns, headline metric and aggregation, averages and recipes are its protocol's
+# (bench/protocols.toml); their labels (STS-B, TextFooler, ...) come from the metadata the runs export.
+STS, TRANSFER, TRANSFER_7 = protocol("robustembed-table1"), protocol("robustembed-table2"), protocol("senteval-transfer-7")
+ATTACK, ADVSTS = protocol("robustembed-table3"), protocol("robustembed-table4")
+STS_TASKS = STS.tasks
+TRANSFER_TASKS = TRANSFER.tasks
+TRANSFER_AVG_6 = TRANSFER.averaged  # the paper's average leaves TREC out
+TRANSFER_AVG_7 = TRANSFER_7.averaged  # SimCSE's
+ATTACK_DATASETS = ATTACK.tasks
+RECIPES = ATTACK.recipes
+ADVSTS_DATASETS = ADVSTS.tasks
 # suites/adversarial.py and suites/advsts.py spell their metrics as attacks/metrics.py does.
 ASR = "attack_success_rate"  # %, successes / (successes + failures), skipped excluded
 ACC_REDUCTION, AVG_QUERIES = "accuracy_reduction", "avg_queries"
@@ -39,6 +41,13 @@ def _columns(tasks) -> tuple[Column, ...]:
     return tuple(Column({"task": task}) for task in tasks)
 
 
+def from_protocol(p, **rest) -> dict:
+    """A table's suite, headline metric and aggregation, one column per task and its average, as protocol ``p``
+    declares them; ``rest`` adds to or overrides them."""
+    return {"suite": p.suite, "metric": p.headline_metric, "aggregation": p.aggregation or None,
+            "columns": _columns(p.tasks), "averages": (Average("Avg.", p.averaged, paper_task="avg"),), **rest}
+
+
 # The 1,000-step series checkpoints have MR cells only; they have their own figure against training steps.
 SCALE_CHECKPOINTS = ("*-scale-step*", "the series scale-robustembed-vs-simcse (scale-robustembed-vs-simcse.md)")
 
@@ -47,45 +56,43 @@ ADVSTS_TASKS = _columns(ADVSTS_DATASETS)
 
 TABLES = (
     TableSpec(
-        name="robustembed-table1", title="RobustEmbed Table 1: STS (Spearman ×100)", suite="sts", metric="spearman",
-        aggregation="all", unit="Spearman correlation ×100 of cosine similarity", columns=_columns(STS_TASKS),
-        averages=(Average("Avg.", STS_TASKS, paper_task="avg"),), paper=PaperRef(RE, "Table 1"), paper_rows=True),
+        name="robustembed-table1", title="RobustEmbed Table 1: STS (Spearman ×100)",
+        unit="Spearman correlation ×100 of cosine similarity", paper=PaperRef(RE, "Table 1"), paper_rows=True,
+        **from_protocol(STS)),
     TableSpec(
-        name="robustembed-table2", title="RobustEmbed Table 2: transfer tasks (accuracy)", suite="transfer",
-        metric="acc", unit="test accuracy ×100 of a classifier on frozen embeddings", columns=_columns(TRANSFER_TASKS),
+        name="robustembed-table2", title="RobustEmbed Table 2: transfer tasks (accuracy)",
+        unit="test accuracy ×100 of a classifier on frozen embeddings",
         # The paper's average leaves TREC out (6 tasks); the 7-task average is SimCSE's.
-        averages=(Average("Avg. (6, no TREC)", TRANSFER_AVG_6, paper_task="avg"), Average("Avg. (7)", TRANSFER_AVG_7)),
         paper=PaperRef(RE, "Table 2"), prefer={"mode": ("test", "fasttest")},
-        settings=("profile", "limit", "mode"), paper_rows=True),
-    # One victim protocol per table, named in its title, so no column mixes two: frozen-encoder victims under
-    # the unified constraints (the protocol run on all seven datasets), then fine-tuned victims.
+        settings=("profile", "limit", "mode"), paper_rows=True,
+        **from_protocol(TRANSFER, averages=(Average("Avg. (6, no TREC)", TRANSFER_AVG_6, paper_task="avg"),
+                                            Average("Avg. (7)", TRANSFER_AVG_7)))),
+    # One victim mode per table, named in its title, so no column mixes two: frozen-encoder victims under
+    # the unified constraints (the setting run on all seven datasets), then fine-tuned victims.
     TableSpec(
         name="robustembed-table3", title="RobustEmbed Table 3: attack success rate (%), frozen-encoder victims, "
-                                         "unified constraints", suite="adversarial",
-        metric=ASR, unit="attack success rate % (successes / (successes + failures); skipped excluded) against a "
-                         "linear head on the frozen encoder",
-        columns=_columns(ATTACK_DATASETS), averages=(Average("Avg.", ATTACK_DATASETS, paper_task="avg"),),
+                                         "unified constraints",
+        unit="attack success rate % (successes / (successes + failures); skipped excluded) against a "
+             "linear head on the frozen encoder",
         better="lower", blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 3"), settings=ATTACK_SETTINGS,
-        prefer=ATTACK_PREFER, aggregation="mean-of-runs", runs="run", resources_key=SERVED, paper_rows=True,
+        prefer=ATTACK_PREFER, runs="run", resources_key=SERVED, paper_rows=True,
         config={"victim": "frozen", "constraints": "unified"}, standin="substitute_victim",
-        block_major=True, elsewhere=(SCALE_CHECKPOINTS,)),
+        block_major=True, elsewhere=(SCALE_CHECKPOINTS,), **from_protocol(ATTACK)),
     TableSpec(
         name="robustembed-table3-finetuned", title="RobustEmbed Table 3: attack success rate (%), fine-tuned victims",
-        suite="adversarial",
-        metric=ASR, unit="attack success rate % (successes / (successes + failures); skipped excluded) against the "
-                         "encoder fine-tuned end to end with a linear head",
-        columns=_columns(ATTACK_DATASETS), averages=(Average("Avg.", ATTACK_DATASETS, paper_task="avg"),),
+        unit="attack success rate % (successes / (successes + failures); skipped excluded) against the "
+             "encoder fine-tuned end to end with a linear head",
         better="lower", blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 3"), settings=ATTACK_SETTINGS,
-        prefer=ATTACK_PREFER, aggregation="mean-of-runs", runs="run", resources_key=SERVED, paper_rows=True,
-        config={"victim": "finetune"}, standin="substitute_victim", block_major=True),
+        prefer=ATTACK_PREFER, runs="run", resources_key=SERVED, paper_rows=True,
+        config={"victim": "finetune"}, standin="substitute_victim", block_major=True, **from_protocol(ATTACK)),
     TableSpec(
-        name="robustembed-table4", title="RobustEmbed Table 4: AdvSTS attack success rate (%)", suite="advsts",
+        name="robustembed-table4", title="RobustEmbed Table 4: AdvSTS attack success rate (%)",
         # suites/advsts.py ASR_DEFINITION: the paper defines no success rule for a regression target.
-        metric=ASR, unit="attack success rate % on STS pairs under our rule (|pred − gold| grows by a fifth of the "
-                         "gold range, sentence 2 perturbed only), not the paper's undefined one: compare with care",
-        columns=ADVSTS_TASKS, averages=(Average("Avg.", ADVSTS_DATASETS, paper_task="avg"),), better="lower",
-        blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 4"), settings=("profile", "limit", "query_budget"),
-        resources_key=SERVED, paper_rows=True, block_major=True),
+        unit="attack success rate % on STS pairs under our rule (|pred − gold| grows by a fifth of the "
+             "gold range, sentence 2 perturbed only), not the paper's undefined one: compare with care",
+        better="lower", blocks=ATTACK_BLOCKS, paper=PaperRef(RE, "Table 4"), settings=("profile", "limit", "query_budget"),
+        resources_key=SERVED, paper_rows=True, block_major=True,
+        **from_protocol(ADVSTS, aggregation=None)),  # every AdvSTS rate is one over all pairs: no filter
     TableSpec(
         name="robustembed-advsts-pearson", title="AdvSTS: Pearson ×100 on the adversarial pairs (RobustEmbed's "
                                                  "AdvSTS measure, Sec. 5.4; the paper prints no values)",
@@ -143,7 +150,7 @@ FIGURES = (
 # The robustness card (reports/card.py): the headline rows per suite, (metric, aggregation, split), None = any.
 # A suite not named here shows every row that has an interval.
 CARD_HEADLINES = {
-    "sts": (("spearman", "all", None), ("spearman", "mean-of-tasks", None)),
+    "sts": ((STS.headline_metric, STS.aggregation, None), (STS.headline_metric, STS.average_aggregation, None)),
     "transfer": (("acc", None, "test"),),
     "alignment": (("align", "mean", None), ("uniform", "mean", None)),
     "adversarial": ((ASR, "mean-of-runs", None), ("accuracy_under_attack", "mean-of-runs", None),
@@ -216,7 +223,8 @@ SERIES = (
                 DiffPanel("ASR PWWS, B − A (points)", "adversarial", "mr", ASR, "mean-of-runs", "pwws", SCALE_ATTACK),
                 DiffPanel("attack-free displacement, B − A", "perturbation", "mr-attacks", "displacement",
                           "ratio-of-means"),
-                DiffPanel("STS avg. Spearman, B − A (points)", "sts", "avg", "spearman", "mean-of-tasks"),
+                DiffPanel("STS avg. Spearman, B − A (points)", "sts", "avg", STS.headline_metric,
+                          STS.average_aggregation),
                 DivergencePanel("weight distance ratio ‖θ_B − θ_A‖ / ‖θ_A − θ_0‖", "weights"),
                 DivergencePanel("outcome agreement (MR, frozen, unified)", "agreement", recipes=("textfooler", "pwws"),
                                 where={"victim": "frozen", "constraints": "unified"}))),

@@ -102,7 +102,7 @@ class TableSpec:
     runs: str | None = None  # aggregation prefix of per-run rows (run0, run1, ...): cells average those
     resources_key: str | None = None  # key of the role -> resource map inside a row's resources JSON
     paper_rows: bool = False  # list the paper's own rows (its backbones) as reference lines
-    config: dict = field(default_factory=dict)  # only cells run under these settings (e.g. one victim protocol)
+    config: dict = field(default_factory=dict)  # only cells run under these settings (e.g. one victim mode)
     standin: str = ""  # config key that names a stand-in a cell's run used (marked STANDIN in the cell)
     block_major: bool = False  # order block by block (each closed by the paper's rows), not group by group
     # (model glob, where those models are shown instead): kept out of this table, named under it

@@ -6,7 +6,7 @@ Per task: build a victim from the encoder (``--victim``, ``VICTIM_SETTINGS``, ``
 - ``frozen``: the encoder frozen, a linear head on its sentence embedding (pairs: ``[u, v, |u-v|, u*v]``).
   It isolates the robustness of the embedding itself, and is cheap on CPU.
 
-The protocol and its settings (per profile) enter the cell configuration and every row. Victims
+The victim mode and its settings (per profile) enter the cell configuration and every row. Victims
 are cached by everything that changes them (``bench.finetune.victim_dir``). Then record each
 victim's clean accuracy on the whole attack set and attack a sample of the attack set with each
 recipe. Every attacked example is appended to a JSONL log as soon as it is done; an interrupted
@@ -50,14 +50,13 @@ from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, 
                              constraints_record, recipe_parameters, recipe_roles)
 from bench.errors import BenchError, lookup
 from bench.plugins import Option
-from bench.protocols import protocol as protocol_named
 from bench.results.store import model_dir
 from suites.base import RunContext, Suite, Task, row
 
 RATE_METRICS = ("attack_success_rate", "original_accuracy", "accuracy_under_attack", "accuracy_reduction",
                 "avg_queries", "words_perturbed_pct", "examples_per_s")
 
-# Victim training per protocol and profile: bench.finetune.FinetuneConfig / FrozenHeadConfig fields.
+# Victim training per victim mode and profile: bench.finetune.FinetuneConfig / FrozenHeadConfig fields.
 # The same settings serve every encoder. smoke: a CPU-sized cap. study: the full MR and
 # SST-2 training sets on 2 CPU cores, one epoch: a MiniLM step of batch 32 on MR took 2.2 CPU-seconds
 # (one thread, under load), so an MR victim is about 11 CPU-minutes and an SST-2 one about 45 (docs/attacks.md,
@@ -74,7 +73,7 @@ VICTIM_SETTINGS = {
         "paper": {"max_examples": None, "epochs": 30, "lr": 1e-3, "batch_size": 64},
     },
 }
-VICTIM_PROTOCOLS = tuple(VICTIM_SETTINGS)
+VICTIM_MODES = tuple(VICTIM_SETTINGS)
 # Substitute victims, only when asked for (--substitute-victim): name -> training set.
 SUBSTITUTES = {"snli-dev": ds.SNLI_DEV_SUBSTITUTE, "yelp-split": ds.YELP_SPLIT_SUBSTITUTE}
 RUN_SEED_STRIDE = 1000  # run k's victim seed is seed + 1000·k: no two (seed, run) share a victim while seed < 1000
@@ -201,7 +200,7 @@ class AdversarialSuite(Suite):
     name = "adversarial"
     description = "TextAttack recipes (TextFooler, TextBugger, PWWS, BAE, BERT-Attack) vs victims built on the encoder"
     # 2: per-run victims (seed + 1000·k) and disjoint samples; SNLI/MNLI-mm victims on their own train sets;
-    #    victim protocols; BERT-Attack's K an option.
+    #    victim modes; BERT-Attack's K an option.
     # 3: a mean-over-runs interval of a rate is cut to 0-100 (a 2-run t-interval reached past 100).
     # 4: the victims' clean accuracy carries per-example evidence (a Wilson interval, paired comparisons).
     version = 4
@@ -214,15 +213,14 @@ class AdversarialSuite(Suite):
 
     def stored_config(self, cfg: dict, stored: dict) -> dict:
         return with_stored_builds(cfg, stored)
-    tasks = TASKS
-    named_protocol = "robustembed-table3"  # its seven datasets and five recipes by default (CoLA when asked)
+    tasks = TASKS  # by default its protocol's seven datasets and five recipes (CoLA when asked)
     row_scoped = RECIPE_SCOPED_CONFIG
     options = (RECIPES_OPTION, QUERY_BUDGET_OPTION, BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION,
                Option(name="runs", type=int, default=1, minimum=1,
                       help="replications per cell: run k attacks its own victim (seed + 1000·k) on its own "
                            "sample (the first N examples, the next N, ...)"),
-               Option(name="victim", choices=VICTIM_PROTOCOLS, default="finetune",
-                      help="victim protocol: finetune = encoder + linear head trained end to end; frozen = "
+               Option(name="victim", choices=VICTIM_MODES, default="finetune",
+                      help="victim mode: finetune = encoder + linear head trained end to end; frozen = "
                            "encoder frozen, linear head on its sentence embedding"),
                # keyed by config() only when set (victim_training carries it), so older cells keep their keys
                Option(name="victim_examples", type=int, minimum=1, changes_numbers=False,
@@ -236,11 +234,11 @@ class AdversarialSuite(Suite):
                            "attacked); recorded in every row"))
 
     @staticmethod
-    def protocol(ctx: RunContext) -> str:
+    def victim_mode(ctx: RunContext) -> str:
         return ctx.options.get("victim") or "finetune"
 
     def needs_network(self, ctx: RunContext) -> str:
-        return ("fine-tunes each victim end to end (--victim finetune)" if self.protocol(ctx) == "finetune"
+        return ("fine-tunes each victim end to end (--victim finetune)" if self.victim_mode(ctx) == "finetune"
                 else "")
 
     def embedding_only_hint(self) -> str:
@@ -248,10 +246,10 @@ class AdversarialSuite(Suite):
 
     @staticmethod
     def victim_settings(ctx: RunContext) -> dict:
-        protocol = AdversarialSuite.protocol(ctx)
-        by_profile = VICTIM_SETTINGS[protocol]
+        mode = AdversarialSuite.victim_mode(ctx)
+        by_profile = VICTIM_SETTINGS[mode]
         if ctx.profile not in by_profile:
-            raise BenchError(f"The adversarial suite has no '{ctx.profile}' victim settings for --victim {protocol} "
+            raise BenchError(f"The adversarial suite has no '{ctx.profile}' victim settings for --victim {mode} "
                              f"(it has: {', '.join(by_profile)}).")
         cap = ctx.options.get("victim_examples")
         return {**by_profile[ctx.profile], **({"max_examples": int(cap)} if cap else {})}
@@ -271,7 +269,7 @@ class AdversarialSuite(Suite):
         recipes = self.recipes(ctx)
         training, substitute = self.training_set(task, ctx)
         parameters = recipe_parameters(recipes, ctx.options, ctx.profile)
-        cfg.update(recipes=recipes, runs=self.runs(ctx), victim=self.protocol(ctx),
+        cfg.update(recipes=recipes, runs=self.runs(ctx), victim=self.victim_mode(ctx),
                    victim_training=self.victim_settings(ctx), victim_data=training.source if training else None,
                    substitute_victim=substitute, train_data_present=task.train.present(ctx.paths.data),
                    attack_resources=resource_identity(ctx.paths, recipe_roles(recipes, ctx.options.get("constraints"))),
@@ -288,12 +286,8 @@ class AdversarialSuite(Suite):
     def runs(ctx: RunContext) -> int:
         return int(ctx.options.get("runs") or 1)
 
-    @staticmethod
-    def recipes(ctx: RunContext) -> list[str]:
-        names = ctx.options.get("recipes") or list(protocol_named(AdversarialSuite.named_protocol).recipes)
-        for name in names:
-            lookup("recipe", RECIPES, name)  # unknown names fail with the closest ones
-        return list(dict.fromkeys(names))
+    def recipes(self, ctx: RunContext) -> list[str]:
+        return chosen_recipes(self.run_protocol(ctx), ctx)
 
     def preflight(self, tasks, ctx: RunContext) -> None:
         """Every attack role resolvable, before the model loads (seconds, not the half minute it takes
@@ -340,9 +334,9 @@ class AdversarialSuite(Suite):
         return out
 
     def victim(self, task: AdvTask, train, examples, encoder, ctx: RunContext, seed: int):
-        from bench.finetune import PROTOCOLS
+        from bench.finetune import VICTIM_MODES
 
-        config_cls, load_or_train = PROTOCOLS[self.protocol(ctx)]
+        config_cls, load_or_train = VICTIM_MODES[self.victim_mode(ctx)]
         return load_or_train(encoder, ctx.paths, task.name, len(task.labels), [train],
                              config_cls(seed=seed, **self.victim_settings(ctx)),
                              dev=_labelled(examples, f"{task.name}:attack"), label_names=task.labels,
@@ -353,11 +347,11 @@ class AdversarialSuite(Suite):
         from bench.results.store import config_hash
 
         parameters = recipe_parameters([recipe], ctx.options, ctx.profile).get(recipe, {})
-        protocol = self.protocol(ctx)
+        mode = self.victim_mode(ctx)
         constraints = ctx.options.get("constraints") or "paper"
         per_run, evidence, attack, logs = [], [], None, []
         for rep, victim in zip(plan, victims):
-            wrapper = WRAPPERS[protocol](victim, ctx.batch_size)
+            wrapper = WRAPPERS[mode](victim, ctx.batch_size)
             attack = build_attack(recipe, resources, wrapper, ctx.options.get("query_budget"), ctx.batch_size,
                                   parameters, constraints=constraints)
             victim_sha = victim.card.get("weights_sha256", "")
@@ -367,7 +361,7 @@ class AdversarialSuite(Suite):
             identity = {"model": encoder.name, "task": task.name, "recipe": recipe, "victim_sha256": victim_sha,
                         "query_budget": ctx.options.get("query_budget"), "served": roles_used(resources),
                         "builds": {role: build_identity(b) for role, b in builds.items()},
-                        "run_seed": run_seed, "victim": protocol,
+                        "run_seed": run_seed, "victim": mode,
                         # a frozen victim's weights are its head's, which alone do not name the encoder under it
                         "victim_base_sha256": victim.card.get("base_weights_sha256"),
                         # fp32 and paper-constraint logs keep the key they had before these options existed
@@ -397,6 +391,18 @@ class AdversarialSuite(Suite):
                 for r in _run_rows(task, metric, per_run, plan, provenance, config, recipe, evidence=evidence)]
 
 
+def chosen_recipes(protocol, ctx: RunContext) -> list[str]:
+    """The recipes a run of an attack suite runs: ``--recipe``'s, else its protocol's (unknown names fail with
+    the closest ones; none at all is a BenchError naming the fix)."""
+    names = ctx.options.get("recipes") or list(protocol.recipes)
+    if not names:
+        raise BenchError(f"Protocol '{protocol.name}' names no attack recipe. Fix: pass --recipe (`bench ls "
+                         f"recipes`), or run a protocol that names recipes (`bench ls protocols`).")
+    for name in names:
+        lookup("recipe", RECIPES, name)
+    return list(dict.fromkeys(names))
+
+
 def _finetuned_wrapper(victim, batch_size: int):
     from attacks.wrapper import CachedModelWrapper
 
@@ -404,7 +410,7 @@ def _finetuned_wrapper(victim, batch_size: int):
                               amp_dtype=getattr(victim, "amp_dtype", None))
 
 
-# victim protocol -> its TextAttack model wrapper. A frozen-encoder victim is its own wrapper: it encodes
+# victim mode -> its TextAttack model wrapper. A frozen-encoder victim is its own wrapper: it encodes
 # through the Encoder (which caches embeddings) and applies the head.
 WRAPPERS: dict[str, Callable] = {"finetune": _finetuned_wrapper, "frozen": lambda victim, batch_size: victim}
 
@@ -536,6 +542,7 @@ def _labelled(examples, source: str):
 
 
 def _victim_summary(victim) -> dict:
+    """What a row records of its victim; the mode under "protocol", the key every stored row has."""
     card = victim.card
     return {"protocol": card.get("protocol"), "task": card.get("task"), "seed": card.get("seed"),
             "weights_sha256": card.get("weights_sha256"), "dev_accuracy": card.get("dev_accuracy"),

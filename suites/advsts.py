@@ -28,7 +28,9 @@ Rows (``attack`` = recipe; correlations and rates x100): attack success rate (ma
 Pearson/Spearman on the clean and on the adversarial pairs (``pearson_adversarial`` is the paper's
 AdvSTS measure), mean |pred - gold| clean/adversarial (on the task's gold scale), average queries,
 % words perturbed (of ``sentence2``, successful attacks), examples/s.
-Without ``--recipe``: TextFooler on the smoke and study profiles, all five recipes on the paper profile.
+Without ``--recipe``: the run protocol's recipes (bench/protocols.toml: by default ``advsts-textfooler``,
+TextFooler alone, on the smoke and study profiles, and ``robustembed-table4``, the paper's five, on the paper
+profile).
 """
 
 from __future__ import annotations
@@ -47,9 +49,7 @@ from attacks.recipes import (BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION, 
                              recipe_parameters, recipe_roles)
 from attacks.regression import COLUMNS, PERTURBED, SuccessRule
 from bench.data.datasets import PairSet, _norm, read_sick, read_stsb, require
-from bench.errors import BenchError, lookup
 from bench.io import atomic_write_text
-from bench.protocols import protocol as protocol_named
 from suites.base import RunContext, Suite, Task, row
 
 # Per gold scale: the margin is a fifth of the range, so both tasks ask for a cosine move of 0.2.
@@ -58,10 +58,6 @@ SICK_RULE = SuccessRule(margin=0.8, lo=1.0, hi=5.0)
 ASR_DEFINITION = ("ours, not RobustEmbed Table 4's (the paper defines none; it perturbs the pair and scores the "
                   "adversarial set by Pearson): success = |pred_adv - gold| >= |pred_clean - gold| + margin, "
                   "sentence2 perturbed only, pred = cosine mapped to the gold scale")
-# Recipes when --recipe is not given: the paper's five (its protocol's) on the paper profile; TextFooler
-# alone on the CPU smoke profile (each recipe costs minutes per 50 pairs on a shared CPU).
-PROTOCOL = "robustembed-table4"
-DEFAULT_RECIPES = {"smoke": ("textfooler",), "study": ("textfooler",), "paper": protocol_named(PROTOCOL).recipes}
 ADVERSARIAL_SET = "attack's final text per pair (successful perturbation, or the failed search's best)"
 
 
@@ -166,18 +162,13 @@ class AdvSTSSuite(Suite):
     description = "AdvSTS: TextAttack recipes on STS-B / SICK-R pairs vs cosine similarity (ASR, Pearson)"
     version = 2  # 2: ASR definition recorded; BERT-Attack's K an option
     tasks = TASKS
-    named_protocol = PROTOCOL
     row_scoped = RECIPE_SCOPED_CONFIG
     options = (RECIPES_OPTION, QUERY_BUDGET_OPTION, BERT_ATTACK_CANDIDATES_OPTION, CONSTRAINTS_OPTION)
 
-    @staticmethod
-    def recipes(ctx: RunContext) -> list[str]:
-        if ctx.profile not in DEFAULT_RECIPES:
-            raise BenchError(f"The advsts suite has no '{ctx.profile}' profile (it has: {', '.join(DEFAULT_RECIPES)}).")
-        names = ctx.options.get("recipes") or list(DEFAULT_RECIPES[ctx.profile])
-        for name in names:
-            lookup("recipe", RECIPES, name)
-        return list(dict.fromkeys(names))
+    def recipes(self, ctx: RunContext) -> list[str]:
+        from suites.adversarial import chosen_recipes
+
+        return chosen_recipes(self.run_protocol(ctx), ctx)
 
     def stored_config(self, cfg: dict, stored: dict) -> dict:
         from suites.adversarial import with_stored_builds

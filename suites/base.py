@@ -1,17 +1,25 @@
 """What a suite declares: the Task record, the Suite base class and the ``row`` helper.
 
 A suite only says how to score one task with an encoder; the kernel runs it (``bench/runner.py``: the cache
-check, progress, timing, provenance, atomic writes). ``RunContext`` (what a run passes to the suite),
-``TaskOutcome``, ``data_config`` and ``precision_config`` are the runner's, re-exported here for suites.
+check, progress, timing, provenance, atomic writes). What a run covers (tasks, splits, averages, headline
+metrics, recipes) is its protocol's (``bench/protocols.py``: the one it names, else the suite's default),
+which the base turns into tasks (``plan_tasks``) and average rows (``summarize``). ``RunContext`` (what a
+run passes to the suite), ``TaskOutcome``, ``data_config`` and ``precision_config`` are the runner's,
+re-exported here for suites.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from bench.errors import lookup
-from bench.plugins import Option
+from bench.plugins import PROFILES, Option
+from bench.protocols import Average, Protocol, default_for
 from bench.runner import RunContext, TaskOutcome, data_config, precision_config  # noqa: F401 (for suites)
+from bench.results.averages import AVERAGE_OF
 from bench.results.store import Result
 from bench.results.uncertainty import AverageOf  # noqa: F401 (for suites' summary rows)
 
@@ -30,6 +38,7 @@ class Task:
     description: str = ""
     paper_ref: str = ""
     version: int = 1  # the task's scorer version: bump it with any change that moves its numbers
+    splits: tuple[str, ...] = ()  # every split it can be scored on (a protocol's choice); () = its own only
 
     def describe(self) -> dict:
         return {"name": self.name, "label": self.label or self.name, "dataset": self.dataset, "split": self.split,
@@ -52,32 +61,61 @@ class Suite:
     row_scoped: dict[str, str] = {}
 
     label: str = ""  # how reports name the suite
-    named_protocol: str = ""  # bench/protocols.toml: its tasks run by default and only they join the summary
+    # Averages: written only when every task of an average ran (else over those that ran), rounded (or not).
+    complete_averages: bool = False
+    average_decimals: int | None = None
 
     def task(self, name: str) -> Task:
         return lookup("task", {t.name: t for t in self.tasks}, name)
 
-    def default_tasks(self) -> list[Task]:
-        """The tasks run when none is named: the protocol's (every task of a suite without one)."""
-        if not self.named_protocol:
-            return list(self.tasks)
-        from bench.protocols import protocol
+    # --- what a run covers: its protocol --------------------------------------------------------------
 
-        wanted = [self.task(name).name for name in protocol(self.named_protocol).tasks]  # unknown names fail
-        return [t for t in self.tasks if t.name in wanted]
+    def default_protocol(self, profile: str = PROFILES[0]) -> Protocol:
+        """What a run naming no protocol follows on ``profile``: the protocol protocols.toml names as this
+        suite's default there, else every task of the suite (no average, no recipe)."""
+        return default_for(self.name, profile) or Protocol(name=self.name, suite=self.name, title=self.description,
+                                                           tasks=tuple(t.name for t in self.tasks))
+
+    def run_protocol(self, ctx: RunContext) -> Protocol:
+        """The protocol this run follows: the one it carries when it is this suite's, else the default."""
+        chosen = ctx.protocol
+        return chosen if chosen is not None and chosen.suite == self.name else self.default_protocol(ctx.profile)
+
+    def planned_task(self, name: str, protocol: Protocol) -> Task:
+        """Task ``name`` as ``protocol`` scores it: on its split for the task (UnknownName for a task the
+        suite lacks)."""
+        task = self.task(name)
+        split = protocol.split_of(task.name, task.split)
+        return task if split == task.split else replace(task, split=split)
+
+    def plan_tasks(self, protocol: Protocol) -> list[Task]:
+        return [self.planned_task(name, protocol) for name in protocol.tasks]
+
+    def default_tasks(self, profile: str = PROFILES[0]) -> list[Task]:
+        """The tasks a run naming none covers: its default protocol's."""
+        return self.plan_tasks(self.default_protocol(profile))
 
     def recipe_names(self) -> tuple[str, ...]:
         """The attack recipes a protocol of this suite may name (none, unless the suite attacks)."""
         return ()
 
-    def protocol_problem(self, declared) -> str:
+    def protocol_problem(self, declared: Protocol) -> str:
         """What is wrong with a protocol of protocols.toml that names this suite ("" when nothing): a task the
-        suite lacks, or a recipe it cannot run."""
-        tasks = {t.name for t in self.tasks}
+        suite lacks, a split a task cannot be scored on, an unknown metric, or a recipe it cannot run."""
+        from bench.results.cell_schema import METRICS
+
+        tasks = {t.name: t for t in self.tasks}
         unknown = [name for name in declared.tasks if name not in tasks]
         if unknown:
             return (f"names task(s) {', '.join(unknown)} that the suite '{self.name}' does not have (it has: "
                     f"{', '.join(sorted(tasks))}; `bench ls tasks`)")
+        for name in declared.tasks:
+            split, task = declared.split_of(name, tasks[name].split), tasks[name]
+            if split not in (task.splits or (task.split,)):
+                return f"scores task {name} on split '{split}', which it has not (it has: " \
+                       f"{', '.join(task.splits or (task.split,))})"
+        if set(declared.metric) - METRICS:
+            return f"names metric(s) {', '.join(sorted(set(declared.metric) - METRICS))} that no suite writes"
         stray = [name for name in declared.recipes if name not in self.recipe_names()]
         if stray:
             return (f"names recipe(s) {', '.join(stray)} that the suite '{self.name}' cannot run ("
@@ -89,17 +127,82 @@ class Suite:
         not at hand (``bench.runner.stored_plan``). Default: as it is."""
         return cfg
 
-    def summarized(self, tasks) -> list[Task]:
-        """The tasks of ``tasks`` that the summary (average) is over: those its protocol averages."""
-        if not self.named_protocol:
-            return list(tasks)
-        from bench.protocols import protocol
+    # --- averages: the summary cell -------------------------------------------------------------------
 
-        return [t for t in tasks if t.name in protocol(self.named_protocol).averaged]
+    def summarized(self, tasks, ctx: RunContext) -> list[Task]:
+        """The tasks of ``tasks`` that the run protocol's averages are over."""
+        averaged = {name for average in self.run_protocol(ctx).averages for name in average.tasks}
+        return [t for t in tasks if t.name in averaged]
+
+    def summary_task_of(self, protocol: Protocol) -> Task | None:
+        """The summary task as ``protocol`` heads it: its headline metric and its first average."""
+        if self.summary_task is None or not protocol.averages:
+            return self.summary_task
+        return replace(self.summary_task, main_metric=protocol.headline_metric or self.summary_task.main_metric,
+                       main_aggregation=protocol.averages[0].aggregation)
+
+    def averaging(self, protocol: Protocol) -> dict:
+        """How ``protocol`` averages: each average's name and tasks, the headline rows' metrics, aggregation
+        and split per task."""
+        return {"averages": [{"aggregation": a.aggregation, "tasks": list(a.tasks)} for a in protocol.averages],
+                "metrics": list(protocol.metric), "aggregation": protocol.aggregation,
+                "splits": {name: protocol.split_of(name, self.task(name).split)
+                           for average in protocol.averages for name in average.tasks}}
+
+    def averages_config(self, ctx: RunContext) -> dict:
+        """What the run's protocol adds to the summary cell's configuration: how it averages, when that is not
+        how the suite's default protocol does (so a default run keeps the key it had before protocols ran by
+        name, and a protocol averaging alike shares its cell)."""
+        mine = self.averaging(self.run_protocol(ctx))
+        return {} if mine == self.averaging(self.default_protocol(ctx.profile)) else {"averaging": mine}
+
+    def headline_rows(self, rows: list[dict], protocol: Protocol) -> list[dict]:
+        """The task rows the protocol's averages read: each task's headline metrics, on its split, under its
+        headline aggregation, with a value."""
+        tasks = {t.name: t for t in self.tasks}
+        out = []
+        for r in rows:
+            task = tasks.get(r["task"])
+            if task is None or r["value"] is None:
+                continue
+            if (r["metric"] in (protocol.metric or (task.main_metric,))
+                    and r["split"] == protocol.split_of(task.name, task.split)
+                    and r["aggregation"] == (protocol.aggregation or task.main_aggregation)):
+                out.append(r)
+        return out
+
+    def averaged_rows(self, rows: list[dict], ctx: RunContext) -> list[tuple[Average, str, list[dict]]]:
+        """(average, metric, the rows it is over) for each average of the run's protocol and each headline
+        metric with rows to average (with ``complete_averages``: a row for every task of the average)."""
+        protocol = self.run_protocol(ctx)
+        headline = self.headline_rows(rows, protocol)
+        out = []
+        for average in protocol.averages:
+            for metric in protocol.metric or tuple(dict.fromkeys(self.task(t).main_metric for t in average.tasks)):
+                used = [r for r in headline if r["metric"] == metric and r["task"] in average.tasks]
+                if used and (not self.complete_averages or {r["task"] for r in used} == set(average.tasks)):
+                    out.append((average, metric, used))
+        return out
+
+    def summarize(self, rows: list[dict], ctx: RunContext) -> list[Result]:
+        """The run protocol's averages of the finished tasks' headline rows (none for a suite without a
+        ``summary_task``); each row names the tasks it is over (``average_of`` in its configuration)."""
+        if self.summary_task is None:
+            return []
+        out = []
+        for average, metric, used in self.averaged_rows(rows, ctx):
+            value = float(np.mean([r["value"] for r in used]))
+            if self.average_decimals is not None:
+                value = round(value, self.average_decimals)
+            over = json.dumps({AVERAGE_OF: sorted(r["task"] for r in used)})
+            out.append(row(self.summary_task, metric, value, len(used), aggregation=average.aggregation,
+                           evidence=AverageOf(used), config=over))
+        return out
 
     def describe(self) -> dict:
         """The suite's self-description, exported beside the results (``bench.results.metadata``) for reports."""
-        tasks = list(self.tasks) + ([self.summary_task] if self.summary_task is not None else [])
+        summary = self.summary_task_of(self.default_protocol())
+        tasks = list(self.tasks) + ([summary] if summary is not None else [])
         return {"name": self.name, "label": self.label or self.name, "description": self.description,
                 "version": self.version, "options": [o.describe() for o in self.options],
                 "tasks": {t.name: t.describe() for t in tasks}, "labels": self.labels(),
@@ -142,9 +245,6 @@ class Suite:
         """How to run this suite on an encoder known only by its embeddings, if an option allows it ("")."""
         return ""
 
-    def summarize(self, rows: list[dict], ctx: RunContext) -> list[Result]:
-        """Rows derived from the finished tasks (e.g. averages). Default: none."""
-        return []
 
 
 def row(task: Task, metric: str, value, n: int | None, aggregation: str | None = None,

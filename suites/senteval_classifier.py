@@ -1,4 +1,4 @@
-"""SentEval's logistic-regression protocol on frozen embeddings, reimplemented.
+"""SentEval's logistic-regression classifier on frozen embeddings, reimplemented.
 
 Follows facebookresearch/SentEval ``senteval/tools/classifier.py`` (PyTorchClassifier, MLP with
 nhid=0) and ``senteval/tools/validation.py`` (InnerKFoldClassifier, KFoldClassifier,
@@ -48,7 +48,7 @@ VALIDATION_SPLIT = 0.05  # KFold/InnerKFold final fit: classifier.fit(..., valid
 
 
 @dataclass(frozen=True)
-class Protocol:
+class ClassifierConfig:
     """One of SentEval's published classifier configurations (SimCSE evaluation.py)."""
 
     kfold: int
@@ -64,12 +64,12 @@ class Protocol:
 
 
 MODES = {
-    "test": Protocol(kfold=10, optim="adam", batch_size=64, tenacity=5, epoch_size=4),
-    "fasttest": Protocol(kfold=5, optim="rmsprop", batch_size=128, tenacity=3, epoch_size=2),
+    "test": ClassifierConfig(kfold=10, optim="adam", batch_size=64, tenacity=5, epoch_size=4),
+    "fasttest": ClassifierConfig(kfold=5, optim="rmsprop", batch_size=128, tenacity=3, epoch_size=2),
 }
 
 
-def protocol(mode: str) -> Protocol:
+def classifier_config(mode: str) -> ClassifierConfig:
     if mode not in MODES:
         raise BenchError(f"Unknown transfer mode '{mode}'. Use --mode {' or --mode '.join(MODES)}.")
     return MODES[mode]
@@ -162,12 +162,12 @@ class LinearModels:
         return (self.predict(X) == np.asarray(y)[:, None]).mean(0)
 
 
-def fit(X: np.ndarray, y: np.ndarray, regs, proto: Protocol, nclasses: int, seed: int,
+def fit(X: np.ndarray, y: np.ndarray, regs, config: ClassifierConfig, nclasses: int, seed: int,
         validation: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, LinearModels]:
     """SentEval's ``MLP(...).fit`` for each L2 penalty in ``regs``: (best validation accuracy, models)."""
     import torch
 
-    if proto.nhid != 0:
+    if config.nhid != 0:
         raise BenchError("Only logistic regression (nhid 0) is implemented, as the papers use.")
     rng = np.random.RandomState(seed)  # SentEval: np.random.seed(seed) in the classifier's constructor
     X, y = np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.int64)
@@ -190,7 +190,7 @@ def fit(X: np.ndarray, y: np.ndarray, regs, proto: Protocol, nclasses: int, seed
     theta = torch.cat([init.weight.detach().T, init.bias.detach().view(1, -1)]).unsqueeze(1)
     theta = theta.repeat(1, len(regs), 1).contiguous()
     decay = torch.tensor(regs, dtype=torch.float32).view(1, -1, 1)
-    optimiser = OPTIMISERS[proto.optim]([theta])
+    optimiser = OPTIMISERS[config.optim]([theta])
     Xt = torch.from_numpy(np.c_[X, np.ones(n, dtype=np.float32)])
     onehot = torch.nn.functional.one_hot(torch.from_numpy(y), nclasses).float().unsqueeze(1)
 
@@ -199,23 +199,23 @@ def fit(X: np.ndarray, y: np.ndarray, regs, proto: Protocol, nclasses: int, seed
     best = theta.clone()
     fails = np.zeros(len(regs), dtype=int)
     nepoch = 0
-    while active.size and nepoch <= proto.max_epoch:
-        for _ in range(proto.epoch_size):
+    while active.size and nepoch <= config.max_epoch:
+        for _ in range(config.epoch_size):
             perm = torch.from_numpy(rng.permutation(n))
-            for start in range(0, n, proto.batch_size):
-                idx = perm[start:start + proto.batch_size]
+            for start in range(0, n, config.batch_size):
+                idx = perm[start:start + config.batch_size]
                 xb = Xt[idx]
                 logits = (xb @ theta.view(d + 1, -1)).view(len(idx), len(active), nclasses)
                 grad = (torch.softmax(logits, -1) - onehot[idx]).div_(len(idx))
                 optimiser.step([theta], [(xb.T @ grad.view(len(idx), -1)).view_as(theta)], decay)
-        nepoch += proto.epoch_size
+        nepoch += config.epoch_size
         acc = LinearModels(theta[:d], theta[d:]).accuracy(Xdev, ydev)
         better = acc > best_acc[active]
         for col in np.flatnonzero(better):
             best_acc[active[col]] = acc[col]
             best[:, active[col]] = theta[:, col]
         worse = active[~better]
-        stopped = worse[fails[worse] >= proto.tenacity]
+        stopped = worse[fails[worse] >= config.tenacity]
         fails[worse] += 1
         if stopped.size:
             keep = torch.from_numpy(np.flatnonzero(~np.isin(active, stopped)))
@@ -232,7 +232,7 @@ def fit(X: np.ndarray, y: np.ndarray, regs, proto: Protocol, nclasses: int, seed
 class Outcome:
     dev_acc: float  # x100, SentEval's "devacc"
     test_acc: float  # x100, SentEval's "acc"
-    test_std: float | None = None  # over outer folds (k-fold protocol), else None
+    test_std: float | None = None  # over outer folds (k-fold evaluation), else None
     predictions: np.ndarray | None = None  # test predictions, per test example (outer folds: each example once)
     l2: list[float] | None = None  # chosen penalty per outer fold / once
 
@@ -259,21 +259,21 @@ def _grid_scores(accs: list[np.ndarray]) -> np.ndarray:
     return np.round(100 * np.mean(accs, axis=0), 2)
 
 
-def inner_kfold(X, y, nclasses: int, proto: Protocol, seed: int, track: Track = _no_track,
+def inner_kfold(X, y, nclasses: int, config: ClassifierConfig, seed: int, track: Track = _no_track,
                 label: str = "") -> Outcome:
     """MR, CR, SUBJ, MPQA: outer k folds for test; inner k folds on each outer train for the L2 penalty."""
     X, y = np.asarray(X, dtype=np.float32), np.asarray(y)
     devs, tests, chosen = [], [], []
     predictions = np.empty(len(y), dtype=np.int64)  # each example is in exactly one outer test fold
-    outer = stratified_folds(y, proto.kfold, seed)
+    outer = stratified_folds(y, config.kfold, seed)
     for fold, (train, test) in enumerate(track(outer, len(outer), f"{label} outer folds")):
         Xtr, ytr = X[train], y[train]
-        accs = [fit(Xtr[a], ytr[a], L2_GRID, proto, nclasses, seed, validation=(Xtr[b], ytr[b]))[0]
-                for a, b in stratified_folds(ytr, proto.kfold, seed)]
+        accs = [fit(Xtr[a], ytr[a], L2_GRID, config, nclasses, seed, validation=(Xtr[b], ytr[b]))[0]
+                for a, b in stratified_folds(ytr, config.kfold, seed)]
         scores = _grid_scores(accs)
         reg = L2_GRID[int(np.argmax(scores))]
         devs.append(float(scores.max()))
-        _, model = fit(Xtr, ytr, [reg], proto, nclasses, seed)
+        _, model = fit(Xtr, ytr, [reg], config, nclasses, seed)
         predictions[test] = model.predict(X[test])[:, 0]
         tests.append(round(100 * float((predictions[test] == y[test]).mean()), 2))
         chosen.append(reg)
@@ -281,28 +281,28 @@ def inner_kfold(X, y, nclasses: int, proto: Protocol, seed: int, track: Track = 
                    float(np.std(tests)), predictions, chosen)
 
 
-def kfold(Xtrain, ytrain, Xtest, ytest, nclasses: int, proto: Protocol, seed: int,
+def kfold(Xtrain, ytrain, Xtest, ytest, nclasses: int, config: ClassifierConfig, seed: int,
           track: Track = _no_track, label: str = "") -> Outcome:
     """TREC, MRPC: k-fold CV on train picks the L2 penalty, then one fit on all train, scored on test."""
     X, y = np.asarray(Xtrain, dtype=np.float32), np.asarray(ytrain)
-    folds = stratified_folds(y, proto.kfold, seed)
-    accs = [fit(X[a], y[a], L2_GRID, proto, nclasses, seed, validation=(X[b], y[b]))[0]
+    folds = stratified_folds(y, config.kfold, seed)
+    accs = [fit(X[a], y[a], L2_GRID, config, nclasses, seed, validation=(X[b], y[b]))[0]
             for a, b in track(folds, len(folds), f"{label} folds")]
     scores = _grid_scores(accs)
     reg = L2_GRID[int(np.argmax(scores))]
-    _, model = fit(X, y, [reg], proto, nclasses, seed)
+    _, model = fit(X, y, [reg], config, nclasses, seed)
     predictions = model.predict(np.asarray(Xtest, dtype=np.float32))[:, 0]
     test = round(100 * float((predictions == np.asarray(ytest)).mean()), 2)
     return Outcome(float(scores.max()), test, None, predictions, [reg])
 
 
-def split(Xtrain, ytrain, Xdev, ydev, Xtest, ytest, nclasses: int, proto: Protocol, seed: int) -> Outcome:
+def split(Xtrain, ytrain, Xdev, ydev, Xtest, ytest, nclasses: int, config: ClassifierConfig, seed: int) -> Outcome:
     """SST-2: the L2 penalty is chosen on dev; the chosen model is scored on test.
 
     SentEval refits the chosen penalty with the same seed and data, which reproduces the grid's model
     exactly, so that model is reused instead of trained twice.
     """
-    acc, models = fit(Xtrain, ytrain, L2_GRID, proto, nclasses, seed, validation=(Xdev, ydev))
+    acc, models = fit(Xtrain, ytrain, L2_GRID, config, nclasses, seed, validation=(Xdev, ydev))
     scores = np.round(100 * acc, 2)
     col = int(np.argmax(scores))
     chosen = LinearModels(models.weight[:, col:col + 1], models.bias[:, col:col + 1])

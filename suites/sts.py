@@ -5,8 +5,9 @@ files, subsets concatenated), STS-B test and SICK-R test. Each task records Spea
 Pearson under two aggregations:
 - ``all``: one correlation over all pairs of the task (SimCSE's headline setting);
 - ``wmean``: per-subset correlations averaged with subset sizes as weights (SentEval's "wmean").
-An ``avg`` row averages the main score (Spearman, all) over the tasks that ran among those of the
-``robustembed-table1`` protocol (bench/protocols.toml), which are also the tasks run by default.
+``avg`` rows average the headline rows of the run's protocol (bench/protocols.toml; by default
+``robustembed-table1``: Spearman and Pearson, ``all``, over the seven tasks) over those of its tasks that
+ran, under the protocol's aggregation name, each naming the tasks it is over.
 
 95% CIs (bench/scoring/stats.py, applied by the base suite): percentile bootstrap over pairs, 1,000
 resamples, seeded; ``wmean`` resamples within each subset; ``avg`` bootstraps the average of the
@@ -23,7 +24,6 @@ import numpy as np
 from bench.data.datasets import PairSet, read_semeval_sts, read_sick, read_stsb, require
 from bench.scoring.metrics import correlations, cosine
 from bench.scoring.stats import Evidence, Sample
-from bench.results.uncertainty import AverageOf
 from suites.base import RunContext, Suite, Task, row
 
 
@@ -61,13 +61,14 @@ TASKS = (
     _sts("sts15", ("answers-forums", "answers-students", "belief", "headlines", "images"), REF),
     _sts("sts16", ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"), REF),
     STSBTask(suite="sts", name="stsb", label="STS-B", dataset="stsb", split="test", main_metric="spearman",
-             description="STS Benchmark test", paper_ref=REF),
+             description="STS Benchmark test", paper_ref=REF, splits=("train", "dev", "test")),
     SICKTask(suite="sts", name="sickr", label="SICK-R", dataset="sick", split="test", main_metric="spearman",
-             description="SICK relatedness test", paper_ref=REF),
+             description="SICK relatedness test", paper_ref=REF, splits=("train", "dev", "test")),
 )
 
+# Its headline row is the run protocol's first average (Suite.summary_task_of).
 AVG = Task(suite="sts", name="avg", label="Avg.", dataset="", split="test", main_metric="spearman",
-           main_aggregation="mean-of-tasks", description="mean of the task headline scores", paper_ref=REF)
+           main_aggregation="", description="mean of the task headline scores", paper_ref=REF)
 
 
 def pair_sample(pairs: PairSet, encode) -> Sample:
@@ -108,7 +109,6 @@ class STSSuite(Suite):
     description = "Semantic textual similarity: STS12-16, STS-B, SICK-R (cosine, Spearman x100)"
     tasks = TASKS
     summary_task = AVG
-    named_protocol = "robustembed-table1"
 
     def run_task(self, task, encoder, ctx: RunContext):
         pairs = task.load(require(ctx.paths.data, task.dataset)).limit(ctx.limit)
@@ -122,17 +122,6 @@ class STSSuite(Suite):
         sample = pair_sample(pairs, encoder.encode)
         return [row(task, metric, value, n, aggregation=agg, evidence=evidence(sample, metric, agg))
                 for (metric, agg), value in score_sample(sample).items()]
-
-    def summarize(self, rows, ctx):
-        averaged = {t.name for t in self.summarized(self.tasks)}
-        headline = [r for r in rows if r["aggregation"] == "all" and r["task"] in averaged]
-        out = []
-        for metric in ("spearman", "pearson"):
-            used = [r for r in headline if r["metric"] == metric and r["value"] is not None]
-            if used:
-                out.append(row(AVG, metric, float(np.mean([r["value"] for r in used])), len(used),
-                               aggregation="mean-of-tasks", evidence=AverageOf(used)))
-        return out
 
 
 SUITE = STSSuite()

@@ -1,6 +1,6 @@
 """SentEval transfer tasks: a logistic regression on frozen embeddings (MR, CR, SUBJ, MPQA, SST-2, TREC, MRPC).
 
-The protocol is SentEval's own (see ``suites/senteval_classifier.py``), in the two published
+The classifier is SentEval's own (see ``suites/senteval_classifier.py``), in the two published
 configurations, chosen with ``--mode`` (default ``test``):
 - MR, CR, SUBJ, MPQA: outer k-fold for test, inner k-fold on each outer train for the L2 penalty;
   the score is the mean of the outer-fold test accuracies (aggregation ``kfold-mean``, std over folds);
@@ -15,8 +15,9 @@ by one space, SentEval's batcher convention) and sorted as SentEval sorts them (
 label), so folds match SentEval's for the same seed. Each unique sentence is encoded once.
 
 Rows: ``acc`` (split test, x100) and ``dev_acc`` (split dev, x100: SentEval's "devacc") per task;
-under task ``avg``, ``acc`` with aggregation ``mean-of-6-tasks`` (no TREC: RobustEmbed Table 2) and
-``mean-of-7-tasks``, each emitted only when all its tasks ran in the same configuration.
+under task ``avg``, ``acc`` under each average of the run's protocol (bench/protocols.toml; by default
+``senteval-transfer-7``: ``mean-of-7-tasks``, and RobustEmbed Table 2's ``mean-of-6-tasks``, without TREC),
+each emitted only when all its tasks ran in the same configuration.
 95% CIs (applied by the base suite): ``acc`` Wilson over the test examples (outer-fold predictions
 pooled for the k-fold tasks), MRPC ``f1`` a bootstrap over test pairs, the averages a bootstrap of
 the tasks' own resamples; ``dev_acc`` none (it is the best of the L2 grid, selected on itself).
@@ -41,12 +42,10 @@ import numpy as np
 from bench.data.datasets import require
 from bench.errors import BenchError
 from bench.plugins import Option
-from bench.protocols import protocol as protocol_named
 from bench.scoring.stats import Evidence, Sample
-from bench.results.uncertainty import AverageOf
 from suites.base import RunContext, Suite, Task, row
-from suites.senteval_classifier import (L2_GRID, SENTEVAL_SEED, Outcome, Protocol, inner_kfold, kfold,
-                                        protocol, single_thread, split)
+from suites.senteval_classifier import (L2_GRID, SENTEVAL_SEED, ClassifierConfig, Outcome, classifier_config,
+                                        inner_kfold, kfold, single_thread, split)
 
 DEFAULT_MODE = "test"
 REF = "RobustEmbed Table 2 / V-advCSE Table 2 / SimCSE transfer table"
@@ -104,7 +103,7 @@ class TaskScores:
 class TransferTask(Task):
     nclasses: int = 2
     dev_aggregation: str = "kfold-mean"  # how SentEval's "devacc" is formed for this task
-    notes: tuple[tuple[str, str], ...] = ()  # protocol facts recorded in the config
+    notes: tuple[tuple[str, str], ...] = ()  # facts of the task's setup recorded in the config
 
     def sentences(self, data) -> list[Tokens]:
         raise NotImplementedError
@@ -112,7 +111,7 @@ class TransferTask(Task):
     def load(self, root: Path, limit: int | None):
         raise NotImplementedError
 
-    def evaluate(self, data, embed, proto: Protocol, seed: int, track) -> TaskScores:
+    def evaluate(self, data, embed, classifier: ClassifierConfig, seed: int, track) -> TaskScores:
         raise NotImplementedError
 
 
@@ -133,9 +132,9 @@ class BinaryTask(TransferTask):
     def sentences(self, data):
         return data[0]
 
-    def evaluate(self, data, embed, proto, seed, track):
+    def evaluate(self, data, embed, classifier, seed, track):
         X, y = embed(data[0]), np.array(data[1])
-        return TaskScores(inner_kfold(X, y, self.nclasses, proto, seed, track, self.name), len(y), len(y), {}, y)
+        return TaskScores(inner_kfold(X, y, self.nclasses, classifier, seed, track, self.name), len(y), len(y), {}, y)
 
 
 @dataclass(frozen=True)
@@ -152,10 +151,10 @@ class SSTTask(TransferTask):
     def sentences(self, data):
         return [s for part in data.values() for s in part[0]]
 
-    def evaluate(self, data, embed, proto, seed, track):
+    def evaluate(self, data, embed, classifier, seed, track):
         (Xtr, ytr), (Xdv, ydv), (Xte, yte) = [(embed(data[p][0]), np.array(data[p][1]))
                                               for p in ("train", "dev", "test")]
-        return TaskScores(split(Xtr, ytr, Xdv, ydv, Xte, yte, self.nclasses, proto, seed), len(ydv), len(yte), {},
+        return TaskScores(split(Xtr, ytr, Xdv, ydv, Xte, yte, self.nclasses, classifier, seed), len(ydv), len(yte), {},
                           yte)
 
 
@@ -185,9 +184,9 @@ class TRECTask(TransferTask):
     def sentences(self, data):
         return data["train"][0] + data["test"][0]
 
-    def evaluate(self, data, embed, proto, seed, track):
+    def evaluate(self, data, embed, classifier, seed, track):
         (Xtr, ytr), (Xte, yte) = [(embed(data[p][0]), np.array(data[p][1])) for p in ("train", "test")]
-        out = kfold(Xtr, ytr, Xte, yte, self.nclasses, proto, seed, track, self.name)
+        out = kfold(Xtr, ytr, Xte, yte, self.nclasses, classifier, seed, track, self.name)
         return TaskScores(out, len(ytr), len(yte), {}, yte)
 
 
@@ -220,12 +219,12 @@ class MRPCTask(TransferTask):
     def pair_features(self, u, v):
         return PAIR_FEATURES[self.features](u, v)
 
-    def evaluate(self, data, embed, proto, seed, track):
+    def evaluate(self, data, embed, classifier, seed, track):
         from sklearn.metrics import f1_score
 
         (Xtr, ytr), (Xte, yte) = [(self.pair_features(embed(data[p][0]), embed(data[p][1])), np.array(data[p][2]))
                                   for p in ("train", "test")]
-        out = kfold(Xtr, ytr, Xte, yte, self.nclasses, proto, seed, track, self.name)
+        out = kfold(Xtr, ytr, Xte, yte, self.nclasses, classifier, seed, track, self.name)
         return TaskScores(out, len(ytr), len(yte), {"f1": round(100 * float(f1_score(yte, out.predictions)), 2)},
                           yte)
 
@@ -252,10 +251,9 @@ TASKS = (
     MRPCTask(suite="transfer", name="mrpc", label="MRPC", dataset="mrpc", split="test", main_metric="acc",
              description="MRPC paraphrase (4,076 / 1,725 pairs)", paper_ref=REF, notes=(("pair_features", MRPC_FEATURES),)),
 )
-# aggregation -> the tasks averaged, from bench/protocols.toml: RobustEmbed Table 2's (no TREC), SimCSE's 7.
-AVERAGES = {p.average_aggregation: p.averaged for p in map(protocol_named, ("robustembed-table2", "senteval-transfer-7"))}
+# Its headline row is the run protocol's first average (Suite.summary_task_of).
 AVG = Task(suite="transfer", name="avg", label="Avg.", dataset="", split="test", main_metric="acc",
-           main_aggregation="mean-of-7-tasks", description="mean of the task test accuracies", paper_ref=REF)
+           main_aggregation="", description="mean of the task test accuracies", paper_ref=REF)
 
 
 def embedding_dir(encoder, ctx: RunContext) -> Path:
@@ -319,7 +317,8 @@ class TransferSuite(Suite):
     name = "transfer"
     description = "SentEval transfer: logistic regression on frozen embeddings (MR CR SUBJ MPQA SST-2 TREC MRPC)"
     tasks = TASKS
-    named_protocol = "senteval-transfer-7"
+    complete_averages = True  # an average only over all of its tasks, in one configuration
+    average_decimals = 2  # as SentEval reports accuracies
     options = (Option(name="mode", choices=("test", "fasttest"), default="test",
                       help="SentEval classifier configuration"),)
     summary_task = AVG
@@ -330,19 +329,19 @@ class TransferSuite(Suite):
     def config(self, task, ctx):
         cfg = super().config(task, ctx)
         mode = self.mode(ctx)
-        cfg.update(mode=mode, classifier=protocol(mode).as_config(), l2_grid=list(L2_GRID),
+        cfg.update(mode=mode, classifier=classifier_config(mode).as_config(), l2_grid=list(L2_GRID),
                    classifier_seed=SENTEVAL_SEED + ctx.seed, loss="mean cross-entropy",
                    **dict(getattr(task, "notes", ())))
         return cfg
 
     def run_task(self, task: TransferTask, encoder, ctx: RunContext):
-        proto = protocol(self.mode(ctx))
+        classifier = classifier_config(self.mode(ctx))
         data = task.load(require(ctx.paths.data, task.dataset), ctx.limit)
         start = time.perf_counter()
         embed = embedder(encoder, ctx, task, data)
         encoded = time.perf_counter()
         with single_thread():
-            result = task.evaluate(data, embed, proto, SENTEVAL_SEED + ctx.seed, ctx.track)
+            result = task.evaluate(data, embed, classifier, SENTEVAL_SEED + ctx.seed, ctx.track)
         ctx.log(f"  {task.name}: encoding {encoded - start:.1f}s, classifier {time.perf_counter() - encoded:.1f}s "
                 f"(L2 chosen: {sorted(set(result.outcome.l2 or []))})")
         out = result.outcome
@@ -357,17 +356,6 @@ class TransferSuite(Suite):
                      Evidence(EXTRA_STATISTICS[metric], sample, ("pred", "gold")))
                  for metric, value in result.extra.items()]
         return rows
-
-    def summarize(self, rows, ctx):
-        test = {r["task"]: r["value"] for r in rows
-                if r["metric"] == "acc" and r["split"] == "test" and r["task"] != AVG.name}
-        out = []
-        for aggregation, names in AVERAGES.items():
-            if all(test.get(t) is not None for t in names):
-                used = [r for r in rows if r["metric"] == "acc" and r["split"] == "test" and r["task"] in names]
-                out.append(row(AVG, "acc", round(float(np.mean([test[t] for t in names])), 2), len(names),
-                               aggregation=aggregation, evidence=AverageOf(used)))
-        return out
 
 
 SUITE = TransferSuite()

@@ -1,6 +1,6 @@
 """Adversarial victims: NLI victims on their own training sets
 (skipped with a message when absent, a substitute only behind a flag), replications that vary the
-victim seed and the sample, the two victim protocols, and BERT-Attack's candidates option."""
+victim seed and the sample, the two victim modes, and BERT-Attack's candidates option."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def test_bert_attack_candidates_enter_the_config_only_with_bert_attack(adv_env):
     assert cfg("smoke", ["bert-attack"], bert_attack_candidates=48)["bert_attack_candidates"] == 48
     # a flag that cannot change a textfooler cell does not make it a new cell
     assert cfg("smoke", ["textfooler"], bert_attack_candidates=48) == cfg("smoke", ["textfooler"])
-    # the victim protocol is part of the cell configuration, and so of its key
+    # the victim mode is part of the cell configuration, and so of its key
     assert cfg("smoke", ["pwws"])["victim"] == "finetune"
     frozen = cfg("smoke", ["pwws"], victim="frozen")
     assert frozen["victim"] == "frozen" and frozen["victim_training"]["epochs"] == 30

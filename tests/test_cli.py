@@ -58,6 +58,25 @@ def test_limit_is_part_of_the_cell_configuration(bench_env, tiny_model, capsys):
     assert "Reused 1" in capsys.readouterr().out
 
 
+def test_a_protocol_runs_by_name_on_some_of_its_tasks(bench_env, tiny_model, capsys):
+    """`bench run --protocol`: the protocol's suite, its profile, its average (its metrics only) over the tasks
+    asked for, which the average row names; a task it lacks is refused before any work."""
+    assert _run("--protocol", "mteb-sts", "--model", "tiny", "--task", "stsb", "--task", "sickr") == 0
+    assert "protocol mteb-sts" in capsys.readouterr().out.replace("\n", " ")
+    rows = {(r["task"], r["metric"]): r for r in csv.DictReader((bench_env.results / "leaderboard.csv").open())}
+    average = rows[("avg", "spearman")]
+    assert ("avg", "pearson") not in rows and average["aggregation"] == "mean-of-tasks" and average["n"] == "2"
+    stored = stored_row(bench_env.results, average)
+    assert average["profile"] == "paper" and json.loads(stored["config"])["average_of"] == ["sickr", "stsb"]
+    # its task cells are those of the suite's default protocol: a default run reuses them
+    assert _run("--suite", "sts", "--model", "tiny", "--task", "stsb", "--profile", "paper") == 0
+    assert "Reused 1 finished cell(s)" in capsys.readouterr().out
+    assert _run("--protocol", "mteb-sts", "--model", "tiny", "--task", "cola") == 2
+    assert "task of protocol 'mteb-sts'" in capsys.readouterr().err
+    assert _run("--protocol", "mteb-sts", "--suite", "sts", "--model", "tiny") == 2  # one of the two
+    assert "not allowed with argument --protocol" in capsys.readouterr().err
+
+
 def test_alignment_suite(bench_env, tiny_model):
     assert _run("--suite", "alignment", "--model", "tiny") == 0
     (cell,) = _cells(bench_env, "alignment")
@@ -147,15 +166,16 @@ def test_minilm_sts_on_real_data(tmp_path, monkeypatch, capsys):
 
 
 def test_profiles_come_from_one_place():
-    """run, grid and train offer the same profiles, and the trainer and the suites' per-profile tables have
-    an entry for each (or, like anli, refuse the missing one with a message)."""
+    """run, grid and train offer the same profiles, and the trainer, the suites' per-profile tables and the
+    attack suites' default protocols have an entry for each (or, like anli, refuse the missing one with a
+    message)."""
     import argparse
 
     from app.commands import grid, run, train
     from bench.plugins import PROFILES
     from bench.train import PROFILES as TRAIN_PROFILES
     from suites.adversarial import VICTIM_SETTINGS
-    from suites.advsts import DEFAULT_RECIPES
+    from bench.protocols import default_for
 
     assert PROFILES == ("smoke", "study", "paper")
     for command in (run, grid, train):
@@ -165,4 +185,4 @@ def test_profiles_come_from_one_place():
         assert tuple(action.choices) == PROFILES, command.__name__
     assert set(TRAIN_PROFILES) == set(PROFILES)
     assert all(set(settings) == set(PROFILES) for settings in VICTIM_SETTINGS.values())
-    assert set(DEFAULT_RECIPES) == set(PROFILES)
+    assert all(default_for(suite, profile).recipes for suite in ("adversarial", "advsts") for profile in PROFILES)

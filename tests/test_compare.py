@@ -116,7 +116,7 @@ def test_attack_rows_wilson_and_mcnemar_with_skips(tmp_path):
     assert asr.ci_method == "wilson" and asr.ci_low < asr.value < asr.ci_high
     assert rows_a[1].ci_method == "bootstrap(B=1000,seed=0)"
     diffs, counts = compare_models(store, "a", "b")
-    assert counts == {"shared_cells": 1, "only_a": 0, "only_b": 0}
+    assert counts == {"shared_cells": 1, "only_a": 0, "only_b": 0, "other_task_averages": []}
     d = {x.key["metric"]: x for x in diffs}
     asr_d = d["attack_success_rate"].diff
     # Each victim's own rate: A 100/110, B 70/110. The difference, its CI and McNemar rest on the 100
@@ -132,6 +132,33 @@ def test_attack_rows_wilson_and_mcnemar_with_skips(tmp_path):
     assert q.estimate == pytest.approx(20.0) and q.low == pytest.approx(20.0) and "McNemar" not in q.method
 
 
+def _average_cell(store, model, tasks, config_hash, value):
+    """An STS summary cell whose average row names its tasks, as the suite writes it."""
+    row = Result(model=model, suite="sts", task="avg", split="test", metric="spearman", aggregation="mean-of-tasks",
+                 value=value, n=len(tasks), seed=0, config=json.dumps({"average_of": sorted(tasks)}))
+    store.write(CellKey(model, "ab" * 32, "sts", "avg", 0, config_hash), [row],
+                {"suite": "sts", "summary_of": sorted(tasks)})
+
+
+def test_averages_over_different_tasks_are_not_compared(tmp_path, capsys):
+    """Shared or not, two averages over different tasks get no difference: compare says which tasks each is over."""
+    store = ResultStore(tmp_path)
+    seven = ["sickr", "sts12", "sts13", "sts14", "sts15", "sts16", "stsb"]
+    _average_cell(store, "a", seven, "e" * 16, 78.87)
+    _average_cell(store, "b", ["stsb"], "f" * 16, 82.03)
+    _average_cell(store, "a", seven, "d" * 16, 78.87)  # one configuration, a task without a value in b's run
+    _average_cell(store, "b", ["sickr", "stsb"], "d" * 16, 80.0)
+    diffs, counts = compare_models(store, "a", "b")
+    (shared,) = diffs
+    assert shared.estimate is None and shared.other_tasks == ("averages over different tasks: A over 7 tasks: "
+                                                              + ", ".join(seven) + ", B over 2 tasks: sickr, stsb")
+    (unshared,) = counts["other_task_averages"]
+    assert unshared.startswith("sts/avg seed 0 spearman (mean-of-tasks): A over 7 tasks") and "B over stsb only" in unshared
+    assert main(["compare", "a", "b", "--results-dir", str(tmp_path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "≠" in out and "not compared." in out and "B over stsb only" in out
+
+
 def test_summary_without_evidence_has_no_interval(tmp_path):
     store = ResultStore(tmp_path)
     row = Result(model="m", suite="sts", task="stsb", split="test", metric="spearman", aggregation="all", value=80.0)
@@ -143,7 +170,7 @@ def test_summary_without_evidence_has_no_interval(tmp_path):
 
 
 def test_compare_names_the_setting_of_each_cell_of_a_task(tmp_path, monkeypatch, capsys):
-    """Two cells of one task under two victim protocols: each row says which setting it is."""
+    """Two cells of one task under two victim modes: each row says which setting it is."""
     store = ResultStore(tmp_path)
     kinds = ["successful"] * 6 + ["failed"] * 4
     for model in ("a", "b"):

@@ -104,6 +104,28 @@ def test_object_with_encode_and_a_model_name(bench_env, tiny_model):
     assert named.model == "tiny"
 
 
+def test_a_protocol_by_name_runs_its_suite_tasks_average_and_profile(bench_env):
+    """bench.evaluate(model, protocol=...): as `bench run --protocol`; suites and protocol are one or the other."""
+    import bench
+
+    result = bench.evaluate(bag_of_words(), name="bow", protocol="mteb-sts", tasks=["stsb", "sickr"],
+                            log=lambda *_: None)
+    frame = result.to_pandas()
+    assert set(frame.task) == {"stsb", "sickr", "avg"} and set(frame.profile) == {"paper"}
+    (average,) = [r for r in result.rows if r["task"] == "avg"]
+    assert (average["metric"], average["aggregation"], average["n"]) == ("spearman", "mean-of-tasks", 2)
+    assert json.loads(average["config"])["average_of"] == ["sickr", "stsb"]
+    studied = bench.evaluate(bag_of_words(), name="bow", protocol="mteb-sts", tasks=["stsb"], profile="study",
+                             log=lambda *_: None)
+    assert set(studied.to_pandas().profile) == {"study"}
+    with pytest.raises(BenchError, match="not both"):
+        bench.evaluate(bag_of_words(), name="bow", suites=["sts"], protocol="mteb-sts")
+    with pytest.raises(BenchError, match="Did you mean: mteb-sts"):
+        bench.evaluate(bag_of_words(), name="bow", protocol="mteb-stss")
+    with pytest.raises(BenchError, match="task of protocol 'mteb-sts'"):
+        bench.evaluate(bag_of_words(), name="bow", protocol="mteb-sts", tasks=["cola"])
+
+
 def test_what_an_encoder_known_only_by_its_embeddings_is_refused(bench_env, tiny_model):
     import bench
 

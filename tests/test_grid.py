@@ -206,6 +206,25 @@ def test_task_selection_by_name_or_suite_slash_task():
         select_tasks(["stss"], [])
 
 
+def test_a_grid_runs_a_protocol_by_name(grid_env, tiny_model):
+    """`bench grid --protocol`: its suite and profile, some of its tasks, and its average's own summary cell."""
+    from app.commands.grid_runner import Cell
+
+    plan = plan_for(["grid", "--models", "tiny", "--protocol", "mteb-sts", "--tasks", "stsb,sickr",
+                     "--allow-unverified-data"])
+    assert list(plan.protocols) == ["sts"] and plan.protocols["sts"].name == "mteb-sts"
+    assert plan.tasks == {"sts": ["stsb", "sickr"]} and plan.settings.profile == "paper"
+    assert [c.task for c in plan.cells()] == ["stsb", "sickr", "avg"]
+    summary = plan.config(Cell("tiny", "sts", "avg", 0, summary=True))
+    assert summary["summary_of"] == ["sickr", "stsb"] and summary["averaging"]["metrics"] == ["spearman"]
+    default = plan_for(["grid", "--models", "tiny", "--suites", "sts", "--tasks", "stsb,sickr", "--profile", "paper",
+                        "--allow-unverified-data"])
+    assert "averaging" not in default.config(Cell("tiny", "sts", "avg", 0, summary=True))
+    assert default.config(Cell("tiny", "sts", "stsb", 0)) == plan.config(Cell("tiny", "sts", "stsb", 0))
+    with pytest.raises(BenchError, match="--tasks cola: no task of that name"):
+        plan_for(["grid", "--models", "tiny", "--protocol", "mteb-sts", "--tasks", "cola", "--allow-unverified-data"])
+
+
 def test_grid_modules_import_neither_torch_nor_ray():
     code = ("import sys, app.cli, app.commands.grid, app.commands.grid_runner; "
             "print(sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules))")
@@ -275,7 +294,7 @@ def test_cost_estimate_scales_by_examples_runs_and_recipes():
     earlier = {"limit": 50, "runs": 1, "recipes": ["textfooler", "pwws"], "profile": "smoke"}
     planned = {"limit": 200, "runs": 2, "recipes": ["textfooler"], "profile": "smoke"}
     assert scaled_cost(earlier, 100.0, planned) == pytest.approx(100.0 * 4 * 2 / 2)
-    # A cell under another profile or victim protocol says nothing about this one's cost.
+    # A cell under another profile or victim mode says nothing about this one's cost.
     assert scaled_cost(earlier, 100.0, {**planned, "profile": "study"}) is None
     assert scaled_cost({**earlier, "victim": "frozen"}, 100.0, {**planned, "victim": "finetune"}) is None
     # A whole-task plan is estimated only from whole-task cells.
@@ -294,7 +313,7 @@ def test_rough_estimate_borrows_from_other_victim_and_constraint_settings_only()
     paper = {**unified, "constraints": "paper", "victim": "finetune"}
     assert estimate(timings, cell, paper) is None  # never run under this setting
     assert estimate(timings, cell, paper, rough=True) == pytest.approx(600.0)
-    # the constraints are relaxed before the victim protocol
+    # the constraints are relaxed before the victim mode
     timings[("a", "adversarial", "mr")].append(({**unified, "victim": "finetune"}, 1800.0))
     assert estimate(timings, cell, paper, rough=True) == pytest.approx(1800.0)
     assert estimate(timings, cell, {**paper, "profile": "smoke"}, rough=True) is None  # the profile still binds

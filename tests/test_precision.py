@@ -178,9 +178,11 @@ def test_fp16_off_cuda_exits_2_in_every_command(tiny_model, bench_env, capsys):
 def test_grid_keys_bf16_cells_apart(tiny_model, bench_env):
     from app.commands.grid_runner import Cell, CellSettings, Plan
 
+    from bench.runner import plan_protocol
+
     def plan(dtype):
-        return Plan(models=[tiny_model], tasks={"sts": ["stsb"]}, seeds=[0], settings=CellSettings(dtype=dtype),
-                    paths=bench_env)
+        return Plan(models=[tiny_model], protocols={"sts": plan_protocol(suite="sts", tasks=["stsb"], profile="smoke")},
+                    seeds=[0], settings=CellSettings(dtype=dtype), paths=bench_env)
 
     cell = Cell("tiny", "sts", "stsb", 0)
     assert plan("fp32").config_hash(cell) != plan("bf16").config_hash(cell)

@@ -430,7 +430,7 @@ def test_protocol_file_errors_name_the_file(tmp_path, change, shown):
     """A protocols.toml that is not TOML, or whose protocol has a wrong type or an unknown profile: exit 2 (a
     BenchError naming the file, the protocol and the fix; they were "a fault in bench" or raw tracebacks)."""
     from bench.errors import BenchError
-    from bench.protocols import _read, parse
+    from bench.protocols import parse, read
 
     table = {"suite": "sts", "title": "t", "tasks": ["stsb"], **change}
     with pytest.raises(BenchError, match=f"my.toml: protocol 'p': {re.escape(shown)}.*Fix:"):
@@ -438,7 +438,7 @@ def test_protocol_file_errors_name_the_file(tmp_path, change, shown):
     broken = tmp_path / "protocols.toml"
     broken.write_text("[p]\nsuite = \n")
     with pytest.raises(BenchError, match=f"{re.escape(str(broken))} is not valid TOML.*Fix:"):
-        _read(broken)
+        read(broken)
 
 
 @pytest.mark.parametrize("change, shown", [

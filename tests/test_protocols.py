@@ -22,13 +22,14 @@ from attacks.recipes import RECIPES
 from bench.errors import UnknownName
 from bench.methods import METHODS
 from bench.paths import Paths
-from bench.protocols import PROTOCOLS, parse, protocol
+from bench.plugins import PROFILES
+from bench.protocols import PROTOCOLS, default_for, parse, protocol
 from bench.results.store import config_hash
 from suites import SUITES, get_suite
 from suites.base import RunContext, Task
 from tests.conftest import committed_cells
 
-PROTOCOL_SUITES = [name for name in SUITES if get_suite(name).named_protocol]
+PROTOCOL_SUITES = [name for name in SUITES if any(default_for(name, profile) for profile in PROFILES)]
 NEEDS_COMMITTED = pytest.mark.skipif(not committed_cells(), reason="results/ holds no committed cells to key again")
 
 
@@ -71,10 +72,15 @@ def test_published_defaults_are_the_papers():
     """The lists published cells were run with, spelled here once to pin the protocol file."""
     assert [t.name for t in get_suite("sts").default_tasks()] == ["sts12", "sts13", "sts14", "sts15", "sts16",
                                                                   "stsb", "sickr"]
-    assert [t.name for t in get_suite("adversarial").default_tasks()] == ["mr", "sst2", "imdb", "yelp", "mrpc",
+    assert [t.name for t in get_suite("adversarial").default_tasks()] == ["imdb", "mr", "sst2", "yelp", "mrpc",
                                                                           "snli", "mnli_mm"]  # CoLA when asked
     assert protocol("robustembed-table3").recipes == ("textfooler", "textbugger", "pwws", "bae", "bert-attack")
     assert protocol("robustembed-table4").recipes == protocol("robustembed-table3").recipes
+    advsts = {profile: default_for("advsts", profile).recipes for profile in PROFILES}  # minutes per pair on CPU
+    assert advsts == {"smoke": ("textfooler",), "study": ("textfooler",), "paper": protocol("robustembed-table3").recipes}
+    transfer = {a.aggregation: a.tasks for a in default_for("transfer", "study").averages}
+    assert transfer == {"mean-of-7-tasks": protocol("senteval-transfer-7").tasks,
+                        "mean-of-6-tasks": ("mr", "cr", "subj", "mpqa", "sst2", "mrpc")}
 
 
 # --- registering a task, recipe and method changes no key and no average ------------------------
@@ -121,7 +127,7 @@ def context(stored: dict, world: StoredWorld, paths: Paths) -> tuple[RunContext,
         if recompute(stored, without, None) == cell["config_hash"]:
             ctx = without
     tasks = None
-    if "summary_of" in cfg and sorted(t.name for t in suite.default_tasks()) != cfg["summary_of"]:
+    if "summary_of" in cfg and sorted(t.name for t in suite.default_tasks(ctx.profile)) != cfg["summary_of"]:
         tasks = [suite.task(name) for name in cfg["summary_of"]]
     return ctx, tasks
 
@@ -130,7 +136,8 @@ def recompute(stored: dict, ctx: RunContext, tasks) -> str:
     cfg, cell = stored["config"], stored["cell"]
     suite = get_suite(cell["suite"])
     if "summary_of" in cfg:
-        return config_hash(runner.summary_config(suite, tasks if tasks is not None else suite.default_tasks(), ctx))
+        return config_hash(runner.summary_config(suite, tasks if tasks is not None else suite.default_tasks(ctx.profile),
+                                                 ctx))
     return config_hash(suite.config(suite.task(cell["task"]), ctx))
 
 
@@ -181,7 +188,7 @@ def test_registering_a_task_recipe_and_method_changes_no_published_key(monkeypat
         assert recompute(stored, ctx, tasks) == stored["cell"]["config_hash"], stored["cell"]
         if "summary_of" in stored["config"]:  # asking for the dummy too leaves the average's cell alone
             suite = get_suite(stored["cell"]["suite"])
-            asked = (tasks if tasks is not None else suite.default_tasks()) + [suite.task("dummy-task")]
+            asked = (tasks if tasks is not None else suite.default_tasks(ctx.profile)) + [suite.task("dummy-task")]
             assert recompute(stored, ctx, asked) == stored["cell"]["config_hash"]
 
 
@@ -196,8 +203,7 @@ def test_readme_attack_example_keeps_its_key(monkeypatch, tmp_path):
     after = suite.config(suite.task("mr"), ctx)
     assert before["recipes"] == list(protocol("robustembed-table3").recipes)
     assert config_hash(after) == config_hash(before)
-    assert [t.name for t in suite.default_tasks()] == [t.name for t in suite.tasks if t.name not in ("cola",
-                                                                                                      "dummy-task")]
+    assert {t.name for t in suite.default_tasks()} == {t.name for t in suite.tasks} - {"cola", "dummy-task"}
 
 
 def _rows(stored: dict) -> list[dict]:
@@ -206,10 +212,10 @@ def _rows(stored: dict) -> list[dict]:
 
 def task_rows(suite) -> list[dict]:
     """Rows of each default task as the suite's summary reads them, a different value each."""
-    metrics = {"sts": [("spearman", "all"), ("pearson", "all")], "transfer": [("acc", "kfold-mean")]}[suite.name]
-    return [{"suite": suite.name, "task": task.name, "split": "test", "metric": metric, "aggregation": aggregation,
-             "attack": "", "value": 60.0 + 3 * i + j} for i, task in enumerate(suite.default_tasks())
-            for j, (metric, aggregation) in enumerate(metrics)]
+    metrics = {"sts": ["spearman", "pearson"], "transfer": ["acc"]}[suite.name]
+    return [{"suite": suite.name, "task": task.name, "split": "test", "metric": metric,
+             "aggregation": task.main_aggregation, "attack": "", "value": 60.0 + 3 * i + j}
+            for i, task in enumerate(suite.default_tasks()) for j, metric in enumerate(metrics)]
 
 
 @pytest.mark.parametrize("suite_name", ["sts", "transfer"])
@@ -251,3 +257,124 @@ def test_published_averages_unchanged_by_a_new_task(monkeypatch, suite_name):
         checked += 1
     assert checked, f"no published {suite_name} average could be recomputed from its task cells"
 
+
+
+# --- every field of a protocol changes what a run of it does ---------------------------------------
+
+from dataclasses import fields  # noqa: E402
+
+from bench.protocols import Average, Protocol, run_profile  # noqa: E402
+from bench.plugins import Registry  # noqa: E402
+
+STS_PROBE = Protocol(name="probe", suite="sts", title="a probe", tasks=("stsb", "sickr"), splits=("test",),
+                     metric=("spearman",), aggregation="all", average_aggregation="mean-of-probe", profile="study")
+ATTACK_PROBE = Protocol(name="attack-probe", suite="advsts", title="an attack probe", tasks=("stsb",),
+                        recipes=("textfooler",))
+# field -> (a protocol, the same protocol differing in that field alone)
+VARIANTS = {
+    "name": (STS_PROBE, replace(STS_PROBE, name="probe-2")),
+    "suite": (STS_PROBE, replace(STS_PROBE, suite="advsts")),
+    "title": (STS_PROBE, replace(STS_PROBE, title="another probe")),
+    "tasks": (STS_PROBE, replace(STS_PROBE, tasks=("stsb",))),
+    "splits": (STS_PROBE, replace(STS_PROBE, splits=("dev",))),
+    "metric": (STS_PROBE, replace(STS_PROBE, metric=("pearson",))),
+    "aggregation": (STS_PROBE, replace(STS_PROBE, aggregation="wmean")),
+    "average": (STS_PROBE, replace(STS_PROBE, average=("stsb",))),
+    "average_aggregation": (STS_PROBE, replace(STS_PROBE, average_aggregation="mean-of-probe-2")),
+    "also_averages": (STS_PROBE, replace(STS_PROBE, also_averages=(Average("mean-of-stsb", ("stsb",)),))),
+    "recipes": (ATTACK_PROBE, replace(ATTACK_PROBE, recipes=("pwws",))),
+    "profile": (STS_PROBE, replace(STS_PROBE, profile="paper")),
+    "default": (STS_PROBE, replace(STS_PROBE, default=("smoke",))),
+}
+
+
+def _attempt(compute):
+    try:
+        return compute()
+    except Exception as exc:  # a run the protocol makes fail is also something it decides
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _task_rows(tasks) -> list[dict]:
+    """Finished task rows: each correlation and aggregation, on each task's split, with distinct values."""
+    return [{"task": t.name, "metric": metric, "aggregation": aggregation, "split": t.split, "value": value,
+             "attack": ""}
+            for i, t in enumerate(tasks) for j, (metric, aggregation) in enumerate(
+                (m, a) for m in ("spearman", "pearson") for a in ("all", "wmean"))
+            for value in [10.0 * i + j + 1]]
+
+
+def what_a_run_does(p: Protocol, paths: Paths) -> dict:
+    """What a run of ``p`` (alone in protocols.toml) plans, keys and writes, what a run naming no protocol
+    follows, and how `bench ls protocols` lists it."""
+    from app.commands.ls import _protocols
+
+    suite = get_suite(p.suite)
+    profile = run_profile(None, p, "smoke")
+    ctx = RunContext(paths=paths, profile=profile, protocol=p, log=lambda _msg: None)
+    tasks = _attempt(lambda: suite.plan_tasks(p))
+    return {
+        "suite": suite.name, "profile": profile, "tasks": [(t.name, t.split) for t in tasks],
+        "cells": [_attempt(lambda t=t: config_hash(suite.config(t, ctx))) for t in tasks],
+        "summary cell": _attempt(lambda: config_hash(runner.summary_config(suite, tasks, ctx))),
+        "averages": _attempt(lambda: [(r.metric, r.aggregation, r.value, r.n, r.config)
+                                      for r in suite.summarize(_task_rows(tasks), ctx)]),
+        "default runs": {name: [s.default_protocol(prof).name for prof in PROFILES] for name, s in
+                         (("sts", get_suite("sts")), ("advsts", get_suite("advsts")))},
+        "listing": _protocols(None),
+    }
+
+
+def test_the_variants_cover_every_field_of_a_protocol_one_at_a_time():
+    assert set(VARIANTS) == {f.name for f in fields(Protocol)}, "a new protocol field needs a variant here"
+    for name, (base, variant) in VARIANTS.items():
+        assert [f.name for f in fields(Protocol) if getattr(base, f.name) != getattr(variant, f.name)] == [name]
+
+
+@pytest.mark.parametrize("field_name", sorted(VARIANTS))
+def test_every_protocol_field_changes_what_a_run_does(monkeypatch, tmp_path, field_name):
+    """A field no code reads fails here: the protocol differing only in it plans, keys, writes, defaults or
+    lists nothing differently."""
+    import bench.protocols as protocols
+
+    world = StoredWorld(monkeypatch)
+    world.cfg = {"attack_resources": {}}
+    paths = Paths(home=tmp_path, data=tmp_path, results=tmp_path)
+    seen = []
+    for p in VARIANTS[field_name]:
+        monkeypatch.setattr(protocols, "PROTOCOLS", Registry("protocol", {p.name: p}))
+        seen.append(what_a_run_does(p, paths))
+    assert seen[0] != seen[1], f"no code reads the protocol field '{field_name}'"
+
+
+# --- a protocol added to protocols.toml runs without a code change --------------------------------
+
+NEW_PROTOCOL = '''
+[sts-dev-pair]
+suite = "sts"
+title = "STS-B and SICK-R dev: their Spearman mean"
+tasks = ["stsb", "sickr"]
+splits = ["dev"]
+metric = "spearman"
+aggregation = "all"
+average_aggregation = "mean-of-2-dev-tasks"
+profile = "smoke"
+'''
+
+
+def test_a_protocol_added_to_the_file_alone_runs(bench_env, tiny_model, monkeypatch, tmp_path, capsys):
+    import bench.protocols as protocols
+    from app.cli import main
+
+    extended = tmp_path / "protocols.toml"
+    extended.write_text(protocols.PROTOCOLS_FILE.read_text(encoding="utf-8") + NEW_PROTOCOL, encoding="utf-8")
+    monkeypatch.setattr(protocols, "PROTOCOLS", Registry("protocol", protocols.read(extended)))
+    assert main(["run", "--protocol", "sts-dev-pair", "--model", "tiny", "--device", "cpu"]) == 0
+    assert "protocol sts-dev-pair" in capsys.readouterr().out.replace("\n", " ")
+    cells = {p.parent.name: json.loads(p.read_text()) for p in (bench_env.results / "cells/tiny/sts").rglob("*.json")}
+    assert set(cells) == {"stsb", "sickr", "avg"}
+    assert cells["stsb"]["config"]["split"] == "dev" and cells["stsb"]["config"]["profile"] == "smoke"
+    (average,) = cells["avg"]["results"]
+    assert (average["metric"], average["aggregation"], average["n"]) == ("spearman", "mean-of-2-dev-tasks", 2)
+    assert json.loads(average["config"])["average_of"] == ["sickr", "stsb"]
+    assert cells["avg"]["config"]["averaging"]["splits"] == {"stsb": "dev", "sickr": "dev"}

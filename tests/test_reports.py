@@ -395,7 +395,7 @@ def test_settings_that_differ_name_their_columns(tmp_path):
 
 
 def test_a_column_shows_every_model_under_one_setting(tmp_path):
-    """Attack cells under two victim protocols: a model with both is shown under the one its peers share,
+    """Attack cells under two victim modes: a model with both is shown under the one its peers share,
     never its fine-tuned victims beside another model's frozen ones."""
     from reports import generate
 

@@ -36,7 +36,7 @@ def test_only_the_setting_counts():
     found = {e.model: e for e in robustness.entries(rows())}
     assert found["sturdy"].attacks["textfooler"].mean == 40.0  # the fine-tuned victim's 5.0 is another setting
     sts = [c.label for c in robustness.BESIDE].index("STS avg")
-    assert found["sturdy"].beside[sts].mean == 77.0 and found["fragile"].beside[sts].mean is None
+    assert found["sturdy"].beside[sts][0].mean == 77.0 and found["fragile"].beside[sts][0].mean is None
 
 
 def test_the_csv_leaves_missing_values_empty_and_escapes_formulas():
@@ -49,3 +49,13 @@ def test_the_csv_leaves_missing_values_empty_and_escapes_formulas():
 
 def test_no_attack_in_the_setting_makes_no_page():
     assert robustness.generate([asr("m", "textfooler", 1.0, config={**SETTING, "limit": 20})]) is None
+
+
+def test_an_sts_average_over_other_tasks_is_marked_not_shown_as_the_column():
+    stsb_only = {"model": "partial", "suite": "sts", "task": "avg", "seed": 0, "aggregation": "mean-of-tasks",
+                 "split": "test", "metric": "spearman", "value": 82.0, "_config": {"average_of": ["stsb"]}}
+    head, lines = robustness.table(robustness.entries(rows() + [stsb_only]))
+    line = next(ln for ln in lines if ln[1] == "partial")
+    assert line[head.index("STS avg")].startswith("82.00") and "† (stsb only)" in line[head.index("STS avg")]
+    sturdy = next(ln for ln in lines if ln[1] == "sturdy")
+    assert "†" not in sturdy[head.index("STS avg")]

@@ -131,3 +131,31 @@ def test_the_index_draws_every_primary_line_under_its_title_with_the_legend_firs
         {"verdicts": {"not testable here": ""}})["not testable here"]  # in the colour of the verdict it refines
     assert "ours +0.10 [-0.20, +0.40], 3 seeds; paper -5.00" in text
     assert overview.summary_html({}, Catalog({}, {})) == ""  # no ledger this render: nothing
+
+
+SEVEN = ["sickr", "sts12", "sts13", "sts14", "sts15", "sts16", "stsb"]
+
+
+def averages_over_other_tasks():
+    """Five models with the 7-task STS average, a sixth whose row predates rows naming their tasks, and one
+    evaluated on STS-B alone, whose average is the highest number of all."""
+    out = [_row(m, "sts", "avg", "spearman", v, "mean-of-tasks", ci=(v - 1, v + 1), method="bootstrap",
+                config={"summary_of": SEVEN, "average_of": SEVEN})
+           for m, v in (("a", 78.87), ("b", 79.63), ("c", 64.5), ("d", 65.1), ("e", 61.3))]
+    out.append({**_row("f", "sts", "avg", "spearman", 70.2, "mean-of-tasks", config={"summary_of": SEVEN}), "n": 7})
+    out.append({**_row("stsb-only", "sts", "avg", "spearman", 82.03, "mean-of-tasks", ci=(80.0, 84.0),
+                       method="bootstrap", config={"summary_of": ["stsb"], "average_of": ["stsb"]}), "n": 1})
+    return out
+
+
+def test_an_average_over_other_tasks_is_marked_not_ranked_first():
+    catalog = Catalog({}, {})
+    rows = averages_over_other_tasks()
+    columns, lines = pivot.build(rows, catalog, evidence=None)
+    sentence = pivot.findings(columns, lines, catalog)[0]
+    assert sentence.startswith("STS avg. (Spearman ×100): b is highest of 6 models at 79.63")
+    assert sentence.endswith("; not ranked: stsb-only (an average over stsb only).")
+    text = pivot.to_html(columns, lines, catalog)
+    assert "data-v=\"\" title=\"an average over stsb only: not ranked\">82.03†" in text and "†: an average" in text
+    page = site.leaderboard_page("sts", rows, pivot_html=text)
+    assert "mean-of-tasks (over stsb only)" in page and page.count("(over ") == 1

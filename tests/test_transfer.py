@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 from bench.errors import BenchError
+from bench.protocols import protocol
 from suites import senteval_classifier as sc
 from suites import transfer
 
-TINY = sc.Protocol(kfold=3, optim="rmsprop", batch_size=16, tenacity=2, epoch_size=1, max_epoch=20)
+TINY = sc.ClassifierConfig(kfold=3, optim="rmsprop", batch_size=16, tenacity=2, epoch_size=1, max_epoch=20)
 
 
 def blobs(n: int, d: int = 8, seed: int = 0, gap: float = 6.0):
@@ -92,7 +93,7 @@ def test_joint_grid_fit_equals_separate_senteval_fits(optim):
     X = rng.randn(120, 6).astype(np.float32)
     y = (X[:, 0] + 0.8 * rng.randn(120) > 0).astype(np.int64)  # noisy: accuracy moves between rounds
     Xdev, ydev = X[:40], y[:40]
-    proto = sc.Protocol(kfold=2, optim=optim, batch_size=16, tenacity=2, epoch_size=1, max_epoch=8)
+    proto = sc.ClassifierConfig(kfold=2, optim=optim, batch_size=16, tenacity=2, epoch_size=1, max_epoch=8)
     regs = [1e-5, 1e-1]
     acc, models = sc.fit(X[40:], y[40:], regs, proto, 2, seed=7, validation=(Xdev, ydev))
     for col, reg in enumerate(regs):
@@ -136,11 +137,11 @@ def test_same_seed_gives_identical_numbers_other_seed_other_folds():
 
 
 def test_modes_are_senteval_published_configs():
-    assert sc.MODES["test"] == sc.Protocol(kfold=10, optim="adam", batch_size=64, tenacity=5, epoch_size=4)
-    assert sc.MODES["fasttest"] == sc.Protocol(kfold=5, optim="rmsprop", batch_size=128, tenacity=3, epoch_size=2)
+    assert sc.MODES["test"] == sc.ClassifierConfig(kfold=10, optim="adam", batch_size=64, tenacity=5, epoch_size=4)
+    assert sc.MODES["fasttest"] == sc.ClassifierConfig(kfold=5, optim="rmsprop", batch_size=128, tenacity=3, epoch_size=2)
     assert sc.L2_GRID == (1e-5, 1e-4, 1e-3, 1e-2)
     with pytest.raises(BenchError, match="--mode"):
-        sc.protocol("quick")
+        sc.classifier_config("quick")
 
 
 # --- loaders on tiny fixtures ------------------------------------------------------------------
@@ -299,9 +300,10 @@ def test_suite_runs_end_to_end_through_an_external_batcher(toy_run):
     assert dev["sst2"]["split"] == "dev" and dev["sst2"]["n"] == 20 and dev["trec"]["n"] == 90
     assert any(r["task"] == "mrpc" and r["metric"] == "f1" for r in rows)
     averages = {r["aggregation"]: r for r in rows if r["task"] == "avg"}
-    six = [acc[t]["value"] for t in transfer.AVERAGES["mean-of-6-tasks"]]
+    six = [acc[t]["value"] for t in protocol("robustembed-table2").averaged]
     assert averages["mean-of-6-tasks"]["value"] == pytest.approx(round(float(np.mean(six)), 2))
-    assert averages["mean-of-7-tasks"]["n"] == 7
+    assert averages["mean-of-7-tasks"]["n"] == 7 and averages["mean-of-6-tasks"]["n"] == 6
+    assert json.loads(averages["mean-of-6-tasks"]["config"])["average_of"] == sorted(protocol("robustembed-table2").averaged)
     config = json.loads(acc["mr"]["config"])
     assert config["mode"] == "fasttest" and config["classifier"]["kfold"] == 5
     assert config["classifier_seed"] == 1111

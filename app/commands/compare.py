@@ -13,7 +13,8 @@ configuration; only the model differs), from the stored results and their eviden
 - continuous per-example measures (queries, % words perturbed): paired bootstrap of the mean difference;
 - averages (STS avg, transfer avg) and means over runs: the parts pair up (task with task, run with
   run) and the difference of the averages is bootstrapped from each part's paired resamples; runs pool
-  McNemar's counts for the p-value, an (unweighted) average of tasks takes the bootstrap's.
+  McNemar's counts for the p-value, an (unweighted) average of tasks takes the bootstrap's. Two averages
+  over different tasks are not compared: their row is marked ≠ and a note says which tasks each is over.
 
 A difference whose CI excludes 0 and whose p is below 0.05 is flagged (*). Rows without stored evidence show the difference of
 the values only.
@@ -73,6 +74,8 @@ def main(args) -> int:
 
     console = output_console()
     if not counts["shared_cells"]:
+        for line in counts["other_task_averages"]:
+            console.print(f"Not compared, averages over different tasks: {line}.")
         console.print(f"{args.model_a} and {args.model_b} share no result cell"
                       f"{' in suite ' + args.suite if args.suite else ''}{' for task ' + args.task if args.task else ''} "
                       f"(same suite, task, seed and configuration). Cells only {args.model_a}: {counts['only_a']}, "
@@ -130,8 +133,8 @@ def paired_rows(store, args) -> tuple[list, dict]:
     with warnings.catch_warnings():  # bad evidence is reported once, as the error
         warnings.simplefilter("ignore", EvidenceWarning)
         diffs, counts = compare_models(store, args.model_a, args.model_b, args.suite, args.task, include)
-    if not args.metrics:  # by default, the rows a paired test exists for
-        diffs = [d for d in diffs if d.diff is not None]
+    if not args.metrics:  # by default, the rows a paired test exists for, and averages left uncompared
+        diffs = [d for d in diffs if d.diff is not None or d.other_tasks]
     return diffs, counts
 
 
@@ -158,7 +161,7 @@ def difference_table(model_a: str, model_b: str, diffs: list):
                       d.key["aggregation"], str(d.seed),
                       format_number(d.a, k) + (UNVERIFIED if d.unverified_a else ""),
                       format_number(d.b, k) + (UNVERIFIED if d.unverified_b else ""),
-                      format_number(d.estimate, k, signed=True) + flag,
+                      "≠" if d.other_tasks else format_number(d.estimate, k, signed=True) + flag,
                       ci, format_p(x.p if x else None),
                       _short_method(x.method if x else ""), str(x.n) if x else "–")
     return table
@@ -179,11 +182,15 @@ def footnotes(model_a: str, model_b: str, diffs: list, counts: dict) -> list[str
                      f"A, B, B − A, the CI and McNemar's test rest on the examples both counted (each cell's own "
                      f"rate: bench results, or --json's stored_a/stored_b); examples in one cell only: "
                      f"{unmatched}, left out.")
+    notes += [f"Not compared, averages over different tasks (in cells the two do not share): {line}."
+              for line in counts.get("other_task_averages", ())]
     unverified = sorted({f for d in diffs for f in d.unverified_a + d.unverified_b})
     if unverified:
         notes.append(f"{UNVERIFIED}: computed on data that failed its sha256 check (run with --allow-unverified-data): "
                      + ", ".join(unverified) + ".")
-    missing = [d for d in diffs if d.diff is None]
+    notes += [f"≠ {d.suite}/{d.task} {d.key['metric']} ({d.key['aggregation']}): {d.other_tasks}; not compared."
+              for d in diffs if d.other_tasks]
+    missing = [d for d in diffs if d.diff is None and not d.other_tasks]
     if missing:
         notes.append(f"{len(missing)} row(s) without stored evidence show the difference of values only.")
     return notes

@@ -1,5 +1,5 @@
-"""bench grid --models A,B --suites S,T [--tasks ...] [--seeds N]: every (model, suite, task, seed) cell
-on Ray (local by default, --address for a cluster), skipping cells already in the result store."""
+"""bench grid --models A,B --suites S,T | --protocol P [--tasks ...] [--seeds N]: every (model, suite, task,
+seed) cell on Ray (local by default, --address for a cluster), skipping cells already in the result store."""
 
 from __future__ import annotations
 
@@ -18,13 +18,20 @@ STATE_STYLE = {"pending": "dim", "running": "cyan", "done": "green", "stored": "
                "blocked": "yellow"}
 
 
+DEFAULT_PROFILE = "smoke"
+
+
 def add_arguments(parser):
     parser.add_argument("--models", required=True,
                         help="comma-separated: names (`bench ls models`, $BENCH_HOME/models.toml), hf:ORG/NAME, "
                              "or model directories")
-    parser.add_argument("--suites", required=True, help="comma-separated suite names (see `bench ls suites`)")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--suites", help="comma-separated suite names (see `bench ls suites`); each runs its "
+                                        "default protocol for the profile")
+    which.add_argument("--protocol", help="a named protocol (`bench ls protocols`): its suite, tasks, splits, "
+                                          "averages, recipes and, unless --profile says otherwise, its profile")
     parser.add_argument("--tasks", help="comma-separated: task (in every chosen suite that has it) or suite/task; "
-                                        "default: all tasks of each suite")
+                                        "default: each suite's protocol's tasks (with --protocol: some of its tasks)")
     parser.add_argument("--seeds", type=positive_int, default=1, metavar="N", help="run seeds 0..N-1 (default 1)")
     parser.add_argument("--address", help="join a running Ray cluster: auto or HOST:PORT (default: start a local "
                                           "Ray instance sized to this machine)")
@@ -37,7 +44,8 @@ def add_arguments(parser):
                         help="print the cells and their estimated cost from earlier runs; run nothing")
     from bench.plugins import PROFILE_HELP, PROFILES
 
-    parser.add_argument("--profile", choices=PROFILES, default="smoke", help=PROFILE_HELP)
+    parser.add_argument("--profile", choices=PROFILES, default=None,
+                        help=f"{PROFILE_HELP} (default: the protocol's, else {DEFAULT_PROFILE})")
     parser.add_argument("--device", type=device_name, default="auto",
                         help="device inside each cell; auto: cuda when --gpus-per-cell > 0, else cpu")
     parser.add_argument("--batch-size", type=positive_int, default=64)
@@ -61,7 +69,7 @@ def add_arguments(parser):
 
 
 def build_plan(args):
-    from app.commands.grid_runner import CellSettings, Plan, select_tasks, split_list
+    from app.commands.grid_runner import CellSettings, Plan, split_list
     from bench.paths import Paths
     from bench.models.registry import resolve_model
 
@@ -70,9 +78,9 @@ def build_plan(args):
               for name in dict.fromkeys(split_list(args.models))]
     if len({m.name for m in models}) < len(models):
         raise BenchError("--models names one model twice (two references resolve to the same name).")
-    suites = split_list(args.suites)
-    if not models or not suites:
-        raise BenchError("--models and --suites each need at least one name (comma-separated).")
+    protocols = grid_protocols(args)
+    if not models:
+        raise BenchError("--models needs at least one name (comma-separated).")
     if args.seeds < 1:
         raise BenchError("--seeds must be at least 1 (seeds 0..N-1 run).")
     if args.retries < 0 or args.gpus_per_cell < 0 or args.cpus_per_cell <= 0:
@@ -92,8 +100,25 @@ def build_plan(args):
     settings = CellSettings(profile=args.profile, limit=args.limit, batch_size=args.batch_size, device=device,
                             options=options, allow_unverified_data=args.allow_unverified_data,
                             dtype=args.dtype)
-    return Plan(models=models, tasks=select_tasks(suites, split_list(args.tasks)), seeds=range(args.seeds),
-                settings=settings, paths=paths)
+    return Plan(models=models, protocols=protocols, seeds=range(args.seeds), settings=settings, paths=paths)
+
+
+def grid_protocols(args) -> dict:
+    """suite -> the protocol the grid runs for it (--protocol's, on the tasks --tasks names among its own; else
+    each suite's default for the profile, on the tasks --tasks names); sets ``args.profile`` to the profile the
+    grid uses."""
+    from app.commands.grid_runner import select_tasks, split_list
+    from bench.protocols import protocol, run_profile
+    from bench.runner import plan_protocol
+
+    named = protocol(args.protocol) if args.protocol else None
+    args.profile = run_profile(args.profile, named, DEFAULT_PROFILE)
+    suites = [named.suite] if named else split_list(args.suites)
+    if not suites:
+        raise BenchError("--suites needs at least one name (comma-separated), or name a --protocol.")
+    tasks = select_tasks(suites, split_list(args.tasks), args.profile) if args.tasks else {s: None for s in suites}
+    return {suite: plan_protocol(suite=suite, protocol=args.protocol, tasks=names, profile=args.profile)
+            for suite, names in tasks.items()}
 
 
 def cell_cost(plan, timings, cell) -> tuple[list[str], float | None, str]:

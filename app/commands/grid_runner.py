@@ -79,11 +79,20 @@ class Cell:
 @dataclass
 class Plan:
     models: list[ModelSpec]
-    tasks: dict[str, list[str]]  # suite name -> task names, in suite order
+    protocols: dict  # suite name -> the bench.protocols.Protocol the grid runs for it (its tasks, in order)
     seeds: list[int] | range  # in increasing order
     settings: CellSettings
     paths: Paths
     _listings: dict = field(default_factory=dict, repr=False, compare=False)  # stored_any_weights' directory lists
+
+    @property
+    def tasks(self) -> dict[str, list[str]]:
+        """suite name -> the task names its protocol runs."""
+        return {name: list(p.tasks) for name, p in self.protocols.items()}
+
+    def context(self, suite_name: str, seed: int):
+        """The RunContext of the suite's cells at ``seed``: the grid's settings and the suite's protocol."""
+        return replace(self.settings.context(self.paths, seed), protocol=self.protocols[suite_name])
 
     def suite_seeds(self, suite):
         """The seeds a suite runs for the grid's seeds (Suite.seeds may expand one seed into several), in order,
@@ -130,11 +139,11 @@ class Plan:
         """The cell's configuration, as ``bench run`` would store it."""
         from bench.runner import for_model, get_suite, summary_config
 
-        suite = get_suite(cell.suite)
-        ctx = for_model(self.settings.context(self.paths, cell.seed), self.spec(cell.model))
+        suite, protocol = get_suite(cell.suite), self.protocols[cell.suite]
+        ctx = for_model(self.context(cell.suite, cell.seed), self.spec(cell.model))
         if cell.summary:
-            return summary_config(suite, [suite.task(t) for t in self.tasks[cell.suite]], ctx)
-        return suite.config(suite.task(cell.task), ctx)
+            return summary_config(suite, suite.plan_tasks(protocol), ctx)
+        return suite.config(suite.planned_task(cell.task, protocol), ctx)
 
     def config_hash(self, cell: Cell) -> str:
         """The cell's configuration hash: the part of its store key that needs no weights."""
@@ -164,13 +173,14 @@ def split_list(text: str | None) -> list[str]:
     return [item.strip() for item in (text or "").split(",") if item.strip()]
 
 
-def select_tasks(suite_names: list[str], task_filter: list[str]) -> dict[str, list[str]]:
-    """suite -> task names. A filter item is ``task`` (every chosen suite that has it) or ``suite/task``."""
+def select_tasks(suite_names: list[str], task_filter: list[str], profile: str = "smoke") -> dict[str, list[str]]:
+    """suite -> task names. A filter item is ``task`` (every chosen suite that has it) or ``suite/task``; no
+    filter: each suite's default protocol's tasks for ``profile``."""
     from bench.runner import get_suite
 
     suites = {name: get_suite(name) for name in dict.fromkeys(suite_names)}
     if not task_filter:
-        return {name: [t.name for t in suite.default_tasks()] for name, suite in suites.items()}
+        return {name: [t.name for t in suite.default_tasks(profile)] for name, suite in suites.items()}
     wanted: dict[str, set[str]] = {name: set() for name in suites}
     for item in task_filter:
         suite_part, _, task_part = item.rpartition("/")
@@ -239,9 +249,9 @@ def _tell_board(board, label: str, host: str) -> None:
         ray.get(board.started.remote(label, host))
 
 
-def run_grid_cell(spec: ModelSpec, suite_name: str, task_name: str, seed: int, paths: Paths,
+def run_grid_cell(spec: ModelSpec, protocol, task_name: str, seed: int, paths: Paths,
                   settings: CellSettings, board=None, label: str = "") -> dict:
-    """One task cell, through the code ``bench run`` uses per task."""
+    """One task cell of ``protocol`` (a bench.protocols.Protocol), through the code ``bench run`` uses per task."""
     import socket
 
     from bench.runner import get_suite, run_cell
@@ -249,26 +259,26 @@ def run_grid_cell(spec: ModelSpec, suite_name: str, task_name: str, seed: int, p
     _tell_board(board, label, socket.gethostname())
     _check_shared(paths)
     start = time.perf_counter()
-    suite = get_suite(suite_name)
-    outcome = run_cell(suite, spec, settings.context(paths, seed), _encoder(spec, paths, settings, seed),
-                       suite.task(task_name))
+    suite = get_suite(protocol.suite)
+    ctx = replace(settings.context(paths, seed), protocol=protocol)
+    outcome = run_cell(suite, spec, ctx, _encoder(spec, paths, settings, seed), suite.planned_task(task_name, protocol))
     return {"path": str(outcome.path), "cached": outcome.cached, "wall_s": time.perf_counter() - start}
 
 
-def run_grid_summary(spec: ModelSpec, suite_name: str, task_names: list[str], fresh: list[str], seed: int,
-                     paths: Paths, settings: CellSettings, board=None, label: str = "") -> dict:
-    """The suite's summary cell over finished task cells; ``fresh`` names those computed in this grid run,
-    so the summary is rewritten exactly when ``bench run`` would rewrite it."""
+def run_grid_summary(spec: ModelSpec, protocol, fresh: list[str], seed: int, paths: Paths, settings: CellSettings,
+                     board=None, label: str = "") -> dict:
+    """The summary cell of ``protocol``'s suite over its finished task cells; ``fresh`` names those computed in
+    this grid run, so the summary is rewritten exactly when ``bench run`` would rewrite it."""
     import socket
 
     from bench.runner import get_suite, run_cell, run_summary
 
     _tell_board(board, label, socket.gethostname())
-    suite = get_suite(suite_name)
+    suite = get_suite(protocol.suite)
     start = time.perf_counter()
-    ctx = settings.context(paths, seed)
+    ctx = replace(settings.context(paths, seed), protocol=protocol)
     encoder = _encoder(spec, paths, settings, seed)
-    tasks = [suite.task(t) for t in task_names]
+    tasks = suite.plan_tasks(protocol)
     outcomes = [run_cell(suite, spec, ctx, encoder, t) for t in tasks]
     outcomes = [replace(o, cached=o.cached and o.task not in fresh) for o in outcomes]
     outcome = run_summary(suite, spec, ctx, encoder, tasks, outcomes)
@@ -337,7 +347,7 @@ def past_timings(results: Path) -> Timings:
 
 
 # Settings a rough estimate may ignore, one more at a time, when no earlier cell matches them
-# (``estimate(rough=True)``): the attack constraints and the victim protocol change a cell's cost by a
+# (``estimate(rough=True)``): the attack constraints and the victim mode change a cell's cost by a
 # factor, not by orders.
 ROUGH_SETTINGS = ("constraints", "victim")
 
@@ -492,11 +502,10 @@ class GridRunner:
     def _submit(self, cell: Cell) -> None:
         spec = self.plan.spec(cell.model)
         if cell.summary:
-            ref = self.run_summary.remote(spec, cell.suite, self.plan.tasks[cell.suite],
-                                          self.fresh.get(cell.group, []), cell.seed, self.plan.paths,
-                                          self.plan.settings, self.board, cell.label)
+            ref = self.run_summary.remote(spec, self.plan.protocols[cell.suite], self.fresh.get(cell.group, []),
+                                          cell.seed, self.plan.paths, self.plan.settings, self.board, cell.label)
         else:
-            ref = self.run_cell.remote(spec, cell.suite, cell.task, cell.seed, self.plan.paths,
+            ref = self.run_cell.remote(spec, self.plan.protocols[cell.suite], cell.task, cell.seed, self.plan.paths,
                                        self.plan.settings, self.board, cell.label)
         self.inflight[ref] = ("cell", cell)
         self.states[cell].state = "running"

@@ -88,7 +88,8 @@ def _protocols(args) -> list[dict]:
     from bench.protocols import PROTOCOLS
 
     return [{"protocol": name, "suite": p.suite, "tasks": ", ".join(p.tasks), "recipes": ", ".join(p.recipes),
-             "average of": ", ".join(p.averaged), "title": p.title}
+             "averages": "; ".join(f"{a.aggregation} of {', '.join(a.tasks)}" for a in p.averages),
+             "profile": p.profile, "default on": ", ".join(p.default), "title": p.title}
             for name, p in ((name, PROTOCOLS.load(name)) for name in PROTOCOLS)]
 
 

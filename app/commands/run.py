@@ -1,4 +1,5 @@
-"""bench run --suite S --model M [--task T]...: evaluate one model on one suite."""
+"""bench run --suite S | --protocol P --model M [--task T]...: evaluate one model on one suite, or on a named
+protocol (bench/protocols.toml): its suite, tasks, splits, averages, recipes and profile."""
 
 from __future__ import annotations
 
@@ -12,15 +13,23 @@ from rich.table import Table
 from app.commands import add_unverified_data_flag, local_device, nonnegative_int, output_console, positive_int
 
 
+DEFAULT_PROFILE = "smoke"
+
+
 def add_arguments(parser):
-    parser.add_argument("--suite", required=True, help="see `bench ls suites`")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--suite", help="see `bench ls suites` (it runs its default protocol for the profile)")
+    which.add_argument("--protocol", help="a named protocol (`bench ls protocols`): its suite, tasks, splits, "
+                                         "averages, recipes and, unless --profile says otherwise, its profile")
     parser.add_argument("--model", required=True,
                         help="a name (`bench ls models`, $BENCH_HOME/models.toml), hf:ORG/NAME[@REVISION], or a "
                              "local model directory (bench checkpoint, sentence-transformers or Hugging Face)")
-    parser.add_argument("--task", action="append", dest="tasks", metavar="T", help="repeatable; default: all")
+    parser.add_argument("--task", action="append", dest="tasks", metavar="T",
+                        help="repeatable; default: the protocol's tasks (with --protocol: some of its tasks)")
     from bench.plugins import PROFILE_HELP, PROFILES
 
-    parser.add_argument("--profile", choices=PROFILES, default="smoke", help=PROFILE_HELP)
+    parser.add_argument("--profile", choices=PROFILES, default=None,
+                        help=f"{PROFILE_HELP} (default: the protocol's, else {DEFAULT_PROFILE})")
     parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--device", type=local_device, default="auto", help="auto|cpu|cuda|cuda:N|mps (auto: cuda, mps, cpu)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
@@ -53,16 +62,21 @@ def suite_options(args) -> dict:
     return options_from_args(args, all_suites())
 
 
-def results_table(outcomes, title: str) -> Table:
-    """One line per (task, attack, split, aggregation, seed), one column per metric: value [95% CI], paper value."""
+def results_table(outcomes, title: str, caption: str = "") -> Table:
+    """One line per (task, attack, split, aggregation, seed), one column per metric: value [95% CI], paper value;
+    an average's line names the tasks it is over when it is not over all of its declared tasks."""
+    from bench.results.averages import off_declared
+
     metrics, lines = [], {}
     for outcome in outcomes:
         for r in outcome.rows:
             if r["metric"] not in metrics:
                 metrics.append(r["metric"])
             task = f"{r['task']} {r['attack']}" if r.get("attack") else r["task"]  # one line per attack recipe
+            off = off_declared(r)
+            task = f"{task} ({off})" if off else task
             lines.setdefault((task, r["split"], r["aggregation"], r["seed"]), {})[r["metric"]] = r
-    table = Table(title=title)
+    table = Table(title=title, caption=caption or None)
     for col, justify in (("task", "left"), ("split", "left"), ("aggregation", "left"), ("seed", "right"), *[(m, "right") for m in metrics],
                          ("n", "right")):
         table.add_column(col, justify=justify)
@@ -81,6 +95,16 @@ def results_table(outcomes, title: str) -> Table:
     return table
 
 
+def chosen_protocol(args):
+    """The protocol this run follows (--protocol's, else the suite's default for the profile), on the tasks
+    --task names; sets ``args.profile`` to the profile the run uses."""
+    from bench.protocols import protocol, run_profile
+    from bench.runner import plan_protocol
+
+    args.profile = run_profile(args.profile, protocol(args.protocol) if args.protocol else None, DEFAULT_PROFILE)
+    return plan_protocol(suite=args.suite, protocol=args.protocol, tasks=args.tasks, profile=args.profile)
+
+
 def main(args) -> int:
     from bench.models.encoder import open_encoder
     from bench.paths import Paths
@@ -93,20 +117,21 @@ def main(args) -> int:
     start = time.perf_counter()
     paths = Paths.from_env().with_results(args.results_dir)
     spec = resolve_model(args.model, paths, pooler=args.pooler, models_file=args.models_file)
-    suite = get_suite(args.suite)
-    tasks = [suite.task(name) for name in args.tasks or []] or suite.default_tasks()  # unknown names fail here
+    chosen = chosen_protocol(args)  # unknown suite, protocol or task names fail here
+    suite = get_suite(chosen.suite)
+    tasks = suite.plan_tasks(chosen)
     # Everything that can be refused is refused before the model loads or any work starts.
     ResultStore(paths.results).check_writable()
     from bench.models import hub
     from bench.models.registry import known_models
 
-    stored = stored_outcomes(spec, suite, [t.name for t in tasks], args, paths, known_models(paths, args.models_file))
+    stored = stored_outcomes(spec, chosen, args, paths, known_models(paths, args.models_file))
     if stored is not None:  # stored work needs nothing: no training, build or download, no data loaded
         return report_stored(console, spec, suite, stored, paths, start)
     hub.require_model(spec, paths.models, known_models(paths, args.models_file))  # offline: one message, now
     # e.g. attack resources not built: exit 2 in seconds, naming the build (before torch is imported)
     suite.preflight(tasks, RunContext(paths=paths, limit=args.limit, profile=args.profile,
-                                      options=suite_options(args)))
+                                      options=suite_options(args), protocol=chosen))
     from bench.models.encoder import pick_device, resolve_dtype, slow_dtype_note, use_dtype
 
     use_dtype(args.dtype)  # for code without a dtype argument (the masked-LM stand-in)
@@ -121,8 +146,7 @@ def main(args) -> int:
                      limit=args.limit, profile=args.profile, overwrite=args.overwrite,
                      options=suite_options(args), log=console.print,
                      allow_unverified_data=args.allow_unverified_data)
-    names = [t.name for t in tasks]  # the protocol's tasks when none are named
-    check_data([(suite, names)], ctx, console.print)
+    check_data([chosen], ctx, console.print)
     from bench.progress import progress as make_progress
 
     with make_progress() as progress:  # a live bar on a terminal, a plain line at least every 30 s in a log
@@ -130,8 +154,9 @@ def main(args) -> int:
                                train_missing=partial(train_registered,
                                                      allow_unverified_data=args.allow_unverified_data),
                                dtype=args.dtype)
-        [(_, outcomes)] = run_plan(spec, [(suite, names)], replace(ctx, progress=progress), encoder)
-    console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler}, {encoder.dtype})"))
+        [(_, outcomes)] = run_plan(spec, [chosen], replace(ctx, progress=progress), encoder)
+    console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler}, {encoder.dtype})",
+                                protocol_caption(chosen, args.profile)))
     cached = [o.task for o in outcomes if o.cached]
     fresh = [o for o in outcomes if not o.cached]
     if cached:
@@ -145,7 +170,16 @@ def main(args) -> int:
     return 0
 
 
-def stored_outcomes(spec, suite, names: list[str], args, paths, known: dict):
+def protocol_caption(chosen, profile: str) -> str:
+    """Under the results: which protocol the run followed (none for a suite without one) and its profile."""
+    from bench.protocols import PROTOCOLS
+
+    if chosen.name not in PROTOCOLS:
+        return f"profile {profile}"
+    return f"protocol {chosen.name}: {chosen.title}; profile {profile}"
+
+
+def stored_outcomes(spec, chosen, args, paths, known: dict):
     """The run's cells as the store holds them, when the model's weights are not at hand (it would be trained,
     built or downloaded first) and every cell is stored under one set of weights; else None."""
     from bench.models.encoder import dtype_name, pick_device, resolve_dtype
@@ -157,7 +191,7 @@ def stored_outcomes(spec, suite, names: list[str], args, paths, known: dict):
     ctx = RunContext(paths=paths, seed=args.seed, device=args.device, batch_size=args.batch_size, limit=args.limit,
                      profile=args.profile, overwrite=args.overwrite, options=suite_options(args), dtype=dtype,
                      allow_unverified_data=args.allow_unverified_data)
-    found = stored_plan(spec, [(suite, names)], ctx)
+    found = stored_plan(spec, [chosen], ctx)
     return None if found is None else found[0][1]
 
 

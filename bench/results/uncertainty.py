@@ -150,9 +150,12 @@ class CellDiff:
     unverified_b: tuple = ()
     stored_a: float | None = None  # each cell's own value (a and b: over the examples the difference rests on)
     stored_b: float | None = None
+    other_tasks: str = ""  # two averages over different tasks: which each is over (then no difference is taken)
 
     @property
     def estimate(self) -> float | None:
+        if self.other_tasks:
+            return None
         if self.diff is not None and self.diff.estimate is not None:
             return self.diff.estimate
         return None if self.a is None or self.b is None else self.b - self.a
@@ -170,6 +173,7 @@ class CellDiff:
                 "p": _clean(d.p) if d else None, "significant": self.significant,
                 "method": d.method if d else "", "pairs": d.n if d else None,
                 "details": _jsonable(d.extra) if d else {}, "note": self.note, "setting": self.setting,
+                "other_tasks": self.other_tasks,
                 "unverified_data": {"a": list(self.unverified_a), "b": list(self.unverified_b)}}
 
 
@@ -216,7 +220,7 @@ def identity_order(row: dict, weights_sha256: str | None = None, rows: list[dict
 
 def distinguishing_settings(configs: dict[tuple, dict]) -> dict[tuple, str]:
     """cell key -> "k=v, ..." of the scalar configuration entries that differ between cells of the same
-    (suite, task), so that rows of one task under several settings (victim protocol, constraints) can be
+    (suite, task), so that rows of one task under several settings (victim mode, constraints) can be
     told apart; "" where a task has one cell."""
     out = {}
     for key, config in configs.items():
@@ -261,6 +265,11 @@ def compare_cells(store: ResultStore, path_a: Path, path_b: Path, include=lambda
         rb = rows_b.get(k)
         if rb is None or not include(row_key(ra)):
             continue
+        other = _other_tasks(ra, rb)
+        if other:  # averages over different tasks are not compared
+            out.append(CellDiff(c["suite"], c["task"], c["seed"], c["config_hash"], row_key(ra), ra.get("value"),
+                                rb.get("value"), None, "not compared: " + other, setting, other_tasks=other))
+            continue
         diff, note = None, ""
         if k in ev_a and k in ev_b:
             try:
@@ -274,6 +283,15 @@ def compare_cells(store: ResultStore, path_a: Path, path_b: Path, include=lambda
         out.append(CellDiff(c["suite"], c["task"], c["seed"], c["config_hash"], row_key(ra), a, b, diff, note,
                             setting, unverified_data(ra), unverified_data(rb), ra.get("value"), rb.get("value")))
     return out
+
+
+def _other_tasks(ra: dict, rb: dict) -> str:
+    """"" when two rows are no averages or averages over the same tasks; else which tasks each is over."""
+    from bench.results.averages import average_of, describe
+
+    over_a, over_b = average_of(ra), average_of(rb)
+    return "" if over_a == over_b else f"averages over different tasks: A over {describe(over_a) or '?'}, B over " \
+                                       f"{describe(over_b) or '?'}"
 
 
 def _compared_values(diff: Difference | None, stored_a, stored_b) -> tuple:
@@ -296,4 +314,25 @@ def compare_models(store: ResultStore, model_a: str, model_b: str, suite: str | 
     shared = sorted(set(a) & set(b), key=lambda k: tuple(str(x) for x in k))
     settings = distinguishing_settings({k: store.read(a[k]).get("config", {}) for k in shared})
     diffs = [d for k in shared for d in compare_cells(store, a[k], b[k], include, settings[k], cache)]
-    return diffs, {"shared_cells": len(shared), "only_a": len(set(a) - set(b)), "only_b": len(set(b) - set(a))}
+    return diffs, {"shared_cells": len(shared), "only_a": len(set(a) - set(b)), "only_b": len(set(b) - set(a)),
+                   "other_task_averages": other_task_averages(store, a, b)}
+
+
+def other_task_averages(store: ResultStore, a: dict, b: dict) -> list[str]:
+    """The averages both models have for one (suite, task, seed) in cells they do not share, over different
+    tasks (so never compared): "sts/avg seed 0 spearman (mean-of-tasks): A over 7 tasks: ..., B over stsb only"."""
+    from bench.results.averages import average_of, describe
+
+    overs: dict[tuple, dict[str, set]] = {}
+    for side, cells, other in (("A", a, b), ("B", b, a)):
+        for key, path in cells.items():
+            if key in other:
+                continue
+            for r in store.read(path)["results"]:
+                if average_of(r) is not None:
+                    where = (*key[:3], r["metric"], r["aggregation"])
+                    overs.setdefault(where, {}).setdefault(side, set()).add(average_of(r))
+    return [f"{suite}/{task} seed {seed} {metric} ({aggregation}): A over "
+            f"{' or '.join(describe(o) for o in sorted(by['A']))}, B over {' or '.join(describe(o) for o in sorted(by['B']))}"
+            for (suite, task, seed, metric, aggregation), by in sorted(overs.items(), key=str)
+            if len(by) == 2 and by["A"] != by["B"]]
