@@ -37,7 +37,9 @@ for _name in COMMANDS.helps:
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bench", description="Robustness benchmarking for sentence encoders.")
+    parser = argparse.ArgumentParser(prog="bench", description="Robustness benchmarking for sentence encoders.",
+                                     epilog="--plugins FILE (any command): the plug-in file to use instead of "
+                                            "$BENCH_HOME/plugins.toml (docs/extending.md).")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     wanted = next((a for a in argv if not a.startswith("-")), None)
     for name in COMMANDS:
@@ -99,12 +101,27 @@ def failure_message(exc: BaseException) -> str:
             f"{debug} and report it with that output.")
 
 
+def plugins_flag(argv: list[str]) -> tuple[str | None, list[str]]:
+    """``--plugins FILE`` (or ``--plugins=FILE``), taken out of argv: plug-ins register before any flag is built,
+    since a plug-in suite's options and tasks are flags and choices of the commands."""
+    for i, arg in enumerate(argv):
+        if arg == "--plugins" and i + 1 < len(argv):
+            return argv[i + 1], argv[:i] + argv[i + 2:]
+        if arg.startswith("--plugins="):
+            return arg.split("=", 1)[1], argv[:i] + argv[i + 1:]
+    return None, argv
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in argv or os.environ.get("BENCH_DEBUG", "") not in ("", "0")
     argv = [a for a in argv if a != "--debug"]
+    plugins, argv = plugins_flag(argv)
     _tolerant_output()
     try:  # building a command's flags reads the suites and protocols.toml: a broken file is bad input (exit 2)
+        from app.commands.plugins import load_plugins
+
+        load_plugins(plugins)
         parser = build_parser(argv)
         args = parser.parse_args(argv)
     except BenchError as exc:

@@ -38,10 +38,60 @@ SUITES = Registry("suite", {
 })
 
 
+# task name -> ("module:attr" of a Task, where it was declared): plug-in tasks (a user's plug-in file, registered
+# by the app), added to their suite when it is loaded, so no suite module is edited or imported early.
+PLUGIN_TASKS: dict[str, tuple[str, str]] = {}
+
+
 def get_suite(name: str):
     suite = SUITES.load(name)
+    add_plugin_tasks(suite)
     check_protocols(suite)
     return suite
+
+
+def add_plugin_task(name: str, target: str, where: str) -> None:
+    if PLUGIN_TASKS.get(name, (target,))[0] != target:
+        raise BenchError(f"{where}: a task '{name}' is already declared ({PLUGIN_TASKS[name][1]}). Fix: rename one.")
+    PLUGIN_TASKS[name] = (target, where)
+
+
+def add_plugin_tasks(suite) -> None:
+    """Append the plug-in tasks naming this suite to its tasks (once); a BenchError names a bad entry and the fix."""
+    for name, (target, where) in PLUGIN_TASKS.items():
+        task = plugin_task(name, target, where)
+        if task.suite != suite.name or any(t is task for t in suite.tasks):
+            continue
+        if any(t.name == name for t in suite.tasks):
+            raise BenchError(f"{where}: suite '{suite.name}' already has a task '{name}'. Fix: rename yours.")
+        suite.tasks = (*suite.tasks, task)
+        warn_selection_set(task, where)
+
+
+def plugin_task(name: str, target: str, where: str):
+    from bench.plugins import import_target
+
+    try:
+        task = import_target(target)
+    except (ImportError, AttributeError) as exc:
+        raise BenchError(f"{where} = {target!r}: {exc}. Fix: point it at a Task record (suites/base.py).") from None
+    if getattr(task, "name", None) != name or getattr(task, "suite", None) not in SUITES:
+        raise BenchError(f"{where}: {target} is not a Task named '{name}' of a registered suite ({', '.join(SUITES)}). "
+                         f"Fix: give the Task name='{name}' and suite= one of those.")
+    return task
+
+
+def warn_selection_set(task, where: str) -> None:
+    """A task scored on the trainer's checkpoint-selection set is not held out for trained models: say so."""
+    import warnings
+
+    from bench.data.datasets import selection_set_overlap
+    from bench.errors import BenchWarning
+
+    overlap = selection_set_overlap(task.dataset, (task.split, *task.splits))
+    if overlap:
+        warnings.warn(f"{where}: task '{task.name}' scores {overlap}, the set `bench train` selects checkpoints "
+                      f"on: its numbers for trained models are not held out (docs/extending.md).", BenchWarning)
 
 
 def check_protocols(suite) -> None:

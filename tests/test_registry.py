@@ -46,20 +46,24 @@ def test_one_registry_helper_serves_every_kind():
         assert meant in err.value.close
 
 
-def test_builtin_models_file_gives_the_specs_the_python_declarations_gave():
-    """bench/models/models.toml replaced the Python declarations; tests/builtin_models.json holds every spec they
-    made (written from them before the move), compared field by field and in display order. Models added to
-    the file since come after them and need no edit here."""
-    import json
-    from dataclasses import asdict
-    from pathlib import Path
+def test_builtin_models_file_gives_the_pinned_specs():
+    """tests/builtin_models.json pins every built-in model's spec (first written from the Python declarations that
+    bench/models/models.toml replaced), field by field and in display order; models added since come after them.
+    A change you mean to make is pinned by `python -m tests.builtin_models --write`, never by hand."""
+    from tests.builtin_models import REGENERATE, current_specs, first_difference, pinned_specs
 
-    from bench.models.registry import MODELS
+    problem = first_difference(pinned_specs(), current_specs())
+    assert not problem, f"{problem}. If you meant it, run `{REGENERATE}` and commit tests/builtin_models.json."
 
-    pinned = json.loads((Path(__file__).with_name("builtin_models.json")).read_text())
-    assert list(MODELS)[:len(pinned)] == list(pinned)
-    for name, spec in ((n, MODELS[n]) for n in pinned):
-        assert {k: v for k, v in asdict(spec).items() if k != "keyed"} == pinned[name], name  # keyed: set per run
+
+def test_builtin_models_check_names_a_changed_model():
+    from tests.builtin_models import current_specs, first_difference
+
+    current = current_specs()
+    name = next(iter(current))
+    assert first_difference({name: {**current[name], "pooler": "other"}}, current) == \
+        f"built-in model '{name}' changed"
+    assert "order" in first_difference({"no-such-model": {}}, current)
 
 
 def test_builtin_models_file_reads_as_a_users_file():

@@ -45,8 +45,11 @@ def _models(args) -> list[dict]:
 
 
 def _names(registry) -> list[dict]:
+    from app.commands.plugins import origin
+
     return [{"name": name, "label": registry.label(name),
-             "module": entry if isinstance(entry, str) else f"{entry.__module__}:{getattr(entry, '__qualname__', '')}"}
+             "module": entry if isinstance(entry, str) else f"{entry.__module__}:{getattr(entry, '__qualname__', '')}",
+             "origin": origin(registry.kind, name)}
             for name, entry in registry.items()]
 
 
@@ -63,25 +66,34 @@ def _recipes(args) -> list[dict]:
 
 
 def _suites(args) -> list[dict]:
+    from app.commands.plugins import origin
     from bench.runner import all_suites
 
-    return [{"suite": s.name, "tasks": ", ".join(t.name for t in s.tasks), "description": s.description}
-            for s in all_suites()]
+    return [{"suite": s.name, "tasks": ", ".join(t.name for t in s.tasks), "description": s.description,
+             "origin": origin("suite", s.name)} for s in all_suites()]
 
 
 def _tasks(args) -> list[dict]:
+    from app.commands.plugins import origin
+    from bench.data.datasets import selection_set_overlap
     from bench.runner import all_suites, get_suite
 
+    def note(task) -> str:  # a task scored on the trainer's checkpoint-selection set is not held out
+        overlap = selection_set_overlap(task.dataset, (task.split, *task.splits))
+        return f"may score {overlap}, bench train's checkpoint-selection set" if overlap else ""
+
     return [{"suite": suite.name, "task": t.name, "dataset": t.dataset, "split": t.split,
-             "main score": f"{t.main_metric} ({t.main_aggregation})", "description": t.description}
+             "main score": f"{t.main_metric} ({t.main_aggregation})", "description": t.description,
+             "origin": origin("task", t.name), "note": note(t)}
             for suite in ([get_suite(args.suite)] if args.suite else all_suites()) for t in suite.tasks]
 
 
 def _datasets(args) -> list[dict]:
+    from app.commands.plugins import origin
     from bench.data.datasets import DATASETS
 
     return [{"dataset": d.name, "root": d.root, "files": len(d.files), "optional": d.optional,
-             "description": d.description} for d in DATASETS.values()]
+             "description": d.description, "origin": origin("dataset", d.name)} for d in DATASETS.values()]
 
 
 def _protocols(args) -> list[dict]:

@@ -59,9 +59,16 @@ class DatasetSpec:
     files: tuple[FileSpec, ...] = field(default=(), compare=False)
 
 
+DATA_FILES_COLUMNS = ("path", "bytes", "newlines", "sha256")
+SHIPPED_DATA_FILES = Path(__file__).with_name("data_files.tsv")  # a user's table: beside their plugins.toml
+
+
 @lru_cache(maxsize=1)
 def _reference_files() -> tuple[FileSpec, ...]:
-    text = resources.files("bench.data").joinpath("data_files.tsv").read_text()
+    return read_data_files(resources.files("bench.data").joinpath("data_files.tsv").read_text())
+
+
+def read_data_files(text: str) -> tuple[FileSpec, ...]:
     rows = csv.DictReader(io.StringIO(text), delimiter="\t")
     return tuple(FileSpec(r["path"], int(r["bytes"]), int(r["newlines"]), r["sha256"]) for r in rows)
 
@@ -131,22 +138,80 @@ _DATASETS = [
 ]
 
 
-def _with_files(spec: DatasetSpec) -> DatasetSpec:
-    files = tuple(f for f in _reference_files() if f.path == spec.root or f.path.startswith(spec.root + "/"))
+def _with_files(spec: DatasetSpec, table: tuple[FileSpec, ...] = ()) -> DatasetSpec:
+    files = tuple(f for f in (*_reference_files(), *table) if f.path == spec.root or f.path.startswith(spec.root + "/"))
     return DatasetSpec(**{**spec.__dict__, "files": files})
 
 
 DATASETS: dict[str, DatasetSpec] = {d.name: _with_files(d) for d in _DATASETS}
+BUILTIN_DATASETS = frozenset(DATASETS)
 
 
 def get_dataset(name: str) -> DatasetSpec:
     return lookup("dataset", DATASETS, name)
 
 
-def _how_to_get(spec: DatasetSpec) -> str:
-    fetch = f"`bench data fetch {spec.name}`" if spec.sources else "copying it from the benchmark bundle"
-    return (f"Get it with {fetch}, or point BENCH_DATA_DIR at a directory that has `{spec.root}` "
-            f"(the SentEval downstream layout; see docs/data.md).")
+def register_dataset(name: str, spec, data_files: Path, where: str) -> DatasetSpec:
+    """A plug-in dataset, its files' reference sizes and sha256 read from ``data_files`` (a user's table, written
+    by ``bench data add``) as well as the shipped one. Registering the same spec again is a no-op."""
+    if not isinstance(spec, DatasetSpec) or spec.name != name:
+        raise BenchError(f"{where}: not a DatasetSpec named '{name}'. Fix: point it at "
+                         f"bench.data.datasets.DatasetSpec({name!r}, root=..., description=...).")
+    if name in DATASETS and replace_files(DATASETS[name], ()) != replace_files(spec, ()):
+        raise BenchError(f"{where}: a dataset '{name}' is already registered. Fix: give yours another name.")
+    table = read_data_files(data_files.read_text(encoding="utf-8")) if data_files.is_file() else ()
+    DATASETS[name] = _with_files(spec, table)
+    return DATASETS[name]
+
+
+def replace_files(spec: DatasetSpec, files: tuple[FileSpec, ...]) -> DatasetSpec:
+    return DatasetSpec(**{**spec.__dict__, "files": files})
+
+
+def how_to_get(spec: DatasetSpec) -> str:
+    if not spec.sources:
+        return (f"It has no download source: copy its files into `{spec.root}` under BENCH_DATA_DIR from where you "
+                f"got them (the benchmark bundle for a built-in one), or point BENCH_DATA_DIR at a directory that "
+                f"has them (docs/data.md).")
+    return (f"Get it with `bench data fetch {spec.name}`, or point BENCH_DATA_DIR at a directory that has "
+            f"`{spec.root}` (the SentEval downstream layout; see docs/data.md).")
+
+
+# The trainer selects checkpoints on STS-B dev (bench/train.py): a task scored there is not held out.
+CHECKPOINT_SELECTION_SET = ("stsb", "dev")
+
+
+def selection_set_overlap(dataset: str, splits) -> str:
+    """"STS-B dev" when ``dataset`` (or a dataset with the same files) is scored on its dev split, else ""."""
+    name, split = CHECKPOINT_SELECTION_SET
+    same_files = dataset in DATASETS and DATASETS[dataset].root == DATASETS[name].root
+    return "STS-B dev" if same_files and split in splits else ""
+
+
+# --- a data file's reference entry (``bench data add``), so nobody works out bytes, lines and sha256 by hand ---
+
+def file_entry(data_root: Path, path: Path) -> FileSpec:
+    """The reference entry of one data file: its path relative to the data root, bytes, lines and sha256."""
+    path = Path(path).resolve()
+    if not path.is_file() or not path.is_relative_to(data_root.resolve()):
+        raise BenchError(f"{path}: not a file under the data root {data_root}. Fix: put it under BENCH_DATA_DIR "
+                         f"(where runs read it) and give that path.")
+    digest, size, lines = hashlib.sha256(), 0, 0
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+            size, lines = size + len(block), lines + block.count(b"\n")
+    return FileSpec(str(path.relative_to(data_root.resolve())), size, lines, digest.hexdigest())
+
+
+def add_data_files(table: Path, entries: list[FileSpec]) -> None:
+    """Add ``entries`` to a data-files table (a file's row already there is updated in place)."""
+    rows = {f.path: f for f in (read_data_files(table.read_text(encoding="utf-8")) if table.is_file() else ())}
+    rows.update({f.path: f for f in entries})
+    lines = ["\t".join(DATA_FILES_COLUMNS)] + ["\t".join(map(str, (f.path, f.bytes, f.lines, f.sha256)))
+                                              for f in rows.values()]
+    table.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(table, "\n".join(lines) + "\n")
 
 
 def file_problem(data_root: Path, f: FileSpec, deep: bool = False) -> str | None:
@@ -187,7 +252,7 @@ def require(data_root: Path, name: str) -> Path:
     if bad:
         path, what = bad[0]
         more = f" (and {len(bad) - 1} more files)" if len(bad) > 1 else ""
-        raise BenchError(f"Data file {data_root / path} {what}{more}. {_how_to_get(spec)}")
+        raise BenchError(f"Data file {data_root / path} {what}{more}. {how_to_get(spec)}")
     return data_root / spec.root
 
 
@@ -290,7 +355,7 @@ def check_content(data_root: Path, name: str, cache_dir: Path | None = None,
             if not allow_unverified:
                 raise BenchError(
                     f"Data file {path} {what}: it was edited or corrupted, and would give wrong numbers. Fix: "
-                    f"restore it ({_how_to_get(spec)} `bench data verify {name}` checks every file), or pass "
+                    f"restore it ({how_to_get(spec)} `bench data verify {name}` checks every file), or pass "
                     f"--allow-unverified-data to evaluate on these files on purpose (rows record it).")
             unverified.append(f"{rel}: {what}")
     fingerprint = hashlib.sha256(json.dumps(sorted(found.items())).encode()).hexdigest()[:16]
@@ -353,7 +418,7 @@ def fetch(data_root: Path, name: str, cache_dir: Path) -> list[tuple[str, str]]:
     """Download and unpack a dataset, then verify it. Returns remaining problems."""
     spec = get_dataset(name)
     if not spec.sources:
-        raise BenchError(f"Dataset '{name}' has no public download; {_how_to_get(spec)}")
+        raise BenchError(f"Dataset '{name}' has no public download; {how_to_get(spec)}")
     for src in spec.sources:
         cached = cache_dir / "downloads" / hashlib.sha256(src.url.encode()).hexdigest()[:16]
         if not cached.exists():
