@@ -44,9 +44,12 @@ PLUGIN_TASKS: dict[str, tuple[str, str]] = {}
 
 
 def get_suite(name: str):
+    from bench.results.cell_schema import declare_metrics
+
     suite = SUITES.load(name)
     add_plugin_tasks(suite)
     check_protocols(suite)
+    declare_metrics(suite.declared_metrics())  # a plug-in suite's own metrics pass the cell schema
     return suite
 
 

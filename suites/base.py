@@ -53,6 +53,7 @@ class Suite:
     description: str = ""
     version: int = 1  # the suite's scorer version: bump it with any change that moves its numbers
     tasks: tuple[Task, ...] = ()
+    metrics: tuple[str, ...] = ()  # metrics its rows write besides its tasks' main metrics (the cell schema's)
     options: tuple[Option, ...] = ()  # typed options (bench/plugins.py); the number-changing ones enter the config
     needs_encoder: bool = True
     summary_task: Task | None = None  # the Task that summary rows (averages) belong to
@@ -64,6 +65,10 @@ class Suite:
     # Averages: written only when every task of an average ran (else over those that ran), rounded (or not).
     complete_averages: bool = False
     average_decimals: int | None = None
+
+    def declared_metrics(self) -> set[str]:
+        """Every metric this suite's rows may carry: its tasks' main and clean metrics, and ``metrics``."""
+        return {m for t in self.tasks for m in (t.main_metric, *getattr(t, "clean_metrics", ()))} | set(self.metrics)
 
     def task(self, name: str) -> Task:
         return lookup("task", {t.name: t for t in self.tasks}, name)

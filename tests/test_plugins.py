@@ -23,11 +23,13 @@ def plugin_home(bench_env, monkeypatch):
     import bench.methods
     import bench.runner
     from app.commands import plugins
+    from bench.results import cell_schema
 
     tables = (attacks.recipes.RECIPES, bench.methods.METHODS, bench.runner.SUITES, datasets.DATASETS,
               bench.runner.PLUGIN_TASKS, plugins.ORIGINS)
     saved = [dict(t) for t in tables]
     monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(cell_schema, "DECLARED", set(cell_schema.DECLARED))
     yield bench_env
     for table, before in zip(tables, saved):
         table.clear()
@@ -191,3 +193,31 @@ def test_a_claim_added_to_a_copy_of_the_ledger_loads(tmp_path):
     added.write_text(text + "\n" + first.replace('id = "', 'colour = "red"\nid = "x-', 1) + "\n", encoding="utf-8")
     with pytest.raises(Exception, match="colour"):
         load(added)
+
+
+def test_a_suite_from_a_plugin_file_runs_and_writes_its_cell(plugin_home, tiny_model, capsys):
+    """A whole suite (its own task, no dataset) from a plug-in file: listed with its origin, run, stored."""
+    write(plugin_home.home, "my_suite.py", """
+        import numpy as np
+
+        from suites.base import Suite, Task, row
+
+        class NormSuite(Suite):
+            name = "norms"
+            description = "mean embedding norm of three fixed sentences"
+            tasks = (Task(suite="norms", name="three", label="three sentences", dataset="", split="test",
+                          main_metric="norm", main_aggregation="mean"),)
+
+            def run_task(self, task, encoder, ctx):
+                vectors = encoder.encode(["a man plays guitar", "a dog runs", "the film was fine"])
+                return [row(task, "norm", float(np.linalg.norm(vectors, axis=1).mean()), 3, aggregation="mean")]
+
+        SUITE = NormSuite()
+    """)
+    write(plugin_home.home, "plugins.toml", '[suites]\nnorms = "my_suite:SUITE"\n')
+    listed = {r["suite"]: r for r in bench_json(capsys, "ls", "suites")}
+    assert listed["norms"]["origin"] == str(plugin_home.home / "plugins.toml")
+    assert main(["run", "--model", "tiny", "--suite", "norms", "--device", "cpu"]) == 0
+    (cell,) = list((plugin_home.results / "cells/tiny/norms/three").glob("*.json"))
+    stored = json.loads(cell.read_text())["results"]
+    assert stored[0]["metric"] == "norm" and stored[0]["value"] > 0

@@ -17,8 +17,8 @@ from typing import Annotated, Any
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError,
                       field_validator, model_validator)
 
-# Every metric a suite writes. A new metric is added here (the write of a cell with an unknown one fails, so a
-# misspelt metric never reaches a table).
+# Every metric a built-in suite writes; a suite from a plug-in file adds its own (``declare_metrics``, when the
+# runner loads it). The write of a cell with an unknown one fails, so a misspelt metric never reaches a table.
 METRICS = frozenset({
     "spearman", "pearson", "acc", "dev_acc", "accuracy", "f1",
     "attack_success_rate", "avg_queries", "words_perturbed_pct", "examples_per_s", "original_accuracy",
@@ -28,8 +28,14 @@ METRICS = frozenset({
     "pearson_clean", "pearson_adversarial", "spearman_clean", "spearman_adversarial", "mean_abs_error_clean",
     "mean_abs_error_adversarial",
 })
+DECLARED: set[str] = set()  # metrics declared by suites loaded in this process (``Suite.declared_metrics``)
 LARGEST = 1e9  # no score, rate, count or throughput comes near this: beyond it a value is damage
 CI_SLACK = 1e-9  # relative: an interval's end and its value may differ in the last bits of a float
+
+
+def declare_metrics(names) -> None:
+    """Accept ``names`` as metrics from now on in this process (a suite's declared metrics)."""
+    DECLARED.update(n for n in names if n)
 
 
 def _finite(value):
@@ -80,8 +86,9 @@ class Row(BaseModel):
     @field_validator("metric")
     @classmethod
     def _known_metric(cls, metric: str) -> str:
-        if metric not in METRICS:
-            raise ValueError(f"unknown metric {metric!r} (known: {', '.join(sorted(METRICS))})")
+        if metric not in METRICS and metric not in DECLARED:
+            raise ValueError(f"unknown metric {metric!r} (known: {', '.join(sorted(METRICS | DECLARED))}; a suite "
+                             f"declares its own as its tasks' main_metric or in its `metrics`)")
         return metric
 
     @field_validator("n")
