@@ -71,3 +71,19 @@ def test_the_positive_view_is_a_function_of_seed_and_batch(tiny_bert_dir, tmp_pa
     loss, logs = method.loss(first, 0)
     loss.backward()
     assert np.isfinite(logs["loss"])
+
+
+def test_the_alignment_dose_pulls_the_swapped_view_and_logs_both_terms(tiny_bert_dir, tmp_path):
+    pytest.importorskip("torch")
+    from transformers import AutoModel, AutoTokenizer
+
+    from bench.methods import get_method
+    from bench.methods.base import TrainContext
+
+    cls = get_method("oraclecse")
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    space = write_space(tmp_path / "space")
+    method = cls(cls.Config(space_dir=str(space), swap_prob=1.0, align_weight=2.0),
+                 AutoModel.from_pretrained(tiny_bert_dir), "avg", TrainContext(tokenizer=tok, seed=3))
+    loss, logs = method.loss(method.collate(["good movie", "bad film", "the good"]), 0)
+    assert logs["align"] > 0 and logs["loss"] == pytest.approx(logs["contrast"] + 2.0 * logs["align"], rel=1e-5)

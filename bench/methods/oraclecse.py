@@ -13,6 +13,11 @@ must be harder to attack with TextFooler than SimCSE trained the same way from t
 The word space is the one ``bench resources build --only counterfit`` makes (``ctx.resources``), or
 ``space_dir`` when set. The methods layer imports no attack code, so the space's three files are read here.
 
+The dose: SimCSE's InfoNCE saturates within a few dozen steps at this scale (the swapped view is already the
+nearest sentence of the batch), so with ``align_weight`` = 0 the encoder barely moves (seed 3: TextFooler's
+success and the attack-free displacement as SimCSE's). ``align_weight`` > 0 adds Wang & Isola's alignment
+(α = 2) between x and x' on the pooled vectors the victims read, which keeps pulling x' onto x.
+
 Open choices (also in ``open_choices``): words are maximal runs of letters, digits and apostrophes,
 looked up lower-cased; a swap keeps the word's capitalisation of its first letter; ``swap_prob`` 0.3 (so a
 sentence of ten content words carries about three swaps, TextFooler's typical edit on MR); the draw is a
@@ -30,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+import torch
+
 from bench.errors import BenchError
 from bench.methods.base import Method, MethodConfig, info_nce
 
@@ -42,6 +49,7 @@ class OracleConfig(MethodConfig):
     neighbours: int = 50  # TextFooler's K (Jin et al. 2020, §3.1: N = 50 synonyms)
     min_cos: float = 0.9  # the unified attack constraints' word-embedding cosine (attacks/recipes.py)
     space_dir: str = ""  # the counter-fitted space; empty: where `bench resources build` put it
+    align_weight: float = 0.0  # open choice (the dose): weight of an explicit alignment term (see loss)
 
 
 @lru_cache(maxsize=4)
@@ -93,6 +101,7 @@ class OracleCSE(Method):
                          "unified constraints), stop words excluded",
         "views": "anchor x (dropout) and positive x' (swaps + dropout), SimCSE's InfoNCE, x' of others as negatives",
         "draws": "seeded by the run's seed and the batch's sentences, so a resumed run draws the same views",
+        "align_weight": "0 (InfoNCE alone, SimCSE's form); the dose adds alignment on the pooled vectors",
     }
 
     def table(self) -> dict[str, tuple[str, ...]]:
@@ -115,10 +124,19 @@ class OracleCSE(Method):
                                   max_length=self.ctx.max_len, return_tensors="pt")
 
     def loss(self, batch, step):
-        z = self.project(self.embed(batch)[0])
+        pooled = self.embed(batch)[0]
+        z = self.project(pooled)
         anchor, positive = z.split(z.shape[0] // 2)
-        loss = info_nce(anchor, [positive], self.cfg.temperature)
-        return loss, {"loss": float(loss.detach())}
+        contrast = info_nce(anchor, [positive], self.cfg.temperature)
+        if not self.cfg.align_weight:
+            return contrast, {"loss": float(contrast.detach())}
+        # InfoNCE saturates within a few dozen steps here (loss ~1e-3: the swapped view is already the nearest),
+        # so it barely moves the encoder; alignment (Wang & Isola 2020, α = 2) pulls x' onto x on the pooled
+        # vectors the victims read, whatever the other sentences of the batch.
+        x, x_swapped = torch.nn.functional.normalize(pooled.float(), dim=-1).split(pooled.shape[0] // 2)
+        align = (x - x_swapped).pow(2).sum(-1).mean()
+        loss = contrast + self.cfg.align_weight * align
+        return loss, {"loss": float(loss.detach()), "contrast": float(contrast.detach()), "align": float(align.detach())}
 
 
 METHOD = OracleCSE
