@@ -54,7 +54,7 @@ from torch import nn
 
 from bench.models.encoder import autocast, dtype_name
 from bench.errors import BenchError
-from bench.io import atomic_write_bytes, atomic_write_text, read_json, umask_permissions
+from bench.io import atomic_write_bytes, atomic_write_text, file_sha256, read_json, umask_permissions
 from bench.models.poolers import NEEDS_HIDDEN_STATES, POOLERS
 
 Text = Union[str, tuple[str, str]]
@@ -207,14 +207,6 @@ class FinetunedClassifier(_Classifier):
                            card["hyperparameters"]["dropout"])
         load_model(model, str(directory / WEIGHTS), device="cpu")
         return cls(model, tokenizer, card["hyperparameters"]["max_len"], device, batch_size, card, amp_dtype)
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def mix(parts: Sequence[Labelled], cap: int | None, seed: int) -> tuple[Labelled, list[dict]]:

@@ -5,6 +5,7 @@ JSON reader that says what is wrong with a file instead of raising.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -100,3 +101,12 @@ def atomic_write_bytes(path: Path, blob: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

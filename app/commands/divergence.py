@@ -11,7 +11,6 @@ Written to <results>/divergence/<A>__<B>.json, which `bench report` reads (repor
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -48,16 +47,9 @@ def _weights_dir(name: str, paths) -> Path:
     return where
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def weights_section(args, paths) -> dict:
     from bench.errors import BenchError
+    from bench.io import file_sha256
     from bench.models.registry import resolve_model
     from bench.models.weights import weight_distances
 
@@ -75,7 +67,7 @@ def weights_section(args, paths) -> dict:
         return {"base": base, "missing": f"no tensor of the same name and shape in A, B and the base "
                                          f"({len(distances['left_out'])} left out): the models differ in architecture"}
     return {"base": base, **distances,
-            "sha256": {role: _file_sha256(d / "model.safetensors") for role, d in dirs.items()}}
+            "sha256": {role: file_sha256(d / "model.safetensors") for role, d in dirs.items()}}
 
 
 def _print(report: dict) -> None:

@@ -11,7 +11,6 @@ attacks' sentence-similarity constraint here, so attacks on it are judged by the
 
 from __future__ import annotations
 
-import hashlib
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -19,17 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from bench.errors import BenchError
+from bench.io import file_sha256
 from bench.models.senteval_adapter import BatcherEncoder
 
 WORD = re.compile(r"[a-z0-9']+")
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @lru_cache(maxsize=1)
