@@ -142,6 +142,7 @@ class SuitePlugin(Protocol):
     def averages_config(self, ctx: RunContext) -> dict: ...
     def config(self, task, ctx: RunContext) -> dict: ...
     def datasets(self, task) -> tuple[str, ...]: ...
+    def keyed_datasets(self, task, ctx: RunContext) -> tuple[str, ...]: ...
     def seeds(self, ctx: RunContext) -> list[int]: ...
     def run_task(self, task, encoder, ctx: RunContext) -> list[Result]: ...
     def needs_network(self, ctx: RunContext) -> str: ...
@@ -198,10 +199,19 @@ def for_model(ctx: RunContext, spec: ModelSpec) -> RunContext:
     return replace(ctx, model_config=key_config(spec))
 
 
+def cell_config(suite: SuitePlugin, task, ctx: RunContext) -> dict:
+    """A task cell's configuration, the one place it is assembled: the suite's own part (``suite.config``: its
+    task, options and scorer version), then what the runner knows: the fingerprints of the data the key names
+    (``suite.keyed_datasets``), the model's key settings (``ctx.model_config``) and the precision."""
+    return {**suite.config(task, ctx), **data_config(suite.keyed_datasets(task, ctx), ctx), **ctx.model_config,
+            **precision_config(ctx)}
+
+
 def cell_key(suite: SuitePlugin, spec: ModelSpec, weights_sha256: str, task, ctx: RunContext) -> CellKey:
     """The store key of one (model, weights, suite, task, seed, config) cell; ``ctx`` carries the seed."""
     ctx = for_model(ctx, spec)
-    return CellKey(spec.name, weights_sha256, suite.name, task.name, ctx.seed, config_hash(suite.config(task, ctx)))
+    cfg_hash = config_hash(cell_config(suite, task, ctx))
+    return CellKey(spec.name, weights_sha256, suite.name, task.name, ctx.seed, cfg_hash)
 
 
 def summary_config(suite: SuitePlugin, tasks: list, ctx: RunContext) -> dict:
@@ -222,7 +232,7 @@ def run_cell(suite: SuitePlugin, spec: ModelSpec, ctx: RunContext, encoder, task
     """One task cell at ``ctx.seed``: reused from the store under ``ctx.overwrite``, else computed and written."""
     store = store or ctx.store
     ctx = for_model(ctx, spec)
-    cfg = suite.config(task, ctx)
+    cfg = cell_config(suite, task, ctx)
     key = cell_key(suite, spec, encoder.weights_sha256, task, ctx)
     found = None if ctx.overwrite == "always" else store.existing(key, any_config=ctx.overwrite == "never")
     if found is not None:
@@ -354,7 +364,7 @@ def stored_plan(spec: ModelSpec, plan, ctx: RunContext) -> list[tuple[object, li
         for seed in suite.seeds(ctx):
             seeded = for_model(replace(ctx, seed=seed, protocol=p), spec)
             found += [(suite, t.name, False, stored_cells(ctx.store, suite, spec.name, t.name, seed,
-                                                          suite.config(t, seeded))) for t in tasks]
+                                                          cell_config(suite, t, seeded))) for t in tasks]
             if suite.summary_task is not None and suite.summarized(tasks, seeded):
                 found.append((suite, suite.summary_task.name, True, stored_cells(
                     ctx.store, suite, spec.name, suite.summary_task.name, seed, summary_config(suite, tasks, seeded))))

@@ -16,6 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from app.cli import main as cli  # noqa: E402
+from bench.runner import cell_config  # noqa: E402
 from bench.models.encoder import (Encoder, autocast, dtype_name, load_hf, native_bf16, requested_dtype,  # noqa: E402
                            resolve_dtype, use_dtype)
 from bench.errors import BenchError  # noqa: E402
@@ -152,7 +153,7 @@ def test_bf16_run_writes_a_separate_cell_and_fp32_cells_keep_their_configuration
     suite = get_suite("sts")
     ctx = RunContext(paths=bench_env, profile="smoke")
     assert "dtype" not in by_dtype["float32"]["config"]
-    assert by_dtype["float32"]["config"] == json.loads(json.dumps(suite.config(suite.task("stsb"), ctx)))
+    assert by_dtype["float32"]["config"] == json.loads(json.dumps(cell_config(suite, suite.task("stsb"), ctx)))
     fp32, bf16 = (by_dtype[d]["results"][0]["value"] for d in ("float32", "bfloat16"))
     assert fp32 is not None and bf16 is not None
     # a second bf16 run reuses its own cell, not the fp32 one

@@ -137,13 +137,13 @@ class Plan:
 
     def config(self, cell: Cell) -> dict:
         """The cell's configuration, as ``bench run`` would store it."""
-        from bench.runner import for_model, get_suite, summary_config
+        from bench.runner import cell_config, for_model, get_suite, summary_config
 
         suite, protocol = get_suite(cell.suite), self.protocols[cell.suite]
         ctx = for_model(self.context(cell.suite, cell.seed), self.spec(cell.model))
         if cell.summary:
             return summary_config(suite, suite.plan_tasks(protocol), ctx)
-        return suite.config(suite.planned_task(cell.task, protocol), ctx)
+        return cell_config(suite, suite.planned_task(cell.task, protocol), ctx)
 
     def config_hash(self, cell: Cell) -> str:
         """The cell's configuration hash: the part of its store key that needs no weights."""
