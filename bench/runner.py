@@ -306,8 +306,9 @@ def run_suite(suite: SuitePlugin, spec: ModelSpec, ctx: RunContext, encoder, tas
 
 
 def suites_of(plan) -> list[tuple[object, object]]:
-    """(protocol, its suite) for each protocol of a plan (a list of bench.protocols.Protocol)."""
-    return [(p, get_suite(p.suite)) for p in plan]
+    """(protocol, its suite) for each entry of a plan: a bench.protocols.Protocol (run by the registered suite
+    of its name) or a (protocol, suite object) pair (a suite given as an object, e.g. to ``bench.evaluate``)."""
+    return [entry if isinstance(entry, tuple) else (entry, get_suite(entry.suite)) for entry in plan]
 
 
 def plan_protocol(*, suite: str | None = None, protocol: str | None = None, tasks=None, profile: str):
@@ -340,12 +341,49 @@ def check_fits(plan, encoder, ctx: RunContext) -> None:
 
 
 def run_plan(spec: ModelSpec, plan, ctx: RunContext, encoder) -> list[tuple[object, list[TaskOutcome]]]:
-    """Run each protocol of ``plan`` (a list of bench.protocols.Protocol, each naming its suite and tasks) on
+    """Run each protocol of ``plan`` (``suites_of``: protocols, each naming its suite and tasks) on
     ``encoder``: the run path of `bench run` and ``bench.evaluate``. Every suite is checked to fit the encoder
     first (``check_encoder_fits``)."""
     ctx = replace(ctx, device=encoder.device, dtype=encoder.dtype)
     check_fits(plan, encoder, ctx)
     return [(suite, run_suite(suite, spec, replace(ctx, protocol=p), encoder)) for p, suite in suites_of(plan)]
+
+
+# ---------------------------------------------------------------- opening the model of a run ----------------
+
+def open_model(model, paths: Paths, *, device: str, dtype: str, batch_size: int, name: str | None = None,
+               pooler: str | None = None, models_file=None) -> tuple[ModelSpec, object]:
+    """(ModelSpec, encoder) for a run: `bench run`, ``bench.evaluate`` and a grid worker open models here.
+
+    ``model``: a ModelSpec, a ``--model`` text (a name, ``hf:ORG/NAME``, a directory) or a Python object
+    (``bench.models.model_objects.wrap``, filed under ``name``). ``dtype`` (auto|fp32|bf16|fp16) is the
+    requested precision. Opening never trains: a registered model whose checkpoint is missing raises
+    ``CheckpointMissing`` (its message names the fix); the app or the API trains it first when it should.
+    """
+    import os
+
+    if not isinstance(model, (ModelSpec, str, os.PathLike)):
+        return _open_object(model, name, batch_size)
+    from bench.models import hub
+    from bench.models.encoder import Encoder, pick_device, resolve_dtype
+    from bench.models.registry import known_models, resolve_model
+
+    spec = model if isinstance(model, ModelSpec) else resolve_model(str(model), paths, pooler=pooler,
+                                                                     models_file=models_file)
+    hub.require_model(spec, paths.models, known_models(paths, models_file))  # offline: one message, now
+    resolve_dtype(pick_device(device), dtype)  # fp16 off CUDA fails here, before any weights load
+    return spec, Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size, dtype=dtype)
+
+
+def _open_object(model, name: str, batch_size: int) -> tuple[ModelSpec, object]:
+    """A Python object's encoder and the spec its rows are filed under (identity: ``model_objects``)."""
+    from bench.models.model_objects import wrap
+
+    encoder = wrap(model, name=name, batch_size=batch_size)
+    identity = f"{encoder.source}; identity: {encoder.identity_note}"
+    spec = ModelSpec(name=name, backbone=encoder.source, pooler=encoder.pooler, max_len=encoder.max_len or 512,
+                     source=identity, description=f"evaluated from Python (bench.evaluate): {identity}")
+    return spec, encoder
 
 
 # ---------------------------------------------------------------- stored work, without the model ---------------

@@ -16,10 +16,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from app.cli import main as cli  # noqa: E402
-from bench.runner import cell_config  # noqa: E402
-from bench.models.encoder import (Encoder, autocast, dtype_name, load_hf, native_bf16, requested_dtype,  # noqa: E402
-                           resolve_dtype, use_dtype)
 from bench.errors import BenchError  # noqa: E402
+from bench.models.encoder import Encoder, autocast, dtype_name, load_hf, native_bf16, resolve_dtype  # noqa: E402
+from bench.runner import cell_config  # noqa: E402
 
 SENTENCES = ["a man is playing guitar", "a dog is running in the park", "the movie was great",
              "what is the answer", "a child is happy", "the plot was boring", "a woman is eating food",
@@ -36,12 +35,6 @@ def cpu_bf16(monkeypatch):
         monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: onednn)
 
     return simulate
-
-
-@pytest.fixture(autouse=True)
-def _dtype_env(monkeypatch):
-    # the commands write BENCH_DTYPE into the process environment: restore it after each test
-    monkeypatch.setenv("BENCH_DTYPE", "auto")
 
 
 # --- the resolver ----------------------------------------------------------------------------
@@ -85,12 +78,11 @@ def test_explicit_requests_and_their_errors(cpu_bf16):
     assert [dtype_name(d) for d in (None, torch.bfloat16, torch.float16)] == ["float32", "bfloat16", "float16"]
 
 
-def test_requested_dtype_is_a_process_setting():
-    assert requested_dtype() == "auto"
-    use_dtype("bf16")
-    assert requested_dtype() == "bf16"
-    with pytest.raises(BenchError):
-        use_dtype("fp8")
+def test_no_command_leaves_a_precision_in_the_process_environment(bench_env, tiny_model):
+    import os
+
+    assert cli(["run", "--suite", "sts", "--model", "tiny", "--task", "stsb", "--dtype", "fp32"]) == 0
+    assert not any("DTYPE" in name for name in os.environ)  # the precision is passed down, never a global
 
 
 def test_autocast_helper_runs_linear_layers_in_bf16_and_is_a_no_op_for_fp32():
