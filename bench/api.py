@@ -78,7 +78,7 @@ def evaluate(model, *, name: str | None = None, suites=None, protocol: str | Non
     (``.to_pandas()``, ``.cells``). A BenchError (the CLI's exit 2) names the fix for bad input.
     """
     from bench.paths import Paths
-    from bench.runner import RunContext, check_data, check_fits, get_suite, run_plan
+    from bench.runner import RunContext, check_data, check_fits, run_plan, suites_of
     from bench.results.store import ResultStore
 
     profile = _profile(profile, protocol)
@@ -86,7 +86,7 @@ def evaluate(model, *, name: str | None = None, suites=None, protocol: str | Non
     told, log = log, log or _console_log()  # progress goes to the caller's log when given, else to the console
     paths = Paths.from_env().with_results(results_dir)
     plan = evaluation_plan(suites, protocol, tasks, profile)
-    options = checked_options(suite_options, [get_suite(p.suite) for p in plan])
+    options = checked_options(suite_options, [suite for _, suite in suites_of(plan)])
     ResultStore(paths.results).check_writable()
     ctx = RunContext(paths=paths, seed=int(seed), device=device, batch_size=batch_size,
                      limit=limit, profile=profile, overwrite=overwrite, options=options, log=log,
@@ -176,20 +176,61 @@ def _profile(profile: str | None, protocol: str | None) -> str:
 
 
 def evaluation_plan(suites, protocol: str | None, tasks, profile: str) -> list:
-    """The protocols a call runs (bench.protocols.Protocol): the named one (on some of its tasks), or each
-    suite's default for ``profile`` (on the tasks ``tasks`` gives it); BenchError for neither or both."""
-    from bench.runner import get_suite, plan_protocol
+    """The plan a call runs (``bench.runner.suites_of``): the named protocol (on some of its tasks), or each
+    suite's default protocol for ``profile`` (on the tasks ``tasks`` gives it) paired with the suite. ``suites``
+    and ``tasks`` take names or objects (a Suite; a Task, whose suite runs it when ``suites`` is not given);
+    BenchError for neither or both of suites and protocol."""
+    from bench.runner import plan_protocol
 
+    if suites is None and protocol is None and tasks is not None and any(_is_task(t) for t in _items(tasks)):
+        suites = list(dict.fromkeys(t.suite for t in _items(tasks) if _is_task(t)))  # the Task objects' suites
     if (suites is None) == (protocol is None):
         raise BenchError("bench.evaluate: give suites=['sts', ...] (`bench ls suites`) or protocol='NAME' (`bench ls "
                          "protocols`), not both.")
     if protocol is not None:
         own = tasks.get(protocol_suite(protocol)) if isinstance(tasks, dict) else tasks
         return [plan_protocol(protocol=protocol, tasks=_names(own) if own else None, profile=profile)]
-    chosen = [get_suite(n) for n in ([suites] if isinstance(suites, str) else list(suites))]
+    chosen = [_suite(s) for s in _items(suites)]
     if not chosen:
         raise BenchError("bench.evaluate: give at least one suite, e.g. suites=['sts'] (`bench ls suites`).")
-    return [plan_protocol(suite=suite.name, tasks=names, profile=profile) for suite, names in task_plan(chosen, tasks)]
+    chosen = [_with_task_objects(suite, tasks) for suite in chosen]
+    return [(_default_protocol(suite, names, profile), suite) for suite, names in task_plan(chosen, tasks)]
+
+
+def _items(value) -> list:
+    return [value] if isinstance(value, str) or not hasattr(value, "__iter__") else list(value)
+
+
+def _is_task(value) -> bool:
+    return not isinstance(value, str) and hasattr(value, "suite") and hasattr(value, "dataset")
+
+
+def _suite(value):
+    """A suite given by name (the registered one) or as an object (a Suite, registered or not)."""
+    from bench.runner import get_suite
+
+    return get_suite(value) if isinstance(value, str) else value
+
+
+def _default_protocol(suite, names: list[str] | None, profile: str):
+    protocol = suite.default_protocol(profile)
+    return protocol.with_tasks(names) if names else protocol
+
+
+def _with_task_objects(suite, tasks):
+    """``suite``, or a copy of it that also holds the Task objects of ``tasks`` that are its own (a task record
+    replacing the declared one of the same name, or a new task its ``run_task`` can score)."""
+    import copy
+
+    given = {t.name: t for t in _items(tasks.get(suite.name, ()) if isinstance(tasks, dict) else tasks or ())
+             if _is_task(t) and t.suite == suite.name}
+    declared = {t.name: t for t in suite.tasks}
+    if all(declared.get(name) == t for name, t in given.items()):
+        return suite
+    clone = copy.copy(suite)
+    clone.tasks = tuple(given.get(name, t) for name, t in declared.items()) + tuple(
+        t for name, t in given.items() if name not in declared)
+    return clone
 
 
 def protocol_suite(name: str) -> str:
@@ -219,7 +260,8 @@ def task_plan(suites, tasks) -> list[tuple[object, list[str] | None]]:
 
 
 def _names(value) -> list[str]:
-    return [value] if isinstance(value, str) else list(value)
+    """Task names, from names or Task objects."""
+    return [t.name if _is_task(t) else t for t in _items(value)]
 
 
 def checked_options(given: dict, suites) -> dict:
@@ -253,55 +295,61 @@ def checked_options(given: dict, suites) -> dict:
 
 
 def open_model(model, name: str | None, paths, ctx, dtype: str, models_file):
-    """(ModelSpec, encoder) for a ``--model`` string (as `bench run` opens it) or a Python object."""
+    """(ModelSpec, encoder) for a ``--model`` string (as `bench run` opens it, training a registered model whose
+    checkpoint is missing first) or a Python object, through ``bench.runner.open_model``."""
+    from bench.runner import open_model as open_for_run
+
     if isinstance(model, (str, os.PathLike)):
-        return _open_named(str(model), name, paths, ctx, dtype, models_file)
-    return _open_object(model, name, paths, ctx, models_file)
+        spec = named_spec(str(model), name, paths, models_file)
+        prepare_named(spec, paths, ctx, dtype, models_file)
+        return open_for_run(spec, paths, device=ctx.device, dtype=dtype, batch_size=ctx.batch_size,
+                            models_file=models_file)
+    return open_for_run(model, paths, device=ctx.device, dtype=dtype, batch_size=ctx.batch_size,
+                        name=checked_object_name(name, paths, models_file))
 
 
-def _open_named(text: str, name, paths, ctx, dtype, models_file):
-    from functools import partial
-
-    from bench.models import hub
-    from bench.models.encoder import open_encoder, pick_device, resolve_dtype, use_dtype
-    from bench.models.registry import known_models, resolve_model
-    from bench.train import train_registered
-    from bench.train_cost import announce_training
+def named_spec(text: str, name: str | None, paths, models_file):
+    """The ModelSpec of a ``--model`` string; BenchError when ``name`` would file its weights under another name."""
+    from bench.models.registry import resolve_model
 
     spec = resolve_model(text, paths, models_file=models_file)
     if name is not None and name != spec.name:
         raise BenchError(f"bench.evaluate: model '{text}' is named '{spec.name}' in its cells; name='{name}' would "
                          f"file the same weights under another name. Drop name=, or declare the model under that "
                          f"name in $BENCH_HOME/models.toml (docs/models.md).")
+    return spec
+
+
+def prepare_named(spec, paths, ctx, dtype: str, models_file) -> None:
+    """What `bench run` does before opening a named model: refuse what cannot run (offline, fp16 off CUDA), then
+    train a registered model whose checkpoint is missing (documented: it is trained first)."""
+    from bench.models import hub
+    from bench.models.encoder import pick_device, resolve_dtype
+    from bench.models.registry import known_models
+    from bench.train import train_if_missing
+    from bench.train_cost import announce_training
+
     hub.require_model(spec, paths.models, known_models(paths, models_file))
-    use_dtype(dtype)
     device = pick_device(ctx.device)
     resolve_dtype(device, dtype)  # fp16 off CUDA fails here, before any work
     announce_training(spec, paths, device, False, ctx.log)
-    encoder = open_encoder(spec, paths, ctx.device, ctx.batch_size, ctx.seed, log=ctx.log,
-                           train_missing=partial(train_registered, allow_unverified_data=ctx.allow_unverified_data),
-                           dtype=dtype)
-    return spec, encoder
+    train_if_missing(spec, paths, device=ctx.device, seed=ctx.seed, dtype=dtype, log=ctx.log,
+                     allow_unverified_data=ctx.allow_unverified_data)
 
 
-def _open_object(model, name, paths, ctx, models_file):
-    from bench.models.model_objects import wrap
+def checked_object_name(name: str | None, paths, models_file) -> str:
+    """``name`` for a model object's rows and cells; BenchError when missing, malformed or a registered model's."""
+    import re
+
     from bench.models.models_file import NAME_PATTERN
-    from bench.models.registry import ModelSpec, known_models
+    from bench.models.registry import known_models
 
     if not name:
         raise BenchError("bench.evaluate: a model object needs name='...' (how its rows and cells are named).")
-    import re
-
     if not re.fullmatch(NAME_PATTERN, name):
         raise BenchError(f"bench.evaluate: name={name!r}: start with a letter or digit, then letters, digits, "
                          f"'.', '_', '+' or '-' (pattern {NAME_PATTERN.pattern}).")
     if name in known_models(paths, models_file):
         raise BenchError(f"bench.evaluate: name={name!r} is a registered model with its own weights; choose "
                          f"another name for this object (e.g. 'my-{name}').")
-    encoder = wrap(model, name=name, batch_size=ctx.batch_size)
-    identity = f"{encoder.source}; identity: {encoder.identity_note}"
-    spec = ModelSpec(name=name, backbone=encoder.source, pooler=encoder.pooler,
-                     max_len=encoder.max_len or 512, source=identity,
-                     description=f"evaluated from Python (bench.evaluate): {identity}")
-    return spec, encoder
+    return name

@@ -195,6 +195,7 @@ class SuitePlugin(Protocol):
     def averages_config(self, ctx: RunContext) -> dict: ...
     def config(self, task, ctx: RunContext) -> dict: ...
     def datasets(self, task) -> tuple[str, ...]: ...
+    def keyed_datasets(self, task, ctx: RunContext) -> tuple[str, ...]: ...
     def seeds(self, ctx: RunContext) -> list[int]: ...
     def run_task(self, task, encoder, ctx: RunContext) -> list[Result]: ...
     def needs_network(self, ctx: RunContext) -> str: ...
@@ -251,10 +252,19 @@ def for_model(ctx: RunContext, spec: ModelSpec) -> RunContext:
     return replace(ctx, model_config=key_config(spec))
 
 
+def cell_config(suite: SuitePlugin, task, ctx: RunContext) -> dict:
+    """A task cell's configuration, the one place it is assembled: the suite's own part (``suite.config``: its
+    task, options and scorer version), then what the runner knows: the fingerprints of the data the key names
+    (``suite.keyed_datasets``), the model's key settings (``ctx.model_config``) and the precision."""
+    return {**suite.config(task, ctx), **data_config(suite.keyed_datasets(task, ctx), ctx), **ctx.model_config,
+            **precision_config(ctx)}
+
+
 def cell_key(suite: SuitePlugin, spec: ModelSpec, weights_sha256: str, task, ctx: RunContext) -> CellKey:
     """The store key of one (model, weights, suite, task, seed, config) cell; ``ctx`` carries the seed."""
     ctx = for_model(ctx, spec)
-    return CellKey(spec.name, weights_sha256, suite.name, task.name, ctx.seed, config_hash(suite.config(task, ctx)))
+    cfg_hash = config_hash(cell_config(suite, task, ctx))
+    return CellKey(spec.name, weights_sha256, suite.name, task.name, ctx.seed, cfg_hash)
 
 
 def summary_config(suite: SuitePlugin, tasks: list, ctx: RunContext) -> dict:
@@ -275,7 +285,7 @@ def run_cell(suite: SuitePlugin, spec: ModelSpec, ctx: RunContext, encoder, task
     """One task cell at ``ctx.seed``: reused from the store under ``ctx.overwrite``, else computed and written."""
     store = store or ctx.store
     ctx = for_model(ctx, spec)
-    cfg = suite.config(task, ctx)
+    cfg = cell_config(suite, task, ctx)
     key = cell_key(suite, spec, encoder.weights_sha256, task, ctx)
     found = None if ctx.overwrite == "always" else store.existing(key, any_config=ctx.overwrite == "never")
     if found is not None:
@@ -349,8 +359,9 @@ def run_suite(suite: SuitePlugin, spec: ModelSpec, ctx: RunContext, encoder, tas
 
 
 def suites_of(plan) -> list[tuple[object, object]]:
-    """(protocol, its suite) for each protocol of a plan (a list of bench.protocols.Protocol)."""
-    return [(p, get_suite(p.suite)) for p in plan]
+    """(protocol, its suite) for each entry of a plan: a bench.protocols.Protocol (run by the registered suite
+    of its name) or a (protocol, suite object) pair (a suite given as an object, e.g. to ``bench.evaluate``)."""
+    return [entry if isinstance(entry, tuple) else (entry, get_suite(entry.suite)) for entry in plan]
 
 
 def plan_protocol(*, suite: str | None = None, protocol: str | None = None, tasks=None, profile: str):
@@ -383,12 +394,49 @@ def check_fits(plan, encoder, ctx: RunContext) -> None:
 
 
 def run_plan(spec: ModelSpec, plan, ctx: RunContext, encoder) -> list[tuple[object, list[TaskOutcome]]]:
-    """Run each protocol of ``plan`` (a list of bench.protocols.Protocol, each naming its suite and tasks) on
+    """Run each protocol of ``plan`` (``suites_of``: protocols, each naming its suite and tasks) on
     ``encoder``: the run path of `bench run` and ``bench.evaluate``. Every suite is checked to fit the encoder
     first (``check_encoder_fits``)."""
     ctx = replace(ctx, device=encoder.device, dtype=encoder.dtype)
     check_fits(plan, encoder, ctx)
     return [(suite, run_suite(suite, spec, replace(ctx, protocol=p), encoder)) for p, suite in suites_of(plan)]
+
+
+# ---------------------------------------------------------------- opening the model of a run ----------------
+
+def open_model(model, paths: Paths, *, device: str, dtype: str, batch_size: int, name: str | None = None,
+               pooler: str | None = None, models_file=None) -> tuple[ModelSpec, object]:
+    """(ModelSpec, encoder) for a run: `bench run`, ``bench.evaluate`` and a grid worker open models here.
+
+    ``model``: a ModelSpec, a ``--model`` text (a name, ``hf:ORG/NAME``, a directory) or a Python object
+    (``bench.models.model_objects.wrap``, filed under ``name``). ``dtype`` (auto|fp32|bf16|fp16) is the
+    requested precision. Opening never trains: a registered model whose checkpoint is missing raises
+    ``CheckpointMissing`` (its message names the fix); the app or the API trains it first when it should.
+    """
+    import os
+
+    if not isinstance(model, (ModelSpec, str, os.PathLike)):
+        return _open_object(model, name, batch_size)
+    from bench.models import hub
+    from bench.models.encoder import Encoder, pick_device, resolve_dtype
+    from bench.models.registry import known_models, resolve_model
+
+    spec = model if isinstance(model, ModelSpec) else resolve_model(str(model), paths, pooler=pooler,
+                                                                     models_file=models_file)
+    hub.require_model(spec, paths.models, known_models(paths, models_file))  # offline: one message, now
+    resolve_dtype(pick_device(device), dtype)  # fp16 off CUDA fails here, before any weights load
+    return spec, Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size, dtype=dtype)
+
+
+def _open_object(model, name: str, batch_size: int) -> tuple[ModelSpec, object]:
+    """A Python object's encoder and the spec its rows are filed under (identity: ``model_objects``)."""
+    from bench.models.model_objects import wrap
+
+    encoder = wrap(model, name=name, batch_size=batch_size)
+    identity = f"{encoder.source}; identity: {encoder.identity_note}"
+    spec = ModelSpec(name=name, backbone=encoder.source, pooler=encoder.pooler, max_len=encoder.max_len or 512,
+                     source=identity, description=f"evaluated from Python (bench.evaluate): {identity}")
+    return spec, encoder
 
 
 # ---------------------------------------------------------------- stored work, without the model ---------------
@@ -407,7 +455,7 @@ def stored_plan(spec: ModelSpec, plan, ctx: RunContext) -> list[tuple[object, li
         for seed in suite.seeds(ctx):
             seeded = for_model(replace(ctx, seed=seed, protocol=p), spec)
             found += [(suite, t.name, False, stored_cells(ctx.store, suite, spec.name, t.name, seed,
-                                                          suite.config(t, seeded))) for t in tasks]
+                                                          cell_config(suite, t, seeded))) for t in tasks]
             if suite.summary_task is not None and suite.summarized(tasks, seeded):
                 found.append((suite, suite.summary_task.name, True, stored_cells(
                     ctx.store, suite, spec.name, suite.summary_task.name, seed, summary_config(suite, tasks, seeded))))

@@ -1069,6 +1069,18 @@ def _benchmark_training_data(data_root: Path, data_path: Path) -> list[str]:
     return [d.name for d in DATASETS.values() if (data_root / d.root).resolve() == Path(data_path).resolve()]
 
 
+def train_if_missing(spec, paths, *, device: str, seed: int, dtype: str, log: Callable[[str], None] = print,
+                     allow_unverified_data: bool = False) -> bool:
+    """Train a registered method model whose checkpoint is not on disk yet (what `bench run`, ``bench.evaluate``
+    and a grid worker do before opening it: opening never trains); True when it trained."""
+    if not spec.is_trained or (spec.checkpoint_dir(paths.models) / "config.json").exists():
+        return False
+    log(f"Model '{spec.name}' has no checkpoint yet: training it now "
+        f"({spec.method} from {spec.base}, {spec.profile} profile).")
+    train_registered(spec, paths, device=device, seed=seed, allow_unverified_data=allow_unverified_data, dtype=dtype)
+    return True
+
+
 def train_registered(spec, paths, device: str = "auto", seed: int = 0, log: Callable[[str], None] = print,
                      allow_unverified_data: bool = False, dtype: str = "auto") -> dict:
     """Train a registered method model (``bench run`` calls this when its checkpoint is missing); a

@@ -19,13 +19,13 @@ from pathlib import Path
 
 
 def sequential(plan) -> float:
-    from bench.models.encoder import open_encoder
     from suites import get_suite
-    from bench.runner import run_suite
+    from bench.runner import open_model, run_suite
 
     start = time.perf_counter()
     for spec in plan.models:
-        encoder = open_encoder(spec, plan.paths, plan.settings.device, plan.settings.batch_size)
+        _, encoder = open_model(spec, plan.paths, device=plan.settings.device, dtype=plan.settings.dtype,
+                                batch_size=plan.settings.batch_size)
         for suite_name in plan.protocols:
             for seed in plan.seeds:
                 run_suite(get_suite(suite_name), spec, plan.context(suite_name, seed), encoder)
@@ -51,9 +51,9 @@ def main() -> None:
     plan = build_plan(grid_parser.parse_args(["--models", args.model, "--suites", args.suites, "--seeds",
                                               str(args.seeds), "--limit", str(args.limit)]))
     n = len(plan.cells())
-    from bench.models.encoder import open_encoder
+    from bench.runner import open_model
 
-    open_encoder(plan.models[0], plan.paths, "cpu", 8)  # warm-up: torch imported, weights in the page cache
+    open_model(plan.models[0], plan.paths, device="cpu", dtype=plan.settings.dtype, batch_size=8)  # warm-up: torch imported, weights in the page cache
     with tempfile.TemporaryDirectory() as tmp:
         def fresh(name):
             return replace(plan, paths=replace(plan.paths, results=Path(tmp) / name))

@@ -220,6 +220,7 @@ class AdvSTSSuite(Suite):
     def attack_recipe(self, task, recipe, data, encoder, resources, ctx):
         from attacks.regression import SimilarityWrapper, goal_function
         from bench.results.store import config_hash
+        from bench.runner import cell_config
         from suites.adversarial import attack_logged
 
         s1, s2, gold, extra = data
@@ -227,7 +228,7 @@ class AdvSTSSuite(Suite):
                              ctx.batch_size)
         attack = build_attack(recipe, resources, goal, recipe_parameters([recipe], ctx.options, ctx.profile).get(recipe),
                               ctx.options.get("constraints"))
-        cfg_hash = config_hash(self.config(task, ctx))
+        cfg_hash = config_hash(cell_config(self, task, ctx))  # the cell's own hash
         run_dir = f"seed{ctx.seed}-{encoder.weights_sha256[:12]}-{cfg_hash[:8]}"
         path = ctx.paths.results / "attack_logs" / encoder.name / f"advsts-{task.name}" / recipe / f"{run_dir}.jsonl"
         identity = {"model": encoder.name, "suite": "advsts", "task": task.name, "recipe": recipe,

@@ -46,7 +46,7 @@ from bench.data.datasets import SICK_FILES, malformed, require
 from bench.errors import BenchError
 from bench.plugins import Option
 from bench.scoring.stats import Evidence, Sample
-from suites.base import RunContext, Suite, Task, data_config, row
+from suites.base import RunContext, Suite, Task, row
 
 LABELS = ("entailment", "neutral", "contradiction")
 LABEL_IDS = {
@@ -385,9 +385,14 @@ class ANLISuite(Suite):
                    labels=list(LABELS))
         if split != "dev":
             cfg.update(anli_train_split=split, test_reported=reported(task, used, "test"))
-        if TRAINING_DATA_IN_KEY[ctx.profile]:
-            cfg.update(data_config((task.dataset, *(p.dataset for p in used if p.dataset)), ctx))
         return cfg
+
+    def keyed_datasets(self, task: ANLITask, ctx: RunContext) -> tuple[str, ...]:
+        """The task's ANLI, and on a mix whose training data enters the key, the mix's datasets too."""
+        if not TRAINING_DATA_IN_KEY[ctx.profile]:
+            return self.datasets(task)
+        used, _ = mix_for(ctx.profile, ctx.paths.data, self.anli_split(ctx))
+        return tuple(dict.fromkeys((task.dataset, *(p.dataset for p in used if p.dataset))))
 
     def needs_network(self, ctx: RunContext) -> str:
         return "fine-tunes an NLI classifier on the encoder end to end"

@@ -4,8 +4,8 @@ A suite only says how to score one task with an encoder; the kernel runs it (``b
 check, progress, timing, provenance, atomic writes). What a run covers (tasks, splits, averages, headline
 metrics, recipes) is its protocol's (``bench/protocols.py``: the one it names, else the suite's default),
 which the base turns into tasks (``plan_tasks``) and average rows (``summarize``). ``RunContext`` (what a
-run passes to the suite), ``TaskOutcome``, ``data_config`` and ``precision_config`` are the runner's,
-re-exported here for suites.
+run passes to the suite) and ``TaskOutcome`` are the runner's, re-exported here for suites; a suite's
+``config`` is only its own part of a cell's configuration (``bench.runner.cell_config`` adds the rest).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 from bench.errors import lookup
 from bench.plugins import PROFILES, Option
 from bench.protocols import Average, Protocol, default_for
-from bench.runner import RunContext, TaskOutcome, data_config, precision_config  # noqa: F401 (for suites)
+from bench.runner import RunContext, TaskOutcome  # noqa: F401 (for suites)
 from bench.results.averages import AVERAGE_OF
 from bench.results.store import Result
 from bench.results.uncertainty import AverageOf  # noqa: F401 (for suites' summary rows)
@@ -218,18 +218,24 @@ class Suite:
         return {}
 
     def config(self, task: Task, ctx: RunContext) -> dict:
+        """The suite's own part of a cell's configuration: the task, its options and scorer version. The runner
+        adds the rest (``bench.runner.cell_config``: data fingerprints, the model's settings, the precision)."""
         # The scorer version is part of the configuration, so a fix that moves numbers never reuses old cells.
         cfg = {"suite": self.name, "task": task.name, "split": task.split, "limit": ctx.limit,
                "profile": ctx.profile, "scorer_version": f"{self.name}-{self.version}.{task.version}"}
         cfg.update({opt.name: ctx.options.get(opt.name) for opt in self.options if opt.changes_numbers})
-        cfg.update(data_config(self.datasets(task), ctx))
-        return {**cfg, **ctx.model_config, **precision_config(ctx)}
+        return cfg
 
     def datasets(self, task: Task) -> tuple[str, ...]:
         """The datasets whose content decides the task's numbers; their fingerprints enter the cell
         configuration. Default: the task's own dataset. A suite that also reads others (e.g. training
         data that is always present) adds them here."""
         return (task.dataset,) if task.dataset else ()
+
+    def keyed_datasets(self, task: Task, ctx: RunContext) -> tuple[str, ...]:
+        """The datasets whose fingerprints the runner puts in this run's cell configuration. Default:
+        ``datasets``; a suite whose key names more data on some runs (e.g. a training mix) says so here."""
+        return self.datasets(task)
 
     def seeds(self, ctx: RunContext) -> list[int]:
         return [ctx.seed]

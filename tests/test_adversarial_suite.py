@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from bench.runner import cell_config
 
 POS = ["the movie was great", "a good film", "the story was fun", "the actor was great and good",
        "a great plot", "the film was fun and good", "a very good story", "great fun"]
@@ -203,7 +204,7 @@ def test_cell_key_names_only_the_resources_its_recipes_use_and_no_build_timings(
 
     def key(*recipes, **options):
         ctx = RunContext(paths=paths, limit=4, options={"recipes": list(recipes), **options})
-        return suite.config(suite.task("mr"), ctx)
+        return cell_config(suite, suite.task("mr"), ctx)
 
     pwws, pwws_unified = key("pwws"), key("pwws", constraints="unified")
     assert "word_embedding" not in pwws["attack_resources"] and "word_embedding" in pwws_unified["attack_resources"]

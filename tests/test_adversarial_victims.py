@@ -9,6 +9,7 @@ import json
 import pytest
 
 from tests.test_adversarial_suite import adv_env  # noqa: F401  (fixture: tiny model + MR fixtures)
+from bench.runner import cell_config
 
 NLI = [("entailment", "a man is playing guitar", "a man is playing"),
        ("contradiction", "a dog is running in the park", "a cat is sitting"),
@@ -90,7 +91,7 @@ def test_bert_attack_candidates_enter_the_config_only_with_bert_attack(adv_env):
 
     def cfg(profile, recipes, **options):
         ctx = RunContext(paths=adv_env, profile=profile, options={"recipes": recipes, **options})
-        return SUITE.config(SUITE.task("mr"), ctx)
+        return cell_config(SUITE, SUITE.task("mr"), ctx)
 
     assert cfg("paper", ["bert-attack"])["bert_attack_candidates"] == 48
     assert cfg("smoke", ["bert-attack"])["bert_attack_candidates"] == 8
@@ -110,7 +111,7 @@ def test_victim_examples_caps_the_victims_training_and_enters_the_key_only_when_
 
     def cfg(**options):
         ctx = RunContext(paths=adv_env, profile="study", options={"recipes": ["pwws"], "victim": "frozen", **options})
-        return SUITE.config(SUITE.task("mr"), ctx)
+        return cell_config(SUITE, SUITE.task("mr"), ctx)
 
     full, capped = cfg(), cfg(victim_examples=500)
     assert full["victim_training"]["max_examples"] is None and "victim_examples" not in full

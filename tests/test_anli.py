@@ -3,6 +3,7 @@ import json
 import pytest
 
 from app.cli import main
+from bench.runner import cell_config
 from bench.errors import BenchError
 from suites import anli
 from tests.conftest import register_fixture_dataset
@@ -151,7 +152,7 @@ def test_a_profile_without_a_mix_is_refused_with_the_profiles_it_has(bench_env):
     from suites.base import RunContext
 
     with pytest.raises(BenchError, match="no 'huge' profile.*smoke, paper, study"):
-        anli.SUITE.config(anli.SUITE.task("r1"), RunContext(paths=bench_env, profile="huge"))
+        cell_config(anli.SUITE, anli.SUITE.task("r1"), RunContext(paths=bench_env, profile="huge"))
 
 
 def test_paper_mix_refuses_a_swapped_anli_split_and_names_the_offline_mixes(bench_env, tiny_model, monkeypatch, capsys):
@@ -231,7 +232,7 @@ def test_study_mix_is_assembled_from_the_parts_present(bench_env, monkeypatch):
     write_study_fixtures(monkeypatch, bench_env.data, sick=False, textfooler=False)
     shutil.rmtree(bench_env.data / anli.SICK_DIR)  # bench_env's STS fixtures hold SICK
     task = anli.SUITE.task("all")
-    cfg = anli.SUITE.config(task, _study_ctx(bench_env))
+    cfg = cell_config(anli.SUITE, task, _study_ctx(bench_env))
     assert [p["source"] for p in cfg["training_mix"]] == ["snli:dev", "snli:test", "anli:R1:dev", "anli:R2:dev",
                                                          "anli:R3:dev"]
     assert [x.split(" ")[0] for x in cfg["training_mix_left_out"]] == [
@@ -240,13 +241,13 @@ def test_study_mix_is_assembled_from_the_parts_present(bench_env, monkeypatch):
 
     (bench_env.data / "anli").rename(bench_env.data / "anli-away")  # a required part absent: named with its fix
     with pytest.raises(BenchError, match="bench data fetch anli"):
-        anli.SUITE.config(task, _study_ctx(bench_env))
+        cell_config(anli.SUITE, task, _study_ctx(bench_env))
 
 
 def test_study_mix_records_every_part_and_keeps_the_check_out_of_training(bench_env, monkeypatch):
     write_study_fixtures(monkeypatch, bench_env.data)
     ctx = _study_ctx(bench_env)
-    cfg = anli.SUITE.config(anli.SUITE.task("r1"), ctx)
+    cfg = cell_config(anli.SUITE, anli.SUITE.task("r1"), ctx)
     assert [p["source"] for p in cfg["training_mix"]] == [
         "snli:dev", "snli:test", "sick:train", "sick:dev", "sick:test", "mnli-matched:textfooler",
         "mnli-mismatched:textfooler", "anli:R1:dev", "anli:R2:dev", "anli:R3:dev"]
@@ -328,7 +329,7 @@ def test_smoke_cells_keep_their_keys(bench_env, monkeypatch):
         stored = json.loads(row0["config"])
         assert cell.stem.endswith(row0["config_hash"][:8])
         ctx = RunContext(paths=bench_env, profile="smoke", limit=stored["limit"])
-        built = anli.SUITE.config(anli.SUITE.task(stored["task"]), ctx)
+        built = cell_config(anli.SUITE, anli.SUITE.task(stored["task"]), ctx)
         # a row adds its own settings to the stored configuration (the All rows: their rounds); the key is the suite's
         assert set(stored) - set(built) <= {"rounds"}
         assert {k: v for k, v in built.items() if k != "data"} == {k: stored[k] for k in built if k != "data"}

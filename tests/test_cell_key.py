@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from bench.models.registry import MODELS, ModelSpec, key_config
 from bench.results.store import config_hash
+from bench.runner import cell_config
 from tests.conftest import committed_cells
 
 BOUNDED = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -19,11 +20,11 @@ BOUNDED = settings(max_examples=25, deadline=None, suppress_health_check=[Health
 @pytest.fixture
 def ctx(tmp_path, monkeypatch):
     """A RunContext whose data fingerprints are fixed (the options, not the data, are under test)."""
-    import suites.base
+    import bench.runner
     from bench.paths import Paths
     from suites.base import RunContext
 
-    monkeypatch.setattr(suites.base, "data_config", lambda datasets, ctx: {})
+    monkeypatch.setattr(bench.runner, "data_config", lambda datasets, ctx: {})
     paths = Paths(home=tmp_path, data=tmp_path / "data", results=tmp_path / "results")
     return RunContext(paths=paths, profile="smoke")
 
@@ -68,7 +69,7 @@ def test_every_number_changing_option_changes_the_key(ctx, suite, opt, data):
     a, b = _two_values(opt, data.draw)
     base = {"recipes": sorted(RECIPES)} if opt.name != "recipes" else {}
     differ = [task.name for task in suite.tasks
-              if len({config_hash(suite.config(task, replace(ctx, options={**base, opt.name: v}))) for v in (a, b)}) == 2]
+              if len({config_hash(cell_config(suite, task, replace(ctx, options={**base, opt.name: v}))) for v in (a, b)}) == 2]
     assert differ, f"{suite.name} --{opt.name} {a!r} and {b!r} share every task's key"
 
 

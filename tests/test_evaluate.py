@@ -55,8 +55,10 @@ def test_sentence_transformer_matches_bench_run_on_the_same_weights(bench_env, t
     assert _stsb(result) == pytest.approx(cli["value"], abs=1e-3)
     frame = result.to_pandas()
     assert set(frame.task) == {"stsb", "avg"} and frame.ci_low.notna().all() and (frame.n > 0).all()
-    assert (frame.weights_sha256 == state_dict_sha256(st)).all()
-    assert "identity: sha256 of its weights" in frame.model_source.iloc[0]
+    # one identity for one set of weights: the CLI's revision, the Hugging Face module's weights hash
+    assert (frame.weights_sha256 == cli["weights_sha256"]).all()
+    assert cli["weights_sha256"] == state_dict_sha256(st[0].auto_model)
+    assert "identity: sha256 of its transformer's weights" in frame.model_source.iloc[0]
     assert all(p.is_file() and "cells/st-tiny/sts" in str(p) for p in result.cells)
     assert result.cells[0].with_name(result.cells[0].stem + ".evidence.json.gz").is_file()  # evidence, as the CLI
     # the same cell configuration (profile smoke, the same data) and the same row fields as the CLI's
@@ -210,3 +212,66 @@ def test_progress_reaches_the_log_function_and_counts_every_sentence(bench_env):
     assert any(re.search(r"sts bow seed 0: tasks: done, 1/1 in", m) for m in progress), got
     encoded = [m for m in progress if "encode stsb (sentences): done" in m]
     assert encoded and re.search(r"done, (\d+)/\1 in", encoded[0]), encoded
+
+
+def test_one_identity_for_one_set_of_weights_however_it_is_opened(bench_env, tiny_model, tiny_bert_dir):
+    """By name (`bench run --model tiny`, ``bench.evaluate("tiny")``), by directory and as a SentenceTransformer:
+    the same weights get the same ``weights_sha256``, the revision in a cell's file name."""
+    from bench.runner import open_model
+
+    def identity(model, **how):
+        return open_model(model, bench_env, device="cpu", dtype="fp32", batch_size=8, **how)[1].weights_sha256
+
+    by_name = identity("tiny")
+    assert identity(str(tiny_bert_dir), pooler="avg") == by_name
+    assert identity(tiny_sentence_transformer(tiny_bert_dir), name="st-tiny") == by_name
+
+
+def test_opening_a_model_never_trains_it(bench_env, tiny_model, monkeypatch):
+    """A registered method model without its checkpoint: opening says so with the fix; training is the caller's."""
+    from dataclasses import replace
+
+    import bench.train
+    from bench.models.encoder import CheckpointMissing
+    from bench.runner import open_model
+
+    monkeypatch.setattr(bench.train, "train_registered", lambda *a, **k: pytest.fail("opening trained a model"))
+    spec = replace(tiny_model, name="tiny-simcse", method="simcse", base="tiny", profile="smoke")
+    with pytest.raises(CheckpointMissing, match="bench run --model tiny-simcse"):
+        open_model(spec, bench_env, device="cpu", dtype="fp32", batch_size=8)
+
+
+def test_a_suite_object_runs_through_the_run_path(bench_env):
+    """``suites=[MySuite()]``: a suite that is not registered runs as a registered one does, into its own cells."""
+    import bench
+    from suites.base import Suite, Task, row
+
+    class SentenceNorms(Suite):
+        name = "sentence-norms"
+        description = "the mean norm of two embeddings"
+        tasks = (Task(suite="sentence-norms", name="norms", dataset="stsb", split="test", main_metric="spearman"),)
+
+        def run_task(self, task, encoder, ctx):
+            vecs = encoder.encode(["a man is playing", "a dog runs"])
+            return [row(task, "spearman", float(np.linalg.norm(vecs, axis=1).mean()), 2)]
+
+    result = bench.evaluate(bag_of_words(), name="bow", suites=[SentenceNorms()], profile="smoke",
+                            log=lambda *_: None)
+    (cell,) = result.cells
+    assert "cells/bow/sentence-norms/norms" in str(cell)
+    assert result.to_pandas().value.iloc[0] > 0
+    again = bench.evaluate(bag_of_words(), name="bow", suites=[SentenceNorms()], profile="smoke", log=lambda *_: None)
+    assert again.cells == [cell] and again.rows[0]["cached"]  # the same key: reused
+
+
+def test_a_task_object_of_a_registered_suite(bench_env):
+    """``tasks=[task]``: a Task record runs in its suite (named by the task when ``suites`` is not given)."""
+    import bench
+    from suites.sts import SUITE
+
+    by_object = bench.evaluate(bag_of_words(), name="bow", tasks=[SUITE.task("stsb")], profile="smoke",
+                               log=lambda *_: None)
+    by_name = bench.evaluate(bag_of_words(), name="bow", suites=["sts"], tasks=["stsb"], profile="smoke",
+                             log=lambda *_: None)
+    assert {r["task"] for r in by_object.rows} == {"stsb", "avg"}
+    assert by_object.cells == by_name.cells and all(r["cached"] for r in by_name.rows)

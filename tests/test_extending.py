@@ -10,13 +10,14 @@ from types import SimpleNamespace
 
 import pytest
 
-import suites.base as base
+import bench.runner as runner
 from attacks.recipes import RECIPES
 from app.commands.ls import LISTERS
 from bench.methods import METHODS
 from bench.paths import Paths
 from bench.protocols import protocol
 from bench.results.store import config_hash
+from bench.runner import cell_config
 from suites import SUITES, get_suite
 from suites.base import RunContext
 
@@ -52,13 +53,13 @@ def test_every_task_is_listed_documented_and_keyed_stably(monkeypatch, tmp_path,
     assert task_name in docs, f"docs/suites.md names no task '{task_name}'"
     if suite_name not in ("sts", "transfer", "alignment", "perturbation"):
         return  # the others' configurations read training data or attack resources
-    monkeypatch.setattr(base, "data_config", lambda datasets, ctx: {"data": {d: "fingerprint" for d in datasets}})
+    monkeypatch.setattr(runner, "data_config", lambda datasets, ctx: {"data": {d: "fingerprint" for d in datasets}})
     suite = get_suite(suite_name)
     ctx = RunContext(paths=Paths(home=tmp_path, data=tmp_path, results=tmp_path), limit=10)
-    before = config_hash(suite.config(suite.task(task_name), ctx))
+    before = config_hash(cell_config(suite, suite.task(task_name), ctx))
     monkeypatch.setitem(RECIPES, "dummy-recipe", lambda *a, **k: None)
     monkeypatch.setitem(METHODS, "dummy-method", "bench.methods.simcse:METHOD")
-    assert config_hash(suite.config(suite.task(task_name), ctx)) == before
+    assert config_hash(cell_config(suite, suite.task(task_name), ctx)) == before
 
 
 def test_readme_counts_are_the_ledgers_and_the_protocols():

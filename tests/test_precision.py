@@ -16,9 +16,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from app.cli import main as cli  # noqa: E402
-from bench.models.encoder import (Encoder, autocast, dtype_name, load_hf, native_bf16, requested_dtype,  # noqa: E402
-                           resolve_dtype, use_dtype)
 from bench.errors import BenchError  # noqa: E402
+from bench.models.encoder import Encoder, autocast, dtype_name, load_hf, native_bf16, resolve_dtype  # noqa: E402
+from bench.runner import cell_config  # noqa: E402
 
 SENTENCES = ["a man is playing guitar", "a dog is running in the park", "the movie was great",
              "what is the answer", "a child is happy", "the plot was boring", "a woman is eating food",
@@ -35,12 +35,6 @@ def cpu_bf16(monkeypatch):
         monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: onednn)
 
     return simulate
-
-
-@pytest.fixture(autouse=True)
-def _dtype_env(monkeypatch):
-    # the commands write BENCH_DTYPE into the process environment: restore it after each test
-    monkeypatch.setenv("BENCH_DTYPE", "auto")
 
 
 # --- the resolver ----------------------------------------------------------------------------
@@ -84,12 +78,11 @@ def test_explicit_requests_and_their_errors(cpu_bf16):
     assert [dtype_name(d) for d in (None, torch.bfloat16, torch.float16)] == ["float32", "bfloat16", "float16"]
 
 
-def test_requested_dtype_is_a_process_setting():
-    assert requested_dtype() == "auto"
-    use_dtype("bf16")
-    assert requested_dtype() == "bf16"
-    with pytest.raises(BenchError):
-        use_dtype("fp8")
+def test_no_command_leaves_a_precision_in_the_process_environment(bench_env, tiny_model):
+    import os
+
+    assert cli(["run", "--suite", "sts", "--model", "tiny", "--task", "stsb", "--dtype", "fp32"]) == 0
+    assert not any("DTYPE" in name for name in os.environ)  # the precision is passed down, never a global
 
 
 def test_autocast_helper_runs_linear_layers_in_bf16_and_is_a_no_op_for_fp32():
@@ -152,7 +145,7 @@ def test_bf16_run_writes_a_separate_cell_and_fp32_cells_keep_their_configuration
     suite = get_suite("sts")
     ctx = RunContext(paths=bench_env, profile="smoke")
     assert "dtype" not in by_dtype["float32"]["config"]
-    assert by_dtype["float32"]["config"] == json.loads(json.dumps(suite.config(suite.task("stsb"), ctx)))
+    assert by_dtype["float32"]["config"] == json.loads(json.dumps(cell_config(suite, suite.task("stsb"), ctx)))
     fp32, bf16 = (by_dtype[d]["results"][0]["value"] for d in ("float32", "bfloat16"))
     assert fp32 is not None and bf16 is not None
     # a second bf16 run reuses its own cell, not the fp32 one

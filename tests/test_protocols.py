@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import bench.runner as runner
-import suites.base as base
+from bench.runner import cell_config
 from attacks import datasets as attack_data
 from attacks.recipes import RECIPES
 from bench.errors import UnknownName
@@ -101,8 +101,7 @@ class StoredWorld:
 
     def __init__(self, monkeypatch):
         self.cfg: dict = {}
-        monkeypatch.setattr(base, "data_config", lambda datasets, ctx: self._data())  # task cells
-        monkeypatch.setattr(runner, "data_config", lambda datasets, ctx: self._data())  # summary cells
+        monkeypatch.setattr(runner, "data_config", lambda datasets, ctx: self._data())  # every cell's, in one place
         monkeypatch.setattr("suites.adversarial.resource_identity", lambda paths, roles: self.cfg["attack_resources"])
         monkeypatch.setattr(attack_data.TrainingSet, "present", lambda _set, root: self.cfg["train_data_present"])
 
@@ -138,7 +137,7 @@ def recompute(stored: dict, ctx: RunContext, tasks) -> str:
     if "summary_of" in cfg:
         return config_hash(runner.summary_config(suite, tasks if tasks is not None else suite.default_tasks(ctx.profile),
                                                  ctx))
-    return config_hash(suite.config(suite.task(cell["task"]), ctx))
+    return config_hash(cell_config(suite, suite.task(cell["task"]), ctx))
 
 
 def default_keys(paths: Paths, asked_extra: tuple[str, ...] = ()) -> dict[tuple[str, str], str]:
@@ -149,7 +148,7 @@ def default_keys(paths: Paths, asked_extra: tuple[str, ...] = ()) -> dict[tuple[
         suite = get_suite(name)
         ctx = RunContext(paths=paths, log=lambda _msg: None)
         for task in suite.default_tasks():
-            keys[name, task.name] = config_hash(suite.config(task, ctx))
+            keys[name, task.name] = config_hash(cell_config(suite, task, ctx))
         if suite.summary_task is not None:
             asked = suite.default_tasks() + [suite.task(t) for t in asked_extra]
             keys[name, suite.summary_task.name] = config_hash(runner.summary_config(suite, asked, ctx))
@@ -198,9 +197,9 @@ def test_readme_attack_example_keeps_its_key(monkeypatch, tmp_path):
     world.cfg = {"data": {"textfooler": "x"}, "attack_resources": {}, "train_data_present": True}
     suite = get_suite("adversarial")
     ctx = RunContext(paths=Paths(home=tmp_path, data=tmp_path, results=tmp_path), limit=50)
-    before = suite.config(suite.task("mr"), ctx)
+    before = cell_config(suite, suite.task("mr"), ctx)
     register_dummies(monkeypatch)
-    after = suite.config(suite.task("mr"), ctx)
+    after = cell_config(suite, suite.task("mr"), ctx)
     assert before["recipes"] == list(protocol("robustembed-table3").recipes)
     assert config_hash(after) == config_hash(before)
     assert {t.name for t in suite.default_tasks()} == {t.name for t in suite.tasks} - {"cola", "dummy-task"}
@@ -315,7 +314,7 @@ def what_a_run_does(p: Protocol, paths: Paths) -> dict:
     tasks = _attempt(lambda: suite.plan_tasks(p))
     return {
         "suite": suite.name, "profile": profile, "tasks": [(t.name, t.split) for t in tasks],
-        "cells": [_attempt(lambda t=t: config_hash(suite.config(t, ctx))) for t in tasks],
+        "cells": [_attempt(lambda t=t: config_hash(cell_config(suite, t, ctx))) for t in tasks],
         "summary cell": _attempt(lambda: config_hash(runner.summary_config(suite, tasks, ctx))),
         "averages": _attempt(lambda: [(r.metric, r.aggregation, r.value, r.n, r.config)
                                       for r in suite.summarize(_task_rows(tasks), ctx)]),

@@ -2,9 +2,9 @@
 
 A cell is (model, suite, task, seed), the same unit the result store keys on. The grid:
 
-1. prepares each model once, as a Ray task (``prepare_model``): that loads the encoder through
-   ``bench.models.encoder.open_encoder`` (given ``bench.train.train_registered``, which trains a registered
-   method model whose checkpoint is missing) and returns the weights sha256 that every cell key needs;
+1. prepares each model once, as a Ray task (``prepare_model``): that trains a registered method model whose
+   checkpoint is missing (``bench.train.train_if_missing``), opens it through ``bench.runner.open_model`` (as
+   `bench run` and ``bench.evaluate`` do) and returns the weights sha256 that every cell key needs;
 2. keys each of the model's cells with ``bench.runner.cell_key`` and skips those already in the
    store (the only-missing rule of ``bench run``);
 3. runs each missing cell as a Ray task through ``bench.runner.run_cell``, the function
@@ -137,13 +137,13 @@ class Plan:
 
     def config(self, cell: Cell) -> dict:
         """The cell's configuration, as ``bench run`` would store it."""
-        from bench.runner import for_model, get_suite, summary_config
+        from bench.runner import cell_config, for_model, get_suite, summary_config
 
         suite, protocol = get_suite(cell.suite), self.protocols[cell.suite]
         ctx = for_model(self.context(cell.suite, cell.seed), self.spec(cell.model))
         if cell.summary:
             return summary_config(suite, suite.plan_tasks(protocol), ctx)
-        return suite.config(suite.planned_task(cell.task, protocol), ctx)
+        return cell_config(suite, suite.planned_task(cell.task, protocol), ctx)
 
     def config_hash(self, cell: Cell) -> str:
         """The cell's configuration hash: the part of its store key that needs no weights."""
@@ -209,17 +209,16 @@ _ENCODER: dict = {}  # one loaded encoder per worker process: consecutive cells 
 
 
 def _encoder(spec: ModelSpec, paths: Paths, settings: CellSettings, seed: int):
-    from bench.models.encoder import open_encoder
-    from bench.train import train_registered
+    """The model's encoder, trained first when it is a registered method model without its checkpoint."""
+    from bench.runner import open_model
+    from bench.train import train_if_missing
 
-    from bench.models.encoder import use_dtype
-
-    use_dtype(settings.dtype)  # for code without a dtype argument (the masked-LM stand-in)
     key = (repr(spec), str(paths.models), settings.device, settings.batch_size, settings.dtype)
     if key not in _ENCODER:
         _ENCODER.clear()
-        _ENCODER[key] = open_encoder(spec, paths, settings.device, settings.batch_size, seed,
-                                     train_missing=train_registered, dtype=settings.dtype)
+        train_if_missing(spec, paths, device=settings.device, seed=seed, dtype=settings.dtype)
+        _, _ENCODER[key] = open_model(spec, paths, device=settings.device, dtype=settings.dtype,
+                                      batch_size=settings.batch_size)
     return _ENCODER[key]
 
 

@@ -38,7 +38,7 @@ def add_arguments(parser):
     parser.add_argument("--offline", action="store_true", help="status: do not probe the network for real resources")
     from app.commands import add_dtype_argument
 
-    add_dtype_argument(parser)  # the masked LM's training and evaluation read it (bench.models.encoder.requested_dtype)
+    add_dtype_argument(parser)  # passed to the masked LM's training and evaluation (options["dtype"])
 
 
 def _figures(report: dict) -> str:
@@ -73,10 +73,9 @@ def main(args) -> int:
     if args.offline:
         os.environ[OFFLINE_ENV] = "1"
     if args.action == "build":
-        from bench.models.encoder import resolve_dtype, use_dtype
+        from bench.models.encoder import resolve_dtype
 
         resolve_dtype("cpu", args.dtype)  # the stand-ins build on CPU: fp16 fails here (exit 2)
-        use_dtype(args.dtype)
         from bench.progress import progress
 
         parts = args.only or list(PARTS)

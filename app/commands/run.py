@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 
 from rich.table import Table
@@ -106,12 +105,11 @@ def chosen_protocol(args):
 
 
 def main(args) -> int:
-    from bench.models.encoder import open_encoder
     from bench.paths import Paths
     from bench.models.registry import resolve_model
     from bench.results.store import ResultStore, model_dir
-    from bench.runner import RunContext, check_data, get_suite, run_plan
-    from bench.train import train_registered
+    from bench.runner import RunContext, check_data, get_suite, open_model, run_plan
+    from bench.train import train_if_missing
 
     console = output_console()
     start = time.perf_counter()
@@ -132,9 +130,8 @@ def main(args) -> int:
     # e.g. attack resources not built: exit 2 in seconds, naming the build (before torch is imported)
     suite.preflight(tasks, RunContext(paths=paths, limit=args.limit, profile=args.profile,
                                       options=suite_options(args), protocol=chosen))
-    from bench.models.encoder import pick_device, resolve_dtype, slow_dtype_note, use_dtype
+    from bench.models.encoder import pick_device, resolve_dtype, slow_dtype_note
 
-    use_dtype(args.dtype)  # for code without a dtype argument (the masked-LM stand-in)
     device = pick_device(args.device)
     note = slow_dtype_note(device, resolve_dtype(device, args.dtype))  # fp16 off CUDA fails here (exit 2)
     if note:
@@ -150,10 +147,9 @@ def main(args) -> int:
     from bench.progress import progress as make_progress
 
     with make_progress() as progress:  # a live bar on a terminal, a plain line at least every 30 s in a log
-        encoder = open_encoder(spec, paths, args.device, args.batch_size, args.seed, log=console.print,
-                               train_missing=partial(train_registered,
-                                                     allow_unverified_data=args.allow_unverified_data),
-                               dtype=args.dtype)
+        train_if_missing(spec, paths, device=args.device, seed=args.seed, dtype=args.dtype, log=console.print,
+                         allow_unverified_data=args.allow_unverified_data)  # opening a model never trains it
+        _, encoder = open_model(spec, paths, device=args.device, dtype=args.dtype, batch_size=args.batch_size)
         [(_, outcomes)] = run_plan(spec, [chosen], replace(ctx, progress=progress), encoder)
     console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler}, {encoder.dtype})",
                                 protocol_caption(chosen, args.profile)))

@@ -95,7 +95,7 @@ def relaunch_with_accelerate(args, argv: list[str]) -> int:
 
 
 def main(args) -> int:
-    from bench.models.encoder import pick_device, resolve_dtype, use_dtype
+    from bench.models.encoder import pick_device, resolve_dtype
     from bench.paths import Paths
     from bench.train import build_job, run_training
 
@@ -117,7 +117,6 @@ def main(args) -> int:
 
     check_writable(paths.home, "BENCH_HOME directory (checkpoints, resume state)", "BENCH_HOME")
     resolve_dtype(pick_device(args.device), args.dtype)  # fp16 off CUDA fails here (exit 2), before any data loads
-    use_dtype(args.dtype)
     job = build_job(args.method, args.backbone, args.profile, paths, data=args.data,
                     settings=settings_from_args(args), name=args.name, device=args.device,
                     allow_unverified_data=args.allow_unverified_data, dtype=args.dtype)

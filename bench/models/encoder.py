@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import os
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -25,7 +24,8 @@ class CheckpointMissing(BenchError):
     def __init__(self, spec: ModelSpec, path: Path):
         super().__init__(
             f"Model '{spec.name}' has no checkpoint at {path}. Train it with "
-            f"`bench train --method {spec.method} --backbone {spec.base} --profile {spec.profile}`."
+            f"`bench train --method {spec.method} --backbone {spec.base} --profile {spec.profile}`, or run it "
+            f"with `bench run --model {spec.name}`, which trains it first."
         )
         self.spec, self.path = spec, path
 
@@ -52,23 +52,6 @@ def resolve_backbone(spec: ModelSpec, models_dir: Path | None = None) -> str:
     return spec.backbone
 
 
-def open_encoder(spec: ModelSpec, paths, device: str, batch_size: int, seed: int = 0, log=print,
-                 train_missing: Callable | None = None, dtype: str = "auto") -> "Encoder":
-    """The model's encoder. A trained model whose checkpoint is missing is first made by
-    ``train_missing(spec, paths, device=..., seed=..., dtype=...)`` when the caller passes one (the application
-    passes ``bench.train.train_registered``; the kernel does not import the trainer), else it is an error.
-    ``dtype`` (auto|fp32|bf16|fp16, ``resolve_dtype``) is the precision of both."""
-    try:
-        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size, dtype=dtype)
-    except CheckpointMissing:
-        if train_missing is None:
-            raise
-        log(f"Model '{spec.name}' has no checkpoint yet: training it now "
-            f"({spec.method} from {spec.base}, {spec.profile} profile).")
-        train_missing(spec, paths, device=device, seed=seed, dtype=dtype)
-        return Encoder.from_spec(spec, paths.models, device=device, batch_size=batch_size, dtype=dtype)
-
-
 def pick_device(device: str = "auto") -> str:
     import torch
 
@@ -89,7 +72,6 @@ def pick_device(device: str = "auto") -> str:
 # "bf16"/"fp16" mean autocast around the forward passes.
 
 DTYPES = ("auto", "fp32", "bf16", "fp16")  # what --dtype accepts
-DTYPE_ENV = "BENCH_DTYPE"  # the requested precision for code that takes no dtype argument (the MLM stand-in)
 _ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
@@ -165,17 +147,6 @@ def autocast(device: str, dtype):
     import torch
 
     return torch.autocast(device_type=device.split(":")[0], dtype=dtype)
-
-
-def use_dtype(requested: str) -> None:
-    """Make ``requested`` the process's precision for code without a dtype argument (child processes
-    inherit it through the environment). The commands call this with their --dtype."""
-    os.environ[DTYPE_ENV] = _requested(requested)
-
-
-def requested_dtype() -> str:
-    """The precision asked for in this process (``use_dtype``; default auto). Pass it to ``resolve_dtype``."""
-    return _requested(os.environ.get(DTYPE_ENV, "auto"))
 
 
 def slow_dtype_note(device: str, dtype) -> str | None:

@@ -2,7 +2,8 @@
 function ``f(list[str]) -> (n, d) array``, behind the same ``encode`` contract as ``bench.models.encoder.Encoder``.
 
 Identity (what a result cell's ``weights_sha256`` holds, so a changed model never reuses a cell):
-- a torch module (a ``SentenceTransformer`` included): the sha256 of its weights (``state_dict_sha256``);
+- a torch module (a ``SentenceTransformer`` included): the sha256 of its weights (``state_dict_sha256``; for a
+  sentence-transformers stack bench can rebuild, of its Hugging Face module, as `bench run` hashes it);
 - anything else: the sha256 of its embeddings of ``PROBE_SENTENCES`` (rounded to ``PROBE_DECIMALS``), so a
   function whose probe embeddings change gets new cells. A change that leaves every probe embedding as it was
   is not seen: give such a function a new name.
@@ -211,6 +212,20 @@ def _module_device_dtype(module) -> tuple[str, str]:
     return str(param.device), str(param.dtype).replace("torch.", "")
 
 
+def _weights_identity(module, network) -> tuple[str, str]:
+    """(sha256, how it was formed) of a torch module's weights. A sentence-transformers stack bench can rebuild
+    (``network``) is hashed over its Hugging Face module, as ``Encoder.weights_sha256`` hashes the same weights
+    opened by name or directory: one identity for one set of weights, however it is opened."""
+    from bench.models.encoder import state_dict_sha256
+
+    if network is None:
+        return state_dict_sha256(module), "sha256 of its weights (state_dict)"
+    normalised = ", then normalised" if type(module[-1]).__name__ == "Normalize" else ""
+    return (state_dict_sha256(network[0]),
+            f"sha256 of its transformer's weights (state_dict, as `bench run` hashes them; pooler {network[2]}"
+            f"{normalised})")
+
+
 def wrap(model, *, name: str, batch_size: int = 64) -> ObjectEncoder:
     """An ObjectEncoder for ``model``: a SentenceTransformer, a torch module or object with ``encode``, or a
     callable ``f(list[str]) -> (n, d) array``. BenchError (exit 2) for anything else."""
@@ -234,15 +249,11 @@ def wrap(model, *, name: str, batch_size: int = 64) -> ObjectEncoder:
                          f"SentenceTransformer, an object with encode(list[str]) nor a function of a list of "
                          f"sentences. Fix: pass one of those.")
     device, dtype = _module_device_dtype(model) if is_module else ("cpu", "float32")
-    sha = note = None
-    if is_module:
-        from bench.models.encoder import state_dict_sha256
-
-        sha, note = state_dict_sha256(model), "sha256 of its weights (state_dict)"
-    encoder = ObjectEncoder(call, name=name, batch_size=batch_size, chunk=chunk, device=device, dtype=dtype,
-                            weights_sha256=sha, identity_note=note or "",
-                            source=f"python {kind} {qualified_name(model)}")
     network = _st_network(model) if _is_sentence_transformer(model) else None
+    sha, note = _weights_identity(model, network) if is_module else (None, "")
+    encoder = ObjectEncoder(call, name=name, batch_size=batch_size, chunk=chunk, device=device, dtype=dtype,
+                            weights_sha256=sha, identity_note=note,
+                            source=f"python {kind} {qualified_name(model)}")
     if network is not None:
         encoder.model, encoder.tokenizer, encoder.pooler, encoder.max_len = network
     return encoder
