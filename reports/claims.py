@@ -50,8 +50,9 @@ NOT_RUN = "not run yet"
 NOT_TESTABLE = "not testable here"
 FLOOR = "not testable here (floor)"
 CEILING = "not testable here (ceiling)"
+INSENSITIVE = "not testable here (insensitive)"
 VERDICTS = (REPLICATED, REVERSED, EXCLUDED, FEW_SEEDS, INCONCLUSIVE, REFUSED, NO_EVIDENCE, NOT_RUN, NOT_TESTABLE,
-            FLOOR, CEILING)
+            FLOOR, CEILING, INSENSITIVE)
 KINDS = ("paper", "control", "placebo")  # each kind is its own set of Holm families, never mixed
 MEANINGS = {
     REPLICATED: "the paper's direction: the seed-level t test of no difference passes after Holm's correction "
@@ -74,6 +75,9 @@ MEANINGS = {
            "of the paper's size cannot be measured",
     CEILING: "the baseline sits nearer its upper bound than the paper's Δ, so a change of the paper's size "
              "cannot be measured",
+    INSENSITIVE: "the attack is shown not to read robustness on this task: a positive control moves another "
+                 "attack there and no control moves this one (declared in claims.toml, with its measured reason; "
+                 "the declaration lapses once a control moves it)",
 }
 
 REQUIRED = ("id", "paper", "table", "claim", "suite", "task", "metric", "aggregation", "method", "baseline",
@@ -227,6 +231,7 @@ class Ledger:
     run_defaults: dict
     source: str
     tests: dict = field(default_factory=dict)  # [tests]: min_seeds, exclusion_share, bounds per metric
+    insensitive: tuple = ()  # [[insensitive]]: attacks the controls show this instrument cannot read on a task
 
     def min_seeds(self, claim: Claim) -> int:
         return claim.min_seeds or int(self.tests.get("min_seeds", MIN_SEEDS))
@@ -278,7 +283,30 @@ def load(path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None) -> L
     seeds = data.get("seeds") or {}
     return Ledger(tuple(claims), dict(data.get("costs") or {}), dict(models),
                   tuple(seeds.get("suffixes") or ()), dict(data.get("run_defaults") or {}), path.name,
-                  dict(data.get("tests") or {}))
+                  dict(data.get("tests") or {}), _insensitive(path, data.get("insensitive") or [], claims))
+
+
+@dataclass(frozen=True)
+class Insensitive:
+    """An attack the positive controls show this instrument cannot read on a task (an [[insensitive]] table)."""
+
+    attack: str
+    task: str
+    reference: str  # a control claim on another attack of the same task that moves (its CI excludes 0)
+    reason: str  # the measured explanation (docs/attacks.md), in words; the numbers come from the controls
+
+
+def _insensitive(path: Path, entries: list, claims: list[Claim]) -> tuple[Insensitive, ...]:
+    kinds = {c.id: c for c in claims}
+    out = []
+    for entry in entries:
+        ref = kinds.get(entry["reference"])
+        if ref is None or ref.kind != "control" or ref.task != entry["task"] or ref.attack == entry["attack"]:
+            raise _fail(path, f"[[insensitive]] {entry['attack']} on {entry['task']}",
+                        f"reference {entry['reference']!r} is not a control claim on another attack of that task",
+                        "name the control claim that shows the instrument moving on this task")
+        out.append(Insensitive(entry["attack"], entry["task"], entry["reference"], entry["reason"]))
+    return tuple(out)
 
 
 def _check_fields(path: Path, where: str, entry: dict, models: dict) -> None:
@@ -725,13 +753,48 @@ def _bounds_verdict(e: Effect, book: Ledger) -> Verdict | None:
     return bound_verdict(e.claim.paper_delta, e.values[0], book.bounds(e.claim), no_difference)
 
 
-def decidable(e: Effect, book: Ledger) -> bool:
-    """A line the rule judges: pooled, neither at chance nor at a bound, with the matched seeds it needs."""
+def decidable(e: Effect, book: Ledger, insensitive: dict | None = None) -> bool:
+    """A line the rule judges: pooled, neither at chance, at a bound nor on an attack the controls show to be
+    insensitive, with the matched seeds it needs."""
     return (e.pooled is not None and e.pooled.estimate is not None and not e.at_chance
-            and _bounds_verdict(e, book) is None and len(e.ran) >= book.min_seeds(e.claim))
+            and _bounds_verdict(e, book) is None and e.claim.id not in (insensitive or {})
+            and len(e.ran) >= book.min_seeds(e.claim))
 
 
-def family_adjusted(primaries: list[Effect], book: Ledger) -> dict[int, Tests]:
+def _moves(e: Effect | None) -> bool | None:
+    """Whether a line's pooled CI excludes 0 (None: not measured)."""
+    p = e.pooled if e is not None else None
+    if p is None or p.estimate is None or p.low is None or p.high is None:
+        return None
+    return p.low > 0 or p.high < 0
+
+
+def _delta_ci(e: Effect) -> str:
+    p = e.pooled
+    return f"Δ {p.estimate:+.2f} [{p.low:+.2f}, {p.high:+.2f}]"
+
+
+def insensitive_notes(book: Ledger, effects: list[list[Effect]]) -> dict[str, str]:
+    """Paper claim id -> its "insensitive" note, for each [[insensitive]] declaration whose evidence holds on
+    the stored cells: its reference control moves (CI excludes 0), and every measured control on the declared
+    attack and task does not. The numbers come from those control lines; a declaration lapses by itself once
+    a control moves the attack."""
+    primary = {c.id: group[0] for c, group in zip(book.claims, effects) if group}
+    notes = {}
+    for d in book.insensitive:
+        ref = primary.get(d.reference)
+        same = [(c.id, primary[c.id]) for c in book.claims if c.kind == "control" and c.attack == d.attack
+                and c.task == d.task and _moves(primary.get(c.id)) is not None]
+        if not _moves(ref) or not same or any(_moves(e) for _, e in same):
+            continue
+        note = (f"{d.reason}. {d.reference} moves {ref.claim.attack} by {_delta_ci(ref)}; the controls on "
+                f"{d.attack} do not: " + "; ".join(f"{cid} {_delta_ci(e)}" for cid, e in same))
+        notes.update({c.id: note for c in book.claims
+                      if c.kind == "paper" and c.attack == d.attack and c.task == d.task})
+    return notes
+
+
+def family_adjusted(primaries: list[Effect], book: Ledger, insensitive: dict | None = None) -> dict[int, Tests]:
     """Holm-adjusted p of every primary line, within each (kind, family): the declared family holds every
     testable primary line of its kind that the family's test applies to; a line not decidable yet is counted
     at p = 1, so a verdict reached now is never undone by the runs still to come. Only decidable lines get
@@ -742,7 +805,7 @@ def family_adjusted(primaries: list[Effect], book: Ledger) -> dict[int, Tests]:
         for family in FAMILIES:
             members = [e for e in primaries if e.claim.kind == kind and e.in_family
                        and _applies(e.claim, family, book)]
-            ps = [getattr(raw[id(e)], family) if decidable(e, book) else None for e in members]
+            ps = [getattr(raw[id(e)], family) if decidable(e, book, insensitive) else None for e in members]
             for e, q, p in zip(members, holm([1.0 if p is None else p for p in ps]), ps):
                 out[id(e)][family] = q if p is not None else None
     return {key: Tests(**fams) for key, fams in out.items()}
@@ -756,9 +819,9 @@ def _applies(claim: Claim, family: str, book: Ledger) -> bool:
     return True
 
 
-def judge(effect: Effect, adjusted: Tests | None, book: Ledger) -> Effect:
-    """The effect with its verdict: its bounds, its matched seeds and its (Holm-adjusted, for a primary
-    line) p in each family."""
+def judge(effect: Effect, adjusted: Tests | None, book: Ledger, insensitive: str = "") -> Effect:
+    """The effect with its verdict: its bounds, the attack's sensitivity (``insensitive``: the note of a
+    declaration that holds), its matched seeds and its (Holm-adjusted, for a primary line) p in each family."""
     claim, pooled = effect.claim, effect.pooled
     tests = adjusted if effect.primary and adjusted is not None else raw_tests(effect, book)
     done = replace(effect, adjusted=tests, p_adjusted=tests.direction if effect.primary else None)
@@ -772,6 +835,8 @@ def judge(effect: Effect, adjusted: Tests | None, book: Ledger) -> Effect:
     at_bound = _bounds_verdict(effect, book)
     if at_bound is not None:
         return replace(done, verdict=at_bound)
+    if insensitive:
+        return replace(done, verdict=Verdict(INSENSITIVE, insensitive))
     v = verdict(claim.direction, claim.paper_delta, pooled.estimate, tests, len(effect.ran),
                 book.min_seeds(claim), book.exclusion_margin(claim), claim.margin)
     return replace(done, verdict=v)
@@ -796,9 +861,10 @@ def ledger(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValue
         variants = () if claim.not_testable else claim.variants
         effects.append([replace(effect(store, book, claim, v, cache, matching), primary=(i == 0))
                         for i, v in enumerate(variants)])
+    insensitive = insensitive_notes(book, effects)
     primaries = [e for group in effects for e in group if e.primary]
-    adjusted = family_adjusted(primaries, book)
-    rows = [Row(claim, tuple(judge(e, adjusted.get(id(e)), book) for e in group))
+    adjusted = family_adjusted(primaries, book, insensitive)
+    rows = [Row(claim, tuple(judge(e, adjusted.get(id(e)), book, insensitive.get(claim.id, "")) for e in group))
             for claim, group in zip(book.claims, effects)]
     return book, rows
 

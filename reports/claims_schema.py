@@ -74,9 +74,20 @@ class Tests(BaseModel):
     bounds: dict[str, list[StrictInt | StrictFloat]] = {}
 
 
+class Insensitive(BaseModel):
+    """[[insensitive]]: an attack the positive controls show this instrument cannot read on a task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attack: Text = Name
+    task: Text = Name
+    reference: Text = Name
+    reason: Text = Name
+
+
 class ClaimsFile(BaseModel):
-    """The file's top level: [run_defaults], [seeds], [models], [costs] and the [[claim]] tables (each checked
-    by ``Claim`` in ``claim_problem``, so its message names the claim)."""
+    """The file's top level: [run_defaults], [seeds], [tests], [models], [costs], [[insensitive]] and the
+    [[claim]] tables (each checked by ``Claim`` in ``claim_problem``, so its message names the claim)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -85,6 +96,7 @@ class ClaimsFile(BaseModel):
     tests: Tests = Tests()
     models: dict[str, Text] = {}
     costs: dict[str, Any] = {}
+    insensitive: list[Insensitive] = []
     claim: list[dict[str, Any]] = []
 
 

@@ -618,3 +618,47 @@ def test_the_committed_ledger_keeps_its_promises():
         assert r["df"] == "inf" or 1.0 <= float(r["df"]) <= 1000.0
         if r["kind"] == "placebo":
             assert r["verdict"] not in (REPLICATED, REVERSED), r
+
+
+def test_an_insensitive_attack_is_not_judged_while_its_controls_show_it_and_the_declaration_lapses_after():
+    from bench.scoring.stats import Pooled
+
+    book = claims.load()
+    declared = book.insensitive[0]
+    by_id = {c.id: c for c in book.claims}
+
+    def effect(claim, low, high):
+        return claims.Effect(claim, {}, (), Pooled((low + high) / 2, low, high, 0.01, 1.0, 3, None, "t"),
+                             primary=True)
+
+    ref = by_id[declared.reference]
+    controls = [c for c in book.claims if c.kind == "control" and c.attack == declared.attack
+                and c.task == declared.task]
+    papers = [c for c in book.claims if c.kind == "paper" and c.attack == declared.attack
+              and c.task == declared.task]
+    assert controls and papers
+
+    def notes(ref_ci, control_ci):
+        groups = [[effect(c, *ref_ci)] if c is ref else [effect(c, *control_ci)] if c in controls else []
+                  for c in book.claims]
+        return claims.insensitive_notes(book, groups)
+
+    held = notes((-47.0, -36.0), (-1.6, 3.2))
+    assert set(held) == {c.id for c in papers}
+    note = next(iter(held.values()))
+    assert declared.reference in note and "Δ -41.50 [-47.00, -36.00]" in note and "Δ +0.80 [-1.60, +3.20]" in note
+    assert notes((-47.0, -36.0), (-9.0, -2.0)) == {}  # a control moves the attack: the lines are judged again
+    assert notes((-3.0, 1.0), (-1.6, 3.2)) == {}  # the reference does not move: nothing is shown either way
+    line = effect(papers[0], -2.0, 2.0)
+    judged = claims.judge(line, claims.Tests(0.9), book, held[papers[0].id])
+    assert judged.verdict.label == claims.INSENSITIVE and judged.verdict.note == note
+    assert not claims.decidable(line, book, held)
+
+
+def test_an_insensitive_declaration_must_name_a_control_on_another_attack_of_its_task(tmp_path):
+    text = (tmp_path / "c.toml")
+    source = claims.CLAIMS_FILE.read_text(encoding="utf-8")
+    text.write_text(source.replace('reference = "control-canon-textfooler-mr"',
+                                   'reference = "robustembed-t3-textfooler-mr"'), encoding="utf-8")
+    with pytest.raises(BenchError, match="is not a control claim on another attack"):
+        claims.load(text)
