@@ -9,7 +9,8 @@ a generated report (``reports/scale-robustembed-vs-simcse`` is ``reports/generat
 values that pick exactly one row of it (``key=value``; ``key~=text``: the value contains the text; %20
 is a space). The quoted text is the row's ``value`` (a ledger row's ``delta``), or that
 and its 95% CI (``V [L, H]``), each rounded to as many decimals as the text shows; with the key
-``show=COLUMN`` it is that column alone (``show=p``: a ledger row's p); with the key
+``show=COLUMN`` it is that column alone (``show=p``: a ledger row's p; a column of words, such as
+``show=verdict``, is quoted whole); with the key
 ``rows=count`` it is how many rows match (e.g. the ledger's primary lines with one verdict). ``check`` lists every
 quote that differs from its row (tests/test_readme.py runs it on the README and docs/); ``fill``
 rewrites the quotes from the rows, e.g. after a new render (``python -m reports.quoted --fill``).
@@ -75,7 +76,12 @@ def _actual(match: re.Match, results_dir: Path, cache: dict) -> tuple[list[float
         return None, f"{len(rows)} rows of {match.group('file')}.csv match {keys}: name exactly one"
     row = rows[0]
     if shown:
-        return ([float(row[shown])], "") if row.get(shown) not in (None, "") else (None, f"no {shown} in that row")
+        if row.get(shown) in (None, ""):
+            return None, f"no {shown} in that row"
+        try:
+            return [float(row[shown])], ""
+        except ValueError:  # a word (a verdict): quoted whole
+            return [row[shown]], ""
     value = "value" if "value" in row else "delta"  # the claims ledger's rows quote their difference
     return [float(row[c]) for c in (value, "ci_low", "ci_high") if row.get(c) not in (None, "")], ""
 
@@ -88,6 +94,10 @@ def check(text: str, results_dir: Path, where: str = "") -> list[str]:
         actual, why = _actual(m, results_dir, cache)
         if actual is None:
             problems.append(f"{where}: {m.group(0)[:120]}: {why}")
+            continue
+        if isinstance(actual[0], str):
+            if m.group("text") != actual[0]:
+                problems.append(f"{where}: quotes {m.group('text')!r}, the results say {actual[0]!r}")
             continue
         wanted = [_formatted(a, q) for a, q in zip(actual, quoted)]
         if not quoted or len(quoted) > len(actual) or [_number(w) for w in wanted] != [_number(q) for q in quoted]:
@@ -103,6 +113,8 @@ def fill(text: str, results_dir: Path) -> str:
         actual, _ = _actual(m, results_dir, cache)
         if actual is None:
             return m.group(0)
+        if isinstance(actual[0], str):
+            return m.group(0).replace(f"-->{m.group('text')}<!--", f"-->{actual[0]}<!--")
         numbers = iter(actual)
         new = NUMBER.sub(lambda n: _formatted(next(numbers, _number(n.group(0))), n.group(0)), m.group("text"))
         return m.group(0).replace(f"-->{m.group('text')}<!--", f"-->{new}<!--")

@@ -304,3 +304,15 @@ def test_one_column_of_a_row_is_quoted(tmp_path):
     assert quoted.check(good, results) == []
     assert "the results say 0.029" in quoted.check(good.replace("0.029", "0.048"), results)[0]
     assert "no mde in that row" in quoted.check(good.replace("show=p", "show=mde"), results)[0]
+
+
+def test_a_column_of_words_is_quoted_whole(tmp_path):
+    """``show=verdict`` quotes a ledger row's verdict as it stands, so a verdict in prose cannot drift."""
+    from reports import quoted
+
+    results = _ledger(tmp_path, "claim_id,seed,delta,verdict\nc,pooled,-2.4,too few seeds\n")
+    good = "<!-- q: reports/claims claim_id=c seed=pooled show=verdict -->too few seeds<!-- /q -->"
+    assert quoted.check(good, results) == []
+    stale = good.replace("-->too few seeds<", "-->replicated<")
+    assert "the results say 'too few seeds'" in quoted.check(stale, results)[0]
+    assert quoted.fill(stale, results) == good
