@@ -515,14 +515,18 @@ def _run_rows(task, metric: str, per_run: list[dict], plan: list[Replication], p
               attack: str, n: int | None = None, evidence: list[dict] | None = None):
     """The mean over runs (with its std and what varied) and, with several runs, one row per run.
     ``n``: examples per run (default: the run's sample size). ``evidence`` (per run: metric -> per-example
-    Evidence) is what the base suite turns into CIs: Wilson or a bootstrap per run, a t-interval over runs."""
+    Evidence) is what the base suite turns into CIs: Wilson or a bootstrap per run, and for the mean over
+    runs a bootstrap with each run's examples resampled within that run (as the reports' Table 3), never a
+    t-interval over two or three run values (with 1 degree of freedom it spans most of 0-100)."""
     from bench.scoring.stats import Evidence
 
     value, std = mean_std([m[metric] for m in per_run])
     varied = what_varied(plan)
     runs = [e.get(metric) for e in evidence or []]
-    combined = (Evidence(parts=[replace(e, label=f"run{rep.run}") for rep, e in zip(plan, runs)], combine="runs")
-                if runs and all(runs) else None)
+    combined = None
+    if runs and all(runs):
+        combined = (runs[0] if len(runs) == 1 else  # one run: its own interval (Wilson for a rate)
+                    Evidence(parts=[replace(e, label=f"run{rep.run}") for rep, e in zip(plan, runs)], combine="strata"))
     rows = [row(task, metric, value, n or len(plan[0].indices), aggregation="mean-of-runs", attack=attack, std=std,
                 resources=provenance, config=json.dumps({**config, "replication": varied}, sort_keys=True),
                 evidence=combined)]

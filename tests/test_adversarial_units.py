@@ -146,3 +146,27 @@ def test_the_yelp_stand_in_never_trains_on_an_attacked_example(tmp_path):
     assert [e.inputs[0] for e in attacked] == [f"review number {i}" for i in range(0, 10, 2)]
     assert {e.inputs for e in attacked}.isdisjoint({e.inputs for e in train}) and len(train) == 5
     assert stand_in.source != ds.YELP_TRAIN_SET.source
+
+
+def test_the_mean_over_two_runs_gets_a_run_by_run_bootstrap_not_a_t_interval():
+    """With two runs a t-interval has 1 degree of freedom and spans most of 0-100; the mean-of-runs row's CI
+    resamples each run's attacked examples within that run instead, and one run keeps its own Wilson."""
+    from bench.results.uncertainty import apply_uncertainty
+    from bench.scoring.stats import Evidence, Sample
+    from suites.adversarial import Replication, _run_rows
+    from suites.base import Task
+
+    task = Task(name="mr", suite="adversarial", dataset="mr", split="attack", main_metric="attack_success_rate")
+    plan = [Replication(k, k, tuple(range(200 * k, 200 * (k + 1))), "block") for k in range(2)]
+    outcomes = [np.r_[np.ones(140), np.zeros(60)], np.r_[np.ones(110), np.zeros(90)]]  # 70% and 55%
+    evidence = [{"attack_success_rate": Evidence("proportion", Sample(list(range(200)), {"y": o}), ("y",),
+                                                  scale=100.0)} for o in outcomes]
+    per_run = [{"attack_success_rate": 100 * o.mean()} for o in outcomes]
+    rows = _run_rows(task, "attack_success_rate", per_run, plan, "{}", {}, "textfooler", evidence=evidence)
+    apply_uncertainty(rows)
+    mean = rows[0]
+    assert mean.aggregation == "mean-of-runs" and mean.value == pytest.approx(62.5)
+    assert mean.ci_method.startswith("bootstrap-stratified") and 55 < mean.ci_low < 62.5 < mean.ci_high < 70
+    one = _run_rows(task, "attack_success_rate", per_run[:1], plan[:1], "{}", {}, "textfooler", evidence=evidence[:1])
+    apply_uncertainty(one)
+    assert one[0].ci_method == "wilson"
