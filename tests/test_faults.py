@@ -1555,3 +1555,18 @@ if __name__ == "__main__":
         print(reliability_table(), end="")
     else:
         sys.exit("usage: python tests/test_faults.py --table   (run the tests with pytest)")
+
+
+def test_report_counts_as_skipped_only_the_cells_it_skipped(finished, bench_env, tmp_path, capsys):
+    """Two weights identities under one name: `bench report` warns about them but skips no cell, so it must
+    not say that a cell was unreadable (it used to count every warning as a skipped cell)."""
+    from bench.results.store import CellKey, Result, ResultStore
+
+    store = ResultStore(bench_env.results)
+    for sha, value in (("ab" * 32, 10.0), ("cd" * 32, 20.0)):
+        store.write(CellKey("twice", sha, "sts", "stsb", 0, "c" * 16), [Result(
+            model="twice", suite="sts", task="stsb", split="test", metric="spearman", aggregation="all",
+            value=value, n=8, seed=0, weights_sha256=sha, created_at="2026-01-01T00:00:00+00:00")], {})
+    code, out, err = bench("report", "--format", "md", "--out", str(tmp_path / "reports"), capsys=capsys)
+    assert code == 0, err
+    assert "2 weights identities" in err and "unreadable" not in out

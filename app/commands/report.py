@@ -13,7 +13,7 @@ import warnings
 from pathlib import Path
 
 from bench.errors import BenchWarning
-from bench.results.store import EvidenceWarning, ResultStore
+from bench.results.store import EvidenceWarning, ResultStore, SkippedCellWarning
 
 FORMAT_NAMES = ("md", "tex", "csv", "html")
 
@@ -64,10 +64,11 @@ def main(args) -> int:
         with progress() as bar:  # a full render takes minutes: progress at least every 30 s
             artifacts = reports.generate(paths.results, suites=args.suites, formats=args.formats, reports_dir=out,
                                          progress=bar)
-    skipped = [str(w.message) for w in caught if issubclass(w.category, BenchWarning)
-               and not issubclass(w.category, EvidenceWarning)]  # bad evidence: all cells checked below
-    for message in dict.fromkeys(skipped):
+    told = [w for w in caught if issubclass(w.category, BenchWarning)
+            and not issubclass(w.category, EvidenceWarning)]  # bad evidence: all cells checked below
+    for message in dict.fromkeys(str(w.message) for w in told):
         print(f"bench: warning: {message}", file=sys.stderr)
+    skipped = [str(w.message) for w in told if issubclass(w.category, SkippedCellWarning)]
     bad_evidence = ResultStore(paths.results).evidence_problems()
     for exc in bad_evidence:
         print(f"bench: warning: {exc}", file=sys.stderr)

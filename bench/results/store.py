@@ -356,6 +356,10 @@ class EvidenceWarning(BenchWarning):
     """A cell's evidence sidecar is missing or corrupt: its rows are used without evidence."""
 
 
+class SkippedCellWarning(BenchWarning):
+    """A cell file was skipped (unreadable, or a duplicate of a key another file holds): its rows are not read."""
+
+
 def _file_identity(path: Path) -> tuple:
     """What tells one version of a file from another within a process (() when it does not exist)."""
     try:
@@ -618,7 +622,7 @@ class ResultStore:
         warnings.warn(f"Skipped {what} result cell {exc.path} ({exc.reason}); its rows are "
                       f"{'not read' if what == 'duplicate' else 'missing'}. Re-run its `bench run` to "
                       f"{'move it to ' + QUARANTINE_DIR + '/' if what == 'duplicate' else 'recompute it'}.",
-                      BenchWarning, stacklevel=3)
+                      SkippedCellWarning, stacklevel=3)
 
     def rows(self) -> list[dict]:
         """Every row of every readable cell (see ``readable_cells``)."""
