@@ -1527,6 +1527,21 @@ def test_grid_dry_run_is_linear_in_the_seeds_and_shows_progress(bench_env, tiny_
     assert counts[400][1] <= 10 * counts[40][1]
 
 
+def test_report_counts_as_skipped_only_the_cells_it_skipped(finished, bench_env, tmp_path, capsys):
+    """Two weights identities under one model name, at `bench report`: exit 0; it warns that they share the
+    name, skips no cell and says none was unreadable (every warning used to be counted as a skipped cell)."""
+    from bench.results.store import CellKey, Result, ResultStore
+
+    store = ResultStore(bench_env.results)
+    for sha, value in (("ab" * 32, 10.0), ("cd" * 32, 20.0)):
+        store.write(CellKey("twice", sha, "sts", "stsb", 0, "c" * 16), [Result(
+            model="twice", suite="sts", task="stsb", split="test", metric="spearman", aggregation="all",
+            value=value, n=8, seed=0, weights_sha256=sha, created_at="2026-01-01T00:00:00+00:00")], {})
+    code, out, err = bench("report", "--format", "md", "--out", str(tmp_path / "reports"), capsys=capsys)
+    assert code == 0, err
+    assert "2 weights identities" in err and "unreadable" not in out
+
+
 def test_reliability_page_table_is_current():
     """docs/reliability.md's table is this file's table (`python tests/test_faults.py --table`)."""
     page = (REPO / "docs" / "reliability.md").read_text(encoding="utf-8")
@@ -1556,17 +1571,3 @@ if __name__ == "__main__":
     else:
         sys.exit("usage: python tests/test_faults.py --table   (run the tests with pytest)")
 
-
-def test_report_counts_as_skipped_only_the_cells_it_skipped(finished, bench_env, tmp_path, capsys):
-    """Two weights identities under one name: `bench report` warns about them but skips no cell, so it must
-    not say that a cell was unreadable (it used to count every warning as a skipped cell)."""
-    from bench.results.store import CellKey, Result, ResultStore
-
-    store = ResultStore(bench_env.results)
-    for sha, value in (("ab" * 32, 10.0), ("cd" * 32, 20.0)):
-        store.write(CellKey("twice", sha, "sts", "stsb", 0, "c" * 16), [Result(
-            model="twice", suite="sts", task="stsb", split="test", metric="spearman", aggregation="all",
-            value=value, n=8, seed=0, weights_sha256=sha, created_at="2026-01-01T00:00:00+00:00")], {})
-    code, out, err = bench("report", "--format", "md", "--out", str(tmp_path / "reports"), capsys=capsys)
-    assert code == 0, err
-    assert "2 weights identities" in err and "unreadable" not in out
