@@ -5,7 +5,8 @@
 
 For each page (default: the index, the claims page, the first robustness card, the adversarial
 leaderboard and RobustEmbed's Table 3) it fails, at each size, on a horizontal scroll (the page wider
-than the window; a wide table scrolls inside its own box instead), a broken link (a relative href or src
+than the window; a wide table scrolls inside its own box instead), a row of the index's claims whose text
+runs over its next column, a broken link (a relative href or src
 that names no file, or no anchor on the page it names) and an empty column (a table column whose every
 body cell is blank). With --screenshots it saves each page's first screen at each size as a PNG
 (``<page>.png`` wide, ``<page>-390.png`` on the phone) and, beside them, ``screenshots.json``: the claims
@@ -41,7 +42,12 @@ if(!rows.length)return;var n=rows[0].cells.length;for(var i=0;i<n;i++){var blank
 for(var r=0;r<rows.length;r++){var c=rows[r].cells[i];if(c&&c.textContent.trim()!==''){blank=false;break}}
 if(blank){var h=t.tHead&&t.tHead.rows[0]&&t.tHead.rows[0].cells[i];empty.push('table '+ti+' column '+i+
 (h?' ('+h.textContent.trim()+')':''))}}});
-parent.postMessage(JSON.stringify({scrollWidth:d.scrollWidth,innerWidth:window.innerWidth,empty:empty}),'*')});
+var overlap=[];document.querySelectorAll('div.fr').forEach(function(row){var c=row.children;
+for(var i=0;i+1<c.length;i++){var b=c[i+1].getBoundingClientRect(),parts=[c[i]].concat([].slice.call(c[i].querySelectorAll('*')));
+parts.forEach(function(e){var a=e.getBoundingClientRect();if(a.width&&a.right>b.left+1&&a.top<b.bottom&&b.top<a.bottom)
+overlap.push(c[i].textContent.trim().slice(0,60))})}});
+parent.postMessage(JSON.stringify({scrollWidth:d.scrollWidth,innerWidth:window.innerWidth,empty:empty,
+overlap:overlap}),'*')});
 </script>"""
 FRAME = """<!DOCTYPE html><html><head><style>body{{margin:0}}iframe{{border:0;display:block}}</style></head><body>
 <iframe src="{src}" style="width:{width}px;height:{height}px"></iframe>
@@ -138,6 +144,8 @@ def check(pages: list[Path], screenshots: Path | None = None, browser: str | Non
                 problems.append(f"{page.name}: scrolls sideways at {size[0]}×{size[1]} ({m['scrollWidth']} px wide "
                                 f"in a {m['innerWidth']} px window)")
             problems += [f"{page.name}: empty {column}" for column in m["empty"] if size == sizes[0]]
+            problems += [f"{page.name}: {text!r} runs over the next column at {size[0]}×{size[1]}"
+                         for text in dict.fromkeys(m.get("overlap", []))]
             if screenshots is not None:
                 shoot(browser, page, screenshots / shot_name(page, size, sizes), size)
     return problems

@@ -47,8 +47,9 @@ STYLE = (
     "div.legend{font-size:13px;margin:8px 0 4px;display:flex;flex-wrap:wrap;gap:4px 12px;align-items:center}"
     "span.chip{display:inline-block;border-radius:3px;padding:0 6px;color:#fff;font-size:12px;white-space:nowrap}"
     "div.forest h3{font-size:14px;margin:10px 0 2px;color:#333}"
-    "div.fr{display:grid;grid-template-columns:minmax(0,1fr) 160px 300px 190px;gap:2px 10px;align-items:center;"
+    "div.fr{display:grid;grid-template-columns:minmax(0,1fr) 210px 300px 190px;gap:2px 10px;align-items:center;"
     "padding:2px 0;border-bottom:1px solid #eee;font-size:13.5px}"
+    "div.fr span.chip{white-space:normal;max-width:100%}"  # a long verdict wraps in its column, never over the next
     "div.fr a{color:#1d1d1f;text-decoration:none}div.fr a:hover{text-decoration:underline}"
     "div.fr small{font-variant-numeric:tabular-nums}"
     "div.plot{position:relative;height:14px;background:#fafafa;border-left:1px solid #ddd;border-right:1px solid #ddd}"

@@ -104,6 +104,24 @@ def test_a_wide_page_and_an_empty_column_are_caught_and_a_wide_table_scrolls_in_
     assert any("empty table 0 column 1 (b)" in p for p in problems), problems
 
 
+@needs_chromium
+def test_a_verdict_that_runs_over_the_next_column_is_caught_and_a_long_one_wraps(tmp_path):
+    def row(style: str) -> str:
+        return ("<div class=\"forest\"><div class=\"fr\"><a>a claim</a><span><span class=\"chip\" "
+                f"style=\"{style}\">not testable here (a reason long enough to need two lines)</span></span>"
+                "<small>ours +0.1 [-1.0, +1.2]</small><div class=\"plot\"></div></div></div>")
+
+    (tmp_path / "index.html").write_text("<p></p>", encoding="utf-8")
+    over = tmp_path / "over.html"
+    over.write_text(site.page("over", [row("white-space:nowrap;max-width:none")]), encoding="utf-8")
+    wraps = tmp_path / "wraps.html"
+    wraps.write_text(site.page("wraps", [row("")]), encoding="utf-8")
+    problems = site_check.check([over, wraps])
+    assert any(p.startswith("over.html: 'not testable here") and "runs over the next column at 1400×900" in p
+               for p in problems), problems
+    assert not [p for p in problems if p.startswith("wraps.html")], problems
+
+
 def test_the_committed_screenshots_show_the_committed_ledger():
     """docs/screenshots/ is made by `python benchmarks/site_check.py --screenshots docs/screenshots` from
     reports/generated/; its sidecar records the ledger's counts they show. Re-take them when this fails."""

@@ -51,12 +51,12 @@ def test_leaderboard_is_derived_from_cells(tmp_path):
 def test_leaderboard_rows_are_slim_and_name_their_cell(tmp_path):
     """A row carries its sorting fields and short provenance; the configuration and resources stay in the cell
     file the row names (relative to the results directory), which holds the full commit and wall time."""
-    from bench.results.store import COMMIT_DIGITS, LEADERBOARD_COLUMNS
+    from bench.results.store import COMMIT_DIGITS, FLOAT_DIGITS, LEADERBOARD_COLUMNS, SHA_DIGITS
 
     store = ResultStore(tmp_path)
     config = json.dumps({"attack": "x" * 500})
     commit = "0123456789abcdef" * 2 + "01234567-dirty"
-    row = Result(**{**_row(81.5).__dict__, "config": config, "resources": config, "package_versions": config,
+    row = Result(**{**_row(81.5).__dict__, "value": 2 / 3, "config": config, "resources": config, "package_versions": config,
                     "git_commit": commit, "wall_s": 12.3456789, "config_hash": KEY.config_hash,
                     "weights_sha256": KEY.weights_sha256})
     store.write(KEY, [row], {})
@@ -66,7 +66,9 @@ def test_leaderboard_rows_are_slim_and_name_their_cell(tmp_path):
     stored = json.loads((tmp_path / shown["cell"]).read_text())["results"][0]
     assert stored["config"] == config and stored["git_commit"] == commit and stored["wall_s"] == row.wall_s
     assert shown["git_commit"] == commit[:COMMIT_DIGITS] + "-dirty" and float(shown["wall_s"]) == round(row.wall_s, 2)
-    assert shown["weights_sha256"] == KEY.weights_sha256 and shown["config_hash"] == KEY.config_hash
+    assert shown["weights_sha256"] == KEY.weights_sha256[:SHA_DIGITS] and shown["config_hash"] == KEY.config_hash
+    assert stored["weights_sha256"] == KEY.weights_sha256 and stored["value"] == 2 / 3  # the cell keeps them whole
+    assert shown["value"] == f"{2 / 3:.{FLOAT_DIGITS}g}"
 
 
 def test_leaderboard_order_does_not_depend_on_the_order_cells_are_read(tmp_path):

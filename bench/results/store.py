@@ -694,6 +694,9 @@ LEADERBOARD_COLUMNS = ("model", "suite", "task", "split", "metric", "aggregation
 LEADERBOARD_ORDER = ("model", "suite", "task", "metric", "aggregation", "attack", "seed", "created_at", "split",
                      "cell")
 COMMIT_DIGITS = 12  # of a git commit in a leaderboard row (the cell keeps all 40)
+SHA_DIGITS = 12  # of a weights sha256 in a leaderboard row (the cell keeps all 64), as the cards print it
+FLOAT_DIGITS = 10  # significant digits of a leaderboard number (the cell keeps the float's full 17)
+NUMBER_COLUMNS = ("value", "ci_low", "ci_high", "std")
 DIRTY = "-dirty"  # ``git_commit``'s mark of a checkout with uncommitted changes
 
 
@@ -705,11 +708,21 @@ def short_commit(commit: str) -> str:
 
 def leaderboard_row(row: dict) -> dict:
     """A result row (with its ``cell``, see ``ResultStore.leaderboard_rows``) as the leaderboard writes it: its
-    columns only, the commit shortened, the wall time to 0.01 s, text a spreadsheet would run escaped."""
+    columns only, the commit and weights hash shortened, numbers to FLOAT_DIGITS significant digits, the wall
+    time to 0.01 s, text a spreadsheet would run escaped."""
     wall = row.get("wall_s")
     short = {**row, "git_commit": short_commit(row.get("git_commit") or ""),
-             "wall_s": None if wall is None else round(wall, 2)}
+             "weights_sha256": (row.get("weights_sha256") or "")[:SHA_DIGITS],
+             "wall_s": None if wall is None else round(wall, 2),
+             **{k: _significant(row.get(k)) for k in NUMBER_COLUMNS}}
     return {k: csv_safe(short.get(k)) for k in LEADERBOARD_COLUMNS}
+
+
+def _significant(value):
+    """A number cut to FLOAT_DIGITS significant digits (what a reader of a CSV can use); anything else as it is."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.{FLOAT_DIGITS}g}")
+    return value
 
 
 def leaderboard_text(rows: list[dict]) -> str:
