@@ -297,10 +297,10 @@ class Insensitive:
 
 
 def _insensitive(path: Path, entries: list, claims: list[Claim]) -> tuple[Insensitive, ...]:
-    kinds = {c.id: c for c in claims}
+    by_id = {c.id: c for c in claims}
     out = []
     for entry in entries:
-        ref = kinds.get(entry["reference"])
+        ref = by_id.get(entry["reference"])
         if ref is None or ref.kind != "control" or ref.task != entry["task"] or ref.attack == entry["attack"]:
             raise _fail(path, f"[[insensitive]] {entry['attack']} on {entry['task']}",
                         f"reference {entry['reference']!r} is not a control claim on another attack of that task",
