@@ -1063,6 +1063,4 @@ def control_reach(row: Row, rows: list[Row]) -> str:
     if not measured:
         return "no control measured under this protocol"
     top = max(measured, key=lambda x: abs(x.pooled.estimate))
-    p = top.pooled
-    return (f"the largest control effect under this protocol: {top.claim.id}, Δ {p.estimate:+.2f} "
-            f"[{p.low:+.2f}, {p.high:+.2f}]")
+    return f"the largest control effect under this protocol: {top.claim.id}, {_delta_ci(top)}"
