@@ -16,6 +16,7 @@ line a verdict by ``verdict`` below, the one place that rule is written. ``repor
 
 from __future__ import annotations
 
+import re
 import shlex
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -604,12 +605,21 @@ def _seed_number(ledger: Ledger, suffix: str) -> int:
     return ledger.seed_suffixes.index(suffix) + 1 if suffix else 0
 
 
+def _training_seed(model: str) -> int:
+    """The training seed a model's name carries (``…-seed4`` is 4; no suffix is the claim's own seed, 0)."""
+    found = re.search(r"-seed(\d+)$", model)
+    return int(found[1]) if found else 0
+
+
 def _pairs(ledger: Ledger, claim: Claim) -> list[tuple[int, str, str]]:
-    """(seed, baseline, method): the claim's own (seed 0), then each further training seed whose two models
-    are both listed under [models] (e.g. simcse-…-seed1 and robustembed-…-seed1; a baseline that is an
+    """(seed, baseline, method): a claim's explicit pairs, each numbered by its baseline's training seed; else
+    the claim's own (seed 0), then each further training seed whose two models are both listed under [models] (e.g. simcse-…-seed1 and robustembed-…-seed1; a baseline that is an
     untrained base is the same model for every seed)."""
     if claim.pairs:
-        return [(i, baseline, method) for i, (baseline, method) in enumerate(claim.pairs)]
+        numbers = [_training_seed(baseline) for baseline, _ in claim.pairs]
+        if len(set(numbers)) < len(numbers):  # one baseline in two pairs: number the pairs instead
+            numbers = list(range(len(claim.pairs)))
+        return [(n, baseline, method) for n, (baseline, method) in zip(numbers, claim.pairs)]
     out = [(0, claim.baseline, claim.method)]
     untrained = ledger.models.get(claim.baseline) == ""  # a base: the same model against every seed
     for suffix in ledger.seed_suffixes:

@@ -662,3 +662,15 @@ def test_an_insensitive_declaration_must_name_a_control_on_another_attack_of_its
                                    'reference = "robustembed-t3-textfooler-mr"'), encoding="utf-8")
     with pytest.raises(BenchError, match="is not a control claim on another attack"):
         claims.load(text)
+
+
+def test_explicit_pairs_are_numbered_by_their_training_seed():
+    """A claim's own pairs (seeds 3-5 against 6-8) are labelled seed 3, 4, 5, not by their order in the file;
+    a baseline shared by two pairs falls back to the pairs' order."""
+    claim = claims.Claim(id="c", paper="p", table="t", claim="", suite="sts", task="avg", metric="spearman",
+                         aggregation="mean-of-tasks", method="m-seed6", baseline="b-seed3", paper_method="M",
+                         paper_baseline="B", direction="higher", differs="",
+                         pairs=(("b-seed3", "m-seed6"), ("b-seed4", "m-seed7"), ("b", "m-seed8")))
+    assert [s for s, *_ in claims._pairs(None, claim)] == [3, 4, 0]
+    shared = replace(claim, pairs=(("b", "m-seed1"), ("b", "m-seed2")))
+    assert [s for s, *_ in claims._pairs(None, shared)] == [0, 1]
