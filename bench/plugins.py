@@ -32,6 +32,10 @@ class Option:
     choices: tuple = ()
     help: str = ""
     changes_numbers: bool = True  # part of the cell configuration (and key) when True
+    # A treatment makes a cell another condition of its model (a hardened victim): set, it enters the cell's
+    # configuration and its "treatments" list; tables and leaderboards leave such cells out, a claim asks
+    # for them by name. Unset, the configuration (and so every older cell's key) is as without the option.
+    treatment: bool = False
     repeatable: bool = False
     flag: str = ""
     minimum: float | None = None  # numeric options: smallest accepted value
@@ -53,7 +57,7 @@ class Option:
     def describe(self) -> dict:
         return {"name": self.name, "flag": self.flag_name, "type": getattr(self.type, "__name__", str(self.type)),
                 "default": self.default, "choices": list(self.choices), "help": self.help,
-                "changes_numbers": self.changes_numbers, "repeatable": self.repeatable}
+                "changes_numbers": self.changes_numbers, "repeatable": self.repeatable, "treatment": self.treatment}
 
 
 def merged_options(suites) -> dict[str, tuple[Option, list[str]]]:

@@ -84,7 +84,7 @@ MEANINGS = {
 REQUIRED = ("id", "paper", "table", "claim", "suite", "task", "metric", "aggregation", "method", "baseline",
             "paper_method", "paper_baseline", "direction", "differs")
 OPTIONAL = {"attack": "", "split": "", "paper_task": "", "paper_attack": None, "paper_split": None,
-            "run": {}, "variants": [{}], "not_testable": "", "tasks": [], "task_run": {}, "margin": None,
+            "run": {}, "variants": [{}], "not_testable": "", "tasks": [], "task_run": {}, "method_run": {}, "margin": None,
             "unit": "", "figure_only": False, "paper_metric": "", "chance": None, "kind": "paper",
             "expectation": "", "margin_reason": "", "min_seeds": None, "exclusion_share": None, "pairs": [],
             "series": "", "dose": None}
@@ -186,6 +186,7 @@ class Claim:
     not_testable: str = ""
     tasks: tuple = ()  # several tasks (datasets) averaged with equal weight, as a paper's "Avg" column
     task_run: dict = field(default_factory=dict)  # per task: further `bench run` options (e.g. a stand-in)
+    method_run: dict = field(default_factory=dict)  # options the method's side alone runs (a hardened victim)
     margin: float | None = None  # a claim of no difference: the equivalence margin, in the metric's units
     unit: str = ""  # the forest plot's panel (default: from the metric)
     figure_only: bool = False  # the paper shows the claim in a figure and prints no values: direction only
@@ -327,8 +328,9 @@ def _check_fields(path: Path, where: str, entry: dict, models: dict) -> None:
                         f'add "{name}" = "<its training method>" to [models]')
     variants = entry.get("variants", [{}])
     if (not isinstance(entry.get("run", {}), dict) or not isinstance(variants, list)
-            or not all(isinstance(v, dict) for v in variants) or not isinstance(entry.get("task_run", {}), dict)):
-        raise _fail(path, where, "run and task_run must be tables and variants a list of tables",
+            or not all(isinstance(v, dict) for v in variants)
+            or not all(isinstance(entry.get(k, {}), dict) for k in ("task_run", "method_run"))):
+        raise _fail(path, where, "run, task_run and method_run must be tables and variants a list of tables",
                     'write run = { suite = "sts" } and variants = [{ victim = "frozen" }]')
     if not isinstance(entry.get("tasks", []), list) or not all(isinstance(t, str) for t in entry.get("tasks", [])):
         raise _fail(path, where, "tasks must be a list of task names", 'write tasks = ["mr", "sst2"]')
@@ -422,9 +424,13 @@ class Comparison:
         return self.estimate is not None and self.low is not None and not self.refused
 
 
-def _matches(config: dict, wanted: dict) -> bool:
+def _matches(config: dict, wanted: dict, required: tuple = ()) -> bool:
     """Cell settings: a key the cell's config records must hold the wanted value; keys it does not
-    record (bench run options spelled otherwise, e.g. recipe) do not filter."""
+    record (bench run options spelled otherwise, e.g. recipe) do not filter, except the ``required`` ones
+    (a claim's ``method_run``); a treatment the cell records (a hardened victim, bench.plugins.Option) must
+    be wanted: a treated cell never stands in for an untreated one, nor the reverse."""
+    if any(k not in wanted for k in config.get("treatments") or ()) or any(k not in config for k in required):
+        return False
     return all(str(config[k]) == str(v) for k, v in wanted.items() if k in config)
 
 
@@ -441,7 +447,7 @@ def _row_key(claim: Claim):
     return include
 
 
-def _matching_row(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict):
+def _matching_row(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict, required: tuple = ()):
     """(cell path, row) of the claim's row in the model's newest matching cell of ``task``, or None; an average
     only over the tasks its protocol declares (one over fewer, say STS-B alone, never stands in for it)."""
     from bench.results.averages import off_declared
@@ -449,7 +455,7 @@ def _matching_row(store: ResultStore, model: str, claim: Claim, task: str, wante
 
     include = _row_key(claim)
     cells = [p for p in model_cells(store, model, claim.suite, task).values()
-             if _matches(store.read(p).get("config", {}), wanted)]
+             if _matches(store.read(p).get("config", {}), wanted, required)]
     found = None
     for path in sorted(cells, key=lambda p: store.read(p).get("written_at") or ""):
         rows = [r for r in store.read(path)["results"] if include(row_key(r)) and not off_declared(r)]
@@ -458,12 +464,12 @@ def _matching_row(store: ResultStore, model: str, claim: Claim, task: str, wante
     return found
 
 
-def task_evidence(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict):
+def task_evidence(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict, required: tuple = ()):
     """(Evidence, stored value, row) of the claim's row in the model's newest matching cell of ``task``;
     None when no cell matches, (None, value, row) when the cell has no per-example evidence."""
     from bench.results.uncertainty import _key_tuple, row_key, stored_evidence
 
-    hit = _matching_row(store, model, claim, task, wanted)
+    hit = _matching_row(store, model, claim, task, wanted, required)
     if hit is None:
         return None
     path, row = hit
@@ -478,12 +484,13 @@ def held_out_check(row: dict) -> str:
     return "" if accuracy is None else f"{accuracy:.2f} on {source}"
 
 
-def _found_tasks(store: ResultStore, ledger: Ledger, claim: Claim, model: str, variant: dict) -> dict:
+def _found_tasks(store: ResultStore, ledger: Ledger, claim: Claim, model: str, variant: dict,
+                 required: tuple = ()) -> dict:
     """task -> (evidence labelled with the task, or None; stored value; its classifier's held-out check, or
     "") for each of the claim's tasks the model has a matching cell of."""
     found = {}
     for task in claim.task_list:
-        hit = task_evidence(store, model, claim, task, _settings(ledger, claim, variant, task))
+        hit = task_evidence(store, model, claim, task, _settings(ledger, claim, variant, task), required)
         if hit is not None:
             ev, value, row = hit
             found[task] = (None if ev is None else replace(ev, label=task, _memo={}), value, held_out_check(row))
@@ -660,15 +667,17 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
     lines, pairs, ran_at = [], [], []
     matching = matching or Matching(store, {})
     for seed, baseline, method in _pairs(ledger, claim):
-        found = [_found_tasks(store, ledger, claim, m, variant) for m in (baseline, method)]
+        sides = ((baseline, variant, ()), (method, {**variant, **claim.method_run}, tuple(claim.method_run)))
+        found = [_found_tasks(store, ledger, claim, *side) for side in sides]
         a, b = (seed_evidence(claim, f) for f in found)
-        missing = tuple(m for m, (_, _, gone) in ((baseline, a), (method, b)) if gone)
+        gone = tuple(side for side, (_, _, absent) in zip(sides, (a, b)) if absent)
+        missing = tuple(m for m, _, _ in gone)
         refused = "" if missing else matching.refusal(baseline, method)
         if refused:
             lines.append(Comparison(method, baseline, variant, seed, estimate=_minus(b[1], a[1]),
                                     values=(a[1], b[1]), refused=refused, note=f"not pooled: {refused}"))
         elif missing:
-            todo = steps(ledger, claim, variant, missing, store)
+            todo = steps(ledger, claim, gone, store)
             note = (partial_average(claim, *found, cache) if claim.tasks
                     else one_side(claim, ((baseline, a, found[0]), (method, b, found[1]))))
             lines.append(Comparison(method, baseline, variant, seed, missing=missing, steps=todo,
@@ -892,12 +901,14 @@ class Step:
     train_minutes: float
 
 
-def steps(ledger: Ledger, claim: Claim, variant: dict, missing: tuple, store: ResultStore) -> tuple[Step, ...]:
+def steps(ledger: Ledger, claim: Claim, missing: tuple, store: ResultStore) -> tuple[Step, ...]:
+    """The `bench run` commands that make the ``missing`` sides' cells: (model, the variant it runs under,
+    the settings its cells must record)."""
     out = []
-    for model in missing:
+    for model, variant, required in missing:
         trained = (store.root / "cells" / model).is_dir()
         for task in claim.task_list:
-            if task_evidence(store, model, claim, task, _settings(ledger, claim, variant, task)) is not None:
+            if task_evidence(store, model, claim, task, _settings(ledger, claim, variant, task), required) is not None:
                 continue
             options = _settings(ledger, claim, variant, task)
             words = ["bench", "run", "--model", model]
@@ -911,8 +922,9 @@ def steps(ledger: Ledger, claim: Claim, variant: dict, missing: tuple, store: Re
 
 
 def plan(ledger: Ledger, claim: Claim, variant: dict, missing: tuple, store: ResultStore) -> tuple[str, float]:
-    """The commands that make the missing cells, joined, and their estimated CPU minutes (from [costs])."""
-    todo = steps(ledger, claim, variant, missing, store)
+    """The commands that make the missing models' cells under ``variant``, joined, and their estimated CPU
+    minutes (from [costs])."""
+    todo = steps(ledger, claim, tuple((m, variant, ()) for m in missing), store)
     return " && ".join(s.command for s in todo), sum(s.run_minutes + s.train_minutes for s in todo)
 
 
@@ -941,7 +953,11 @@ def run_minutes(costs: dict, options: dict) -> float:
     length = float((costs.get("task_length_factor") or {}).get(options.get("task"), 1))
     seconds = examples * runs * length * sum(float(measured.get(r, default))
                                              for r in (recipes if isinstance(recipes, list) else [recipes]))
-    return seconds / 60 + victim_minutes(costs, options) * runs
+    hardening = options.get("adversarial_training")  # each run's victim first attacks its training sentences
+    if hardening:
+        seconds += (int(options.get("adversarial_training_examples") or 1000) * runs * length
+                    * float(measured.get(hardening, default)))
+    return seconds / 60 + victim_minutes(costs, options) * runs * (2 if hardening else 1)
 
 
 def victim_minutes(costs: dict, options: dict) -> float:

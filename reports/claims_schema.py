@@ -43,6 +43,7 @@ class Claim(BaseModel):
     variants: list[dict[str, Any]] = [{}]
     tasks: list[Text] = []
     task_run: dict[str, Any] = {}
+    method_run: dict[str, Any] = {}
     margin: StrictInt | StrictFloat | None = None
     unit: Text = ""
     figure_only: StrictBool = False

@@ -106,7 +106,9 @@ EMPTY = Stat(None, None, (), ())
 
 
 def load_rows(results_dir: Path) -> list[dict]:
-    """Every result row under ``results_dir/cells``, each with its parsed config as ``_config``."""
+    """Every result row under ``results_dir/cells``, each with its parsed config as ``_config``; not those of
+    a treated cell (``treatments`` in its config, a hardened victim, say): a control's condition, which the
+    claims ledger reads from the store by name, never a model's own number in a table or leaderboard."""
     store = ResultStore(results_dir)
     cells = store.cells()
     if not cells:
@@ -120,6 +122,8 @@ def load_rows(results_dir: Path) -> list[dict]:
                 config = json.loads(row.get("config") or "{}")
             except json.JSONDecodeError:
                 config = {}
+            if isinstance(config, dict) and config.get("treatments"):
+                continue
             row = {**row, "_config": config if isinstance(config, dict) else {}, "_cell": str(path)}
             row["_setting"] = row_setting(row, scoped.get(row.get("suite"), {}))
             rows.append(row)

@@ -20,6 +20,13 @@ stand-in victim instead: ``snli-dev`` trains the NLI victims on SNLI dev minus t
 ``yelp-split`` trains Yelp's on the odd positions of TextFooler's Yelp set and attacks the even ones;
 recorded in the configuration (``substitute_victim``, ``victim_data``) and in every victim card.
 
+A victim-level control (``--adversarial-training RECIPE``, ``hardened``): each victim is trained again with
+the recipe's successful adversarial examples added to its training data, made against that victim from a
+seeded sample of ``--adversarial-training-examples`` training sentences (1,000 by default), never from the
+attack set, as A2T and TextAttack's attack-augmented training do; then the attack set is attacked as
+always. Those training-set attacks are logged (and resume) like any other, under
+``attack_logs/<model>/<task>/adversarial-training-<recipe>/``.
+
 Replications (``--runs K``, ``replications``): run k attacks its own victim, fine-tuned (or its head
 trained) with seed ``seed + 1000·k``, on its own sample: run 0 the first N examples (N = ``--limit``,
 default all), run k the next N, disjoint while the pool lasts (MR's 1,000 TextFooler examples with
@@ -76,6 +83,7 @@ VICTIM_SETTINGS = {
 VICTIM_MODES = tuple(VICTIM_SETTINGS)
 # Substitute victims, only when asked for (--substitute-victim): name -> training set.
 SUBSTITUTES = {"snli-dev": ds.SNLI_DEV_SUBSTITUTE, "yelp-split": ds.YELP_SPLIT_SUBSTITUTE}
+ADVERSARIAL_TRAINING_EXAMPLES = 1000  # training sentences attacked per victim under --adversarial-training
 RUN_SEED_STRIDE = 1000  # run k's victim seed is seed + 1000·k: no two (seed, run) share a victim while seed < 1000
 
 # TextAttack maps each result class to one of three kinds (MaximizedAttackResult counts as a success).
@@ -231,7 +239,15 @@ class AdversarialSuite(Suite):
                       help="where a task's training set is absent, train its victim on this stand-in instead of "
                            "skipping the task (snli-dev, for SNLI and MNLI-mm: SNLI dev minus the attack pairs; "
                            "yelp-split, for Yelp: half of TextFooler's Yelp set trains the victim, the other half is "
-                           "attacked); recorded in every row"))
+                           "attacked); recorded in every row"),
+               Option(name="adversarial_training", choices=tuple(RECIPES), changes_numbers=False, treatment=True,
+                      help="a victim-level control: train each victim again with this recipe's successful "
+                           "adversarial examples added, made against it from training sentences only (A2T's "
+                           "attack-augmented training); recorded in every row"),
+               # keyed by config() with --adversarial-training only, so other cells keep their keys
+               Option(name="adversarial_training_examples", type=int, minimum=1, changes_numbers=False,
+                      help=f"training sentences attacked per victim for --adversarial-training (default "
+                           f"{ADVERSARIAL_TRAINING_EXAMPLES})"))
 
     @staticmethod
     def victim_mode(ctx: RunContext) -> str:
@@ -276,6 +292,9 @@ class AdversarialSuite(Suite):
                    **constraints_config(ctx.options))
         if ctx.options.get("victim_examples"):  # only when set: cells from before the option keep their keys
             cfg["victim_examples"] = int(ctx.options["victim_examples"])
+        if ctx.options.get("adversarial_training"):  # a treatment (its recipe keyed by the base suite)
+            cfg["adversarial_training_examples"] = int(ctx.options.get("adversarial_training_examples")
+                                                       or ADVERSARIAL_TRAINING_EXAMPLES)
         # A recipe parameter enters the key only for cells that run that recipe.
         for name, keywords in RECIPE_PARAMETERS.items():
             for keyword, (option, _) in keywords.items():
@@ -319,8 +338,12 @@ class AdversarialSuite(Suite):
         preflight.textattack()  # NLTK data, TA_CACHE_DIR, then the import (HF_HOME restored)
         examples = training.attacked(task.attack_set(root))  # a stand-in cut from the attack set keeps its half
         plan = replications(len(examples), ctx.limit, self.runs(ctx), ctx.seed)
-        train = _labelled(training.load(root, examples), training.source)
-        victims = [self.victim(task, train, examples, encoder, ctx, rep.victim_seed) for rep in plan]
+        train_examples = training.load(root, examples)
+        train = _labelled(train_examples, training.source)
+        victims = [self.victim(task, [train], examples, encoder, ctx, rep.victim_seed) for rep in plan]
+        if ctx.options.get("adversarial_training"):
+            victims = [self.hardened(task, train, train_examples, examples, victim, encoder, ctx, rep)
+                       for rep, victim in zip(plan, victims)]
         clean = [clean_scores(victim, examples, task) for victim in victims]
         summaries = [_victim_summary(v) for v in victims]
         out = []
@@ -333,44 +356,63 @@ class AdversarialSuite(Suite):
             out += self.attack_rows(task, recipe, examples, plan, victims, encoder, Resources(ctx.paths), ctx)
         return out
 
-    def victim(self, task: AdvTask, train, examples, encoder, ctx: RunContext, seed: int):
+    def victim(self, task: AdvTask, train: list, examples, encoder, ctx: RunContext, seed: int):
+        """The victim trained on the ``train`` parts (cached by everything that changes it)."""
         from bench.finetune import VICTIM_MODES
 
         config_cls, load_or_train = VICTIM_MODES[self.victim_mode(ctx)]
-        return load_or_train(encoder, ctx.paths, task.name, len(task.labels), [train],
+        return load_or_train(encoder, ctx.paths, task.name, len(task.labels), train,
                              config_cls(seed=seed, **self.victim_settings(ctx)),
                              dev=_labelled(examples, f"{task.name}:attack"), label_names=task.labels,
                              batch_size=ctx.batch_size, log=ctx.log)
 
-    def attack_rows(self, task, recipe, examples, plan, victims, encoder, resources, ctx):
+    def attack_on(self, recipe: str, victim, resources, ctx: RunContext, parameters: dict):
+        """The recipe, composed against this victim under the run's constraints and query budget."""
         from attacks.recipes import build_attack
-        from bench.results.store import config_hash
 
+        return build_attack(recipe, resources, WRAPPERS[self.victim_mode(ctx)](victim, ctx.batch_size),
+                            ctx.options.get("query_budget"), ctx.batch_size, parameters,
+                            constraints=ctx.options.get("constraints") or "paper")
+
+    def hardened(self, task: AdvTask, train, train_examples, examples, victim, encoder, ctx: RunContext,
+                 rep: "Replication"):
+        """Attack-augmented training (A2T's, TextAttack's ``--attack`` training): the victim trained again, its
+        training data joined by the successful adversarial examples that ``--adversarial-training``'s recipe
+        makes against it from a seeded sample of training sentences, never from the attack set."""
+        from attacks.resources import Resources
+        from bench.finetune import Labelled
+
+        recipe = ctx.options["adversarial_training"]
+        wanted = int(ctx.options.get("adversarial_training_examples") or ADVERSARIAL_TRAINING_EXAMPLES)
+        chosen = sorted(random.Random(rep.victim_seed).sample(range(len(train_examples)),
+                                                              min(wanted, len(train_examples))))
+        resources = Resources(ctx.paths)
         parameters = recipe_parameters([recipe], ctx.options, ctx.profile).get(recipe, {})
-        mode = self.victim_mode(ctx)
-        constraints = ctx.options.get("constraints") or "paper"
+        attack = self.attack_on(recipe, victim, resources, ctx, parameters)
+        run_seed = ctx.seed * 1000 + rep.run
+        identity = {**log_identity(encoder, task, recipe, victim, resources, ctx, run_seed, parameters),
+                    "attacked": "training set"}
+        path = log_path(ctx, encoder, task, f"adversarial-training-{recipe}", rep, victim, identity)
+        done = attack_logged(ctx, path, identity, chosen, f"{task.name} {recipe} on training sentences, run {rep.run}",
+                             lambda i: attack_one(attack, train_examples[i], i, task.columns,
+                                                  example_seed(run_seed, i)),
+                             after=getattr(victim, "after_example", None))
+        made = [r for r in done if r["result_type"] == "successful"]
+        inputs = [tuple(r["perturbed"].values()) if len(r["perturbed"]) > 1 else next(iter(r["perturbed"].values()))
+                  for r in made]
+        ctx.log(f"  adversarial training, run {rep.run}: {len(made)} of {len(done)} training sentences attacked "
+                f"successfully by {recipe}; the victim is trained again with them added")
+        adversarial = Labelled(inputs, [r["label"] for r in made], f"{task.name}:train-adversarial-{recipe}")
+        return self.victim(task, [train, adversarial], examples, encoder, ctx, rep.victim_seed)
+
+    def attack_rows(self, task, recipe, examples, plan, victims, encoder, resources, ctx):
+        parameters = recipe_parameters([recipe], ctx.options, ctx.profile).get(recipe, {})
         per_run, evidence, attack, logs = [], [], None, []
         for rep, victim in zip(plan, victims):
-            wrapper = WRAPPERS[mode](victim, ctx.batch_size)
-            attack = build_attack(recipe, resources, wrapper, ctx.options.get("query_budget"), ctx.batch_size,
-                                  parameters, constraints=constraints)
-            victim_sha = victim.card.get("weights_sha256", "")
-            builds = local_builds(ctx.paths, roles_used(resources))
+            attack = self.attack_on(recipe, victim, resources, ctx, parameters)
             run_seed = ctx.seed * 1000 + rep.run
-            # What decides an example's outcome, and nothing else: a log serves any --limit or recipe list.
-            identity = {"model": encoder.name, "task": task.name, "recipe": recipe, "victim_sha256": victim_sha,
-                        "query_budget": ctx.options.get("query_budget"), "served": roles_used(resources),
-                        "builds": {role: build_identity(b) for role, b in builds.items()},
-                        "run_seed": run_seed, "victim": mode,
-                        # a frozen victim's weights are its head's, which alone do not name the encoder under it
-                        "victim_base_sha256": victim.card.get("base_weights_sha256"),
-                        # fp32 and paper-constraint logs keep the key they had before these options existed
-                        **({"dtype": ctx.dtype} if ctx.dtype != "float32" else {}),
-                        **({"constraints": constraints_record(constraints)} if constraints != "paper" else {})}
-            if parameters:
-                identity["recipe_parameters"] = parameters
-            path = (ctx.paths.results / "attack_logs" / model_dir(encoder.name) / task.name / recipe /
-                    f"seed{ctx.seed}-run{rep.run}-victim{victim_sha[:12]}-{config_hash(identity)[:8]}.jsonl")
+            identity = log_identity(encoder, task, recipe, victim, resources, ctx, run_seed, parameters)
+            path = log_path(ctx, encoder, task, recipe, rep, victim, identity)
             done = attack_logged(ctx, path, identity, rep.indices, f"{task.name} {recipe} run {rep.run}",
                                  lambda i: attack_one(attack, examples[i], i, task.columns, example_seed(run_seed, i)),
                                  after=getattr(victim, "after_example", None))
@@ -389,6 +431,34 @@ class AdversarialSuite(Suite):
         # each row names the logs it was computed from: the cell records their sha256 (bench.results.store.LOGS)
         return [replace(r, logs=logs) for metric in RATE_METRICS
                 for r in _run_rows(task, metric, per_run, plan, provenance, config, recipe, evidence=evidence)]
+
+
+def log_identity(encoder, task, recipe: str, victim, resources, ctx: RunContext, run_seed: int,
+                 parameters: dict) -> dict:
+    """What decides an attacked example's outcome, and nothing else: a log serves any --limit or recipe list."""
+    constraints = ctx.options.get("constraints") or "paper"
+    builds = local_builds(ctx.paths, roles_used(resources))
+    identity = {"model": encoder.name, "task": task.name, "recipe": recipe,
+                "victim_sha256": victim.card.get("weights_sha256", ""),
+                "query_budget": ctx.options.get("query_budget"), "served": roles_used(resources),
+                "builds": {role: build_identity(b) for role, b in builds.items()},
+                "run_seed": run_seed, "victim": AdversarialSuite.victim_mode(ctx),
+                # a frozen victim's weights are its head's, which alone do not name the encoder under it
+                "victim_base_sha256": victim.card.get("base_weights_sha256"),
+                # fp32 and paper-constraint logs keep the key they had before these options existed
+                **({"dtype": ctx.dtype} if ctx.dtype != "float32" else {}),
+                **({"constraints": constraints_record(constraints)} if constraints != "paper" else {})}
+    if parameters:
+        identity["recipe_parameters"] = parameters
+    return identity
+
+
+def log_path(ctx: RunContext, encoder, task, folder: str, rep: "Replication", victim, identity: dict):
+    from bench.results.store import config_hash
+
+    victim_sha = victim.card.get("weights_sha256", "")
+    return (ctx.paths.results / "attack_logs" / model_dir(encoder.name) / task.name / folder /
+            f"seed{ctx.seed}-run{rep.run}-victim{victim_sha[:12]}-{config_hash(identity)[:8]}.jsonl")
 
 
 def chosen_recipes(protocol, ctx: RunContext) -> list[str]:

@@ -224,6 +224,9 @@ class Suite:
         cfg = {"suite": self.name, "task": task.name, "split": task.split, "limit": ctx.limit,
                "profile": ctx.profile, "scorer_version": f"{self.name}-{self.version}.{task.version}"}
         cfg.update({opt.name: ctx.options.get(opt.name) for opt in self.options if opt.changes_numbers})
+        treated = [opt.name for opt in self.options if opt.treatment and ctx.options.get(opt.name) is not None]
+        if treated:  # only when set: untreated cells keep the keys they had before the option existed
+            cfg.update({name: ctx.options[name] for name in treated}, treatments=treated)
         return cfg
 
     def datasets(self, task: Task) -> tuple[str, ...]:

@@ -238,3 +238,45 @@ def test_frozen_protocol_trains_a_head_and_attacks_through_the_encoder(adv_env):
     clf = FrozenHeadClassifier.load(adv_env.home / "victims/tiny/mr" / dirs[1], enc)
     for r in records:
         assert int(clf.predict([r["original"]["text"]])[0]) == r["original_output"]
+
+
+def test_adversarial_training_adds_the_victims_own_adversarial_training_examples(adv_env):
+    """The victim-level control: training sentences (never attack-set ones) are attacked against the plain
+    victim, the successes join its training data, and the hardened victim is a cell of its own."""
+    args = ("--task", "mr", "--recipe", "pwws", "--limit", "2", "--victim", "frozen")
+    assert _main(*args, "--adversarial-training", "pwws", "--adversarial-training-examples", "6") == 0
+    (log,) = (adv_env.results / "attack_logs/tiny/mr/adversarial-training-pwws").glob("*.jsonl")
+    lines = log.read_text().splitlines()
+    assert json.loads(lines[0])["header"]["attacked"] == "training set"
+    records = [json.loads(x) for x in lines[1:]]
+    from attacks import datasets as ds
+    from suites.adversarial import SUITE
+
+    attack_set = {e.inputs[0] for e in SUITE.task("mr").attack_set(adv_env.data)}
+    assert len(records) == 6 and not {r["original"]["text"] for r in records} & attack_set
+    made = sum(r["result_type"] == "successful" for r in records)
+    assert made > 0
+    (cell,) = _cells(adv_env, "mr")
+    asr = {(r["metric"], r["aggregation"]): r for r in _rows(cell)}[("attack_success_rate", "mean-of-runs")]
+    config = json.loads(asr["config"])
+    assert (config["adversarial_training"], config["adversarial_training_examples"]) == ("pwws", 6)
+    (victim,) = json.loads(asr["resources"])["victims"]
+    sources = {d["source"]: d["used"] for d in victim["training_data"]}
+    assert sources["mr:train-adversarial-pwws"] == made and len(sources) == 2
+    # the plain victim's cell is another cell, whose key is what it was before the option existed
+    assert _main(*args) == 0 and len(_cells(adv_env, "mr")) == 2
+    plain = [c for c in _cells(adv_env, "mr") if c != cell]
+    assert not any(k.startswith("adversarial_training") or k == "treatments"
+                   for k in json.loads(_rows(plain[0])[0]["config"]))
+    assert config["treatments"] == ["adversarial_training"]
+    # the reports' rows are the plain victim's: a treated cell is a control's condition, not the model's number
+    from reports.results import load_rows
+
+    assert {r["_cell"] for r in load_rows(adv_env.results) if r["suite"] == "adversarial"} == {str(plain[0])}
+    # with the control's cell gone, a re-run takes its training-set attacks from the log and scores the same
+    cell.unlink()
+    assert _main(*args, "--adversarial-training", "pwws", "--adversarial-training-examples", "6") == 0
+    assert log.read_text().splitlines() == lines
+    (again,) = [c for c in _cells(adv_env, "mr") if "adversarial_training" in json.loads(_rows(c)[0]["config"])]
+    assert {(r["metric"], r["aggregation"]): r for r in _rows(again)}[("attack_success_rate", "mean-of-runs")][
+        "value"] == asr["value"]

@@ -192,7 +192,7 @@ def test_missing_claims_file_is_a_clear_error(tmp_path):
 
 # --------------------------------------------------------------------------- render ----------------
 
-def _sts_cell(store, model, noise, seed=0, task="stsb", weights="ab" * 32):
+def _sts_cell(store, model, noise, seed=0, task="stsb", weights="ab" * 32, config=None):
     rng = np.random.default_rng(seed)
     gold = np.linspace(0, 5, 60)
     pred = gold + rng.normal(0, noise, gold.size)
@@ -202,8 +202,9 @@ def _sts_cell(store, model, noise, seed=0, task="stsb", weights="ab" * 32):
     row = Result(model=model, suite="sts", task=task, split="test", metric="spearman", aggregation="all",
                  value=100 * spearmanr(pred, gold).statistic, n=gold.size, seed=0,
                  evidence=Evidence("spearman", sample, ("pred", "gold")))
-    key = CellKey(model, weights, "sts", task, 0, "c" * 16)
-    store.write(key, [row], {"suite": "sts", "task": task, "profile": "study"}, evidence=apply_uncertainty([row]))
+    settings = {"suite": "sts", "task": task, "profile": "study", **(config or {})}
+    key = CellKey(model, weights, "sts", task, 0, "c" * 16 if config is None else str(abs(hash(str(config))))[:16])
+    store.write(key, [row], settings, evidence=apply_uncertainty([row]))
 
 
 def _seeded(store, noise_base=3.0, noise_better=0.3, seeds=(0, 1, 2), models=("base", "better")):
@@ -527,6 +528,9 @@ def test_attack_cost_uses_a_recipes_measured_seconds_where_known():
     assert claims.run_minutes(costs, {**options, "recipe": ["bae"]}) == pytest.approx(240 * 0.5 / 60 + 2)
     assert claims.run_minutes(costs, {**options, "recipe": ["bae", "pwws"]}) == pytest.approx(240 * 2.5 / 60 + 2)
     assert claims.run_minutes(costs, {**options, "recipe": "pwws"}) == pytest.approx(240 * 2 / 60 + 2)
+    # a hardened victim: each run first attacks 300 training sentences with BAE, and trains its victim twice
+    hardened = {**options, "recipe": "pwws", "adversarial_training": "bae", "adversarial_training_examples": 300}
+    assert claims.run_minutes(costs, hardened) == pytest.approx(240 * 2 / 60 + 600 * 0.5 / 60 + 4)
 
 
 def test_a_sampled_victim_costs_its_share_of_the_measured_minutes():
@@ -674,3 +678,39 @@ def test_explicit_pairs_are_numbered_by_their_training_seed():
     assert [s for s, *_ in claims._pairs(None, claim)] == [3, 4, 0]
     shared = replace(claim, pairs=(("b", "m-seed1"), ("b", "m-seed2")))
     assert [s for s, *_ in claims._pairs(None, shared)] == [0, 1]
+
+
+def test_method_run_gives_the_methods_side_its_own_options(tmp_path):
+    """A victim-level control: one encoder on both sides, the method's cells those run with its own option."""
+    results = tmp_path / "results"
+    store = ResultStore(results)
+    _sts_cell(store, "base", noise=3.0, seed=1, config={"victim": "plain"})
+    control = CLAIM.replace('method = "better"', 'method = "base"').replace(
+        'run = { suite = "sts" }', 'run = { suite = "sts" }\nvariants = [{ victim = "plain" }]\n'
+        'method_run = { victim = "hard" }\nkind = "control"\nmin_seeds = 1\nexpectation = "up"\n'
+        'pairs = [["base", "base"]]')
+    path = _file(tmp_path, HEADER + control)
+    _, (row,) = claims.ledger(results, path)
+    (line,) = row.primary.lines
+    assert line.missing == ("base",) and "--victim hard" in line.command and "--victim plain" not in line.command
+    _sts_cell(store, "base", noise=0.3, seed=2, config={"victim": "hard"})
+    _, (row,) = claims.ledger(results, path)
+    (line,) = row.primary.lines
+    assert line.ran and line.estimate > 5 and row.primary.pooled.seeds == 1
+
+
+def test_a_treated_cell_never_stands_in_for_the_untreated_side(tmp_path, monkeypatch):
+    """A hardened victim's cell (adversarial_training recorded) is newer than the plain one, yet a claim
+    that does not ask for the treatment reads the plain cell."""
+    from bench.results import store as store_module
+
+    stamps = iter(f"2026-01-01T00:00:0{i}+00:00" for i in range(9))
+    monkeypatch.setattr(store_module, "now_iso", lambda: next(stamps))
+    results = tmp_path / "results"
+    store = ResultStore(results)
+    _sts_cell(store, "base", noise=3.0, seed=1)
+    _sts_cell(store, "better", noise=3.0, seed=1)
+    _sts_cell(store, "better", noise=0.3, seed=2, config={"adversarial_training": "textfooler",
+                                                            "treatments": ["adversarial_training"]})
+    _, (row,) = claims.ledger(results, _file(tmp_path, HEADER + CLAIM))
+    assert abs(row.primary.lines[0].estimate) < 1e-9  # the same noise on both sides: the plain cells
