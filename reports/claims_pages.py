@@ -95,6 +95,10 @@ def verdict_text(e: c.Effect, reach: str = "") -> str:
 
 
 def paper_text(claim: c.Claim) -> str:
+    if claim.kind == "placebo":
+        return f"0 (a placebo: {claim.paper_method} against {claim.paper_baseline}, one recipe in both arms)"
+    if claim.kind != "paper":  # a control: no paper value; its expectation, stated before it ran, is in the claim
+        return f"{claim.direction} ({claim.paper_method} vs {claim.paper_baseline}; expected before it ran: see the claim)"
     if claim.paper_delta is None:
         return f"{claim.direction} ({claim.paper_method} vs {claim.paper_baseline}; {claim.table}: a figure, no values printed)"
     rel = (f" ({100 * claim.paper_delta / claim.paper_baseline_value:+.1f}%)"
