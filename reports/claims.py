@@ -54,6 +54,8 @@ CEILING = "not testable here (ceiling)"
 INSENSITIVE = "not testable here (insensitive)"
 VERDICTS = (REPLICATED, REVERSED, EXCLUDED, FEW_SEEDS, INCONCLUSIVE, REFUSED, NO_EVIDENCE, NOT_RUN, NOT_TESTABLE,
             FLOOR, CEILING, INSENSITIVE)
+PLACEBO_FAILED = ("the placebo fails: both arms run one recipe, so a direction is a false positive of the test "
+                  "or a difference between the arms' runs (docs/statistics.md, The placebo)")
 KINDS = ("paper", "control", "placebo")  # each kind is its own set of Holm families, never mixed
 MEANINGS = {
     REPLICATED: "the paper's direction: the seed-level t test of no difference passes after Holm's correction "
@@ -858,6 +860,8 @@ def judge(effect: Effect, adjusted: Tests | None, book: Ledger, insensitive: str
         return replace(done, verdict=Verdict(INSENSITIVE, insensitive))
     v = verdict(claim.direction, claim.paper_delta, pooled.estimate, tests, len(effect.ran),
                 book.min_seeds(claim), book.exclusion_margin(claim), claim.margin)
+    if claim.kind == "placebo" and v.label in (REPLICATED, REVERSED):
+        v = Verdict(v.label, "; ".join(x for x in (v.note, PLACEBO_FAILED) if x))
     return replace(done, verdict=v)
 
 

@@ -602,6 +602,16 @@ def test_a_placebo_of_equal_models_is_not_directional(tmp_path):
     assert row.verdict.label not in (REPLICATED, REVERSED)
 
 
+def test_a_placebo_that_comes_out_directional_says_it_fails(tmp_path):
+    """Arms that differ after all (here by construction): the verdict keeps its direction and says the placebo
+    fails, rather than reading like a replicated paper claim."""
+    results = tmp_path / "results"
+    _seeded(ResultStore(results))
+    placebo = CLAIM.replace('id = "stsb"', 'id = "placebo"\nkind = "placebo"')
+    _, (row,) = claims.ledger(results, _file(tmp_path, THREE_SEEDS + placebo))
+    assert row.verdict.label == REPLICATED and claims.PLACEBO_FAILED in row.verdict.note
+
+
 def test_the_committed_ledger_keeps_its_promises():
     """Every pooled line of the generated claims.csv: its interval excludes 0 exactly when p < 0.05, its SE is
     below neither source of noise, d.f. is a number or inf; no verdict at a floor; the placebo is not
