@@ -290,6 +290,13 @@ def test_average_of_tasks_takes_its_p_from_its_own_bootstrap_not_pooled_mcnemar(
     runs = stats.paired_bootstrap(stats.Evidence(parts=[small[0], small[0]], combine="runs"),
                                   stats.Evidence(parts=[small[1], small[1]], combine="runs"))
     assert runs.p == runs.extra["mcnemar"]["p_mid"] and "McNemar mid-p pooled" in runs.method
+    # a mean of runs stored with its run-by-run bootstrap ("strata") pairs with one stored as "runs": the
+    # same point and the same paired bootstrap
+    mixed = stats.paired_bootstrap(stats.Evidence(parts=[small[0], small[0]], combine="runs"),
+                                   stats.Evidence(parts=[small[1], small[1]], combine="strata"))
+    assert (mixed.estimate, mixed.low, mixed.high, mixed.p) == (runs.estimate, runs.low, runs.high, runs.p)
+    assert stats.paired_bootstrap(stats.Evidence(parts=[small[0], small[0]], combine="runs"),
+                                  stats.Evidence(parts=[small[1], small[1]], combine="average")).estimate is None
 
 
 # --------------------------------------------------------------------------- seeds, many tests ------

@@ -567,8 +567,14 @@ def _pair_parts(a: Evidence, b: Evidence) -> list[tuple[Evidence, Evidence]] | N
     return list(zip(a.parts, b.parts)) if len(a.parts) == len(b.parts) else None
 
 
+# Both a mean over parts that are independent samples (attack runs): one point and one paired bootstrap,
+# differing only in a row's own interval, so a cell stored under either pairs with a cell under the other.
+MEANS_OF_RUNS = ("runs", "strata")
+
+
 def _paired_parts(a: Evidence, b: Evidence, resamples: int, seed: int, level: float, common: bool = False):
-    pairs = _pair_parts(a, b) if a.combine == b.combine else None
+    alike = a.combine == b.combine or {a.combine, b.combine} <= set(MEANS_OF_RUNS)
+    pairs = _pair_parts(a, b) if alike else None
     if pairs is None:
         return Difference(None, None, None, None, "the two rows combine different parts", 0), None
     leaves = [_paired(pa, pb, resamples, part_seed(seed, pa.label, i), level, common)
@@ -594,7 +600,7 @@ def _paired_parts(a: Evidence, b: Evidence, resamples: int, seed: int, level: fl
         # Pooling weighs each example alike: right for runs (replications of one design), wrong for an
         # unweighted average of tasks (500 TREC questions would drown among 38k others), whose p is the
         # bootstrap's, as its CI is.
-        if a.combine == "runs":
+        if a.combine in MEANS_OF_RUNS:
             p = pooled["p_mid"]
             method += "; McNemar mid-p pooled over parts"
     return Difference(estimate, ci.low, ci.high, p, method, sum(d.n for d in diffs), extra), dist
