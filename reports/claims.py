@@ -862,6 +862,8 @@ def judge(effect: Effect, adjusted: Tests | None, book: Ledger, insensitive: str
                 book.min_seeds(claim), book.exclusion_margin(claim), claim.margin)
     if claim.kind == "placebo" and v.label in (REPLICATED, REVERSED):
         v = Verdict(v.label, "; ".join(x for x in (v.note, PLACEBO_FAILED) if x))
+    elif claim.kind != "paper" and v.label == INCONCLUSIVE and claim.direction != "same":  # no paper Δ to exclude
+        v = Verdict(INCONCLUSIVE, f"no direction after Holm's correction over the {claim.kind} lines")
     return replace(done, verdict=v)
 
 
