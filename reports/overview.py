@@ -70,7 +70,7 @@ def finding_sentences(data: dict, catalog: Catalog) -> list[str]:
     for kind, mine in _other_kinds(data):
         heading = kind_heading(kind)
         out.append(heading + (" " if heading.endswith(("?", ":", ".")) else ": ")
-                   + _series(_verdict_parts(mine, known)) + ".")
+                   + _series(_verdict_parts(mine, known)) + "." + _placebo_failure(mine))
     scale = scale_text(lines or primary_lines(data, None), catalog)
     if scale:
         out.append(scale)
@@ -92,6 +92,14 @@ def _other_kinds(data: dict) -> list[tuple[str, list[dict]]]:
     lines = primary_lines(data, None)
     kinds = [k for k in dict.fromkeys(ln.get("kind") or PAPER for ln in lines) if k != PAPER]
     return [(k, [ln for ln in lines if ln.get("kind") == k]) for k in kinds]
+
+
+def _placebo_failure(lines: list[dict]) -> str:
+    """' The placebo fails: ...' when a placebo's line says so (reports/claims.py), else ''."""
+    from reports.claims import PLACEBO_FAILED
+
+    failed = any(PLACEBO_FAILED in (ln.get("verdict_note") or "") for ln in lines)
+    return f" {PLACEBO_FAILED[0].upper()}{PLACEBO_FAILED[1:]}." if failed else ""
 
 
 def kind_heading(kind: str) -> str:

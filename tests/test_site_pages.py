@@ -159,3 +159,19 @@ def test_an_average_over_other_tasks_is_marked_not_ranked_first():
     assert "data-v=\"\" title=\"an average over stsb only: not ranked\">82.03†" in text and "†: an average" in text
     page = site.leaderboard_page("sts", rows, pivot_html=text)
     assert "mean-of-tasks (over stsb only)" in page and page.count("(over ") == 1
+
+
+def test_the_index_says_a_placebo_fails_when_its_line_says_so():
+    from reports import claims, overview
+
+    data = _ledger()
+    placebo = {**data["lines"][0], "claim_id": "p1", "title": "Title of p1", "kind": "placebo", "verdict": "reversed",
+               "verdict_note": claims.PLACEBO_FAILED}
+    data = {**data, "lines": data["lines"] + [placebo],
+            "claims": data["claims"] + [{"claim_id": "p1", "title": "Title of p1", "unit": "STS (points)"}]}
+    sentence = overview.finding_sentences(data, Catalog({}, {}))[-2]  # the last one states the scale
+    assert sentence.startswith("Placebo") and sentence.endswith(" The placebo fails: both arms run one recipe, so a "
+                                                                 "direction is a false positive of the test or a "
+                                                                 "difference between the arms' runs "
+                                                                 "(docs/statistics.md, The placebo).")
+    assert "placebo fails" not in " ".join(overview.finding_sentences(_ledger(), Catalog({}, {})))
