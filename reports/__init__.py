@@ -58,7 +58,8 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
 
 def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_dir: Path | None,
               progress=None) -> Artifacts:
-    rows = load_rows(results_dir)
+    every = load_rows(results_dir, treated=True)  # the leaderboard CSVs record every cell, treated ones too
+    rows = [r for r in every if not r["_config"].get("treatments")]
     catalog = Catalog.load(results_dir)  # labels and model facts the runs exported (bench/results/metadata.py)
     paper = PaperValues.load(paper_values)
     known = sorted({s for spec in TABLES + FIGURES for s in spec.suites} | {r["suite"] for r in rows})
@@ -72,7 +73,7 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
     out = Artifacts()
     cache = StatsCache.load(results_dir)  # bootstraps computed by earlier renders, by content
     evidence = EvidenceIndex(results_dir, cache)
-    out.results.update(_leaderboards(rows, Path(results_dir), wanted))
+    out.results.update(_leaderboards(every, Path(results_dir), wanted))
     built, made, skipped = {}, [], []
     for spec in track(progress, TABLES, len(TABLES), "report: tables"):
         if spec.suites and not set(spec.suites) & wanted:

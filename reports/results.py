@@ -105,10 +105,11 @@ class Stat:
 EMPTY = Stat(None, None, (), ())
 
 
-def load_rows(results_dir: Path) -> list[dict]:
+def load_rows(results_dir: Path, treated: bool = False) -> list[dict]:
     """Every result row under ``results_dir/cells``, each with its parsed config as ``_config``; not those of
-    a treated cell (``treatments`` in its config, a hardened victim, say): a control's condition, which the
-    claims ledger reads from the store by name, never a model's own number in a table or leaderboard."""
+    a treated cell (``treatments`` in its config, a hardened victim, say) unless ``treated``: a control's
+    condition, which the claims ledger reads from the store by name, never a model's own number in a table or
+    leaderboard page (the results' leaderboard CSVs, the record of every cell, keep them)."""
     store = ResultStore(results_dir)
     cells = store.cells()
     if not cells:
@@ -122,7 +123,7 @@ def load_rows(results_dir: Path) -> list[dict]:
                 config = json.loads(row.get("config") or "{}")
             except json.JSONDecodeError:
                 config = {}
-            if isinstance(config, dict) and config.get("treatments"):
+            if isinstance(config, dict) and config.get("treatments") and not treated:
                 continue
             row = {**row, "_config": config if isinstance(config, dict) else {}, "_cell": str(path)}
             row["_setting"] = row_setting(row, scoped.get(row.get("suite"), {}))

@@ -273,6 +273,7 @@ def test_adversarial_training_adds_the_victims_own_adversarial_training_examples
     from reports.results import load_rows
 
     assert {r["_cell"] for r in load_rows(adv_env.results) if r["suite"] == "adversarial"} == {str(plain[0])}
+    assert {r["_cell"] for r in load_rows(adv_env.results, treated=True)} == {str(plain[0]), str(cell)}
     # with the control's cell gone, a re-run takes its training-set attacks from the log and scores the same
     cell.unlink()
     assert _main(*args, "--adversarial-training", "pwws", "--adversarial-training-examples", "6") == 0
