@@ -622,8 +622,9 @@ def _training_seed(model: str) -> int:
 
 def _pairs(ledger: Ledger, claim: Claim) -> list[tuple[int, str, str]]:
     """(seed, baseline, method): a claim's explicit pairs, each numbered by its baseline's training seed; else
-    the claim's own (seed 0), then each further training seed whose two models are both listed under [models] (e.g. simcse-…-seed1 and robustembed-…-seed1; a baseline that is an
-    untrained base is the same model for every seed)."""
+    the claim's own (seed 0), then each further training seed whose two models are both listed under [models]
+    (e.g. simcse-…-seed1 and robustembed-…-seed1; a baseline that is an untrained base is the same model for
+    every seed)."""
     if claim.pairs:
         numbers = [_training_seed(baseline) for baseline, _ in claim.pairs]
         if len(set(numbers)) < len(numbers):  # one baseline in two pairs: number the pairs instead

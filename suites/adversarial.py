@@ -393,7 +393,8 @@ class AdversarialSuite(Suite):
         identity = {**log_identity(encoder, task, recipe, victim, resources, ctx, run_seed, parameters),
                     "attacked": "training set"}
         path = log_path(ctx, encoder, task, f"adversarial-training-{recipe}", rep, victim, identity)
-        done = attack_logged(ctx, path, identity, chosen, f"{task.name} {recipe} on training sentences, run {rep.run}",
+        what = f"{task.name} {recipe} on training sentences, run {rep.run}"
+        done = attack_logged(ctx, path, identity, chosen, what,
                              lambda i: attack_one(attack, train_examples[i], i, task.columns,
                                                   example_seed(run_seed, i)),
                              after=getattr(victim, "after_example", None))
