@@ -398,6 +398,7 @@ class AdversarialSuite(Suite):
                              lambda i: attack_one(attack, train_examples[i], i, task.columns,
                                                   example_seed(run_seed, i)),
                              after=getattr(victim, "after_example", None))
+        refuse_stale_log(path, done, train_examples, "the training set")
         made = [r for r in done if r["result_type"] == "successful"]
         inputs = [tuple(r["perturbed"].values()) if len(r["perturbed"]) > 1 else next(iter(r["perturbed"].values()))
                   for r in made]
@@ -417,10 +418,7 @@ class AdversarialSuite(Suite):
             done = attack_logged(ctx, path, identity, rep.indices, f"{task.name} {recipe} run {rep.run}",
                                  lambda i: attack_one(attack, examples[i], i, task.columns, example_seed(run_seed, i)),
                                  after=getattr(victim, "after_example", None))
-            stale = [r["index"] for r in done if tuple(r["original"].values()) != examples[r["index"]].inputs]
-            if stale:
-                raise BenchError(f"{path} holds examples {stale[:5]} with other texts than the attack set "
-                                 f"(the data changed). Delete the log, or re-run with --overwrite always.")
+            refuse_stale_log(path, done, examples, "the attack set")
             per_run.append(attack_metrics(done))
             evidence.append(attack_evidence(done))
             logs.append(path)
@@ -432,6 +430,14 @@ class AdversarialSuite(Suite):
         # each row names the logs it was computed from: the cell records their sha256 (bench.results.store.LOGS)
         return [replace(r, logs=logs) for metric in RATE_METRICS
                 for r in _run_rows(task, metric, per_run, plan, provenance, config, recipe, evidence=evidence)]
+
+
+def refuse_stale_log(path, done: list[dict], examples, what: str) -> None:
+    """A log's records name their examples by index; an index whose text changed (the data changed) is refused."""
+    stale = [r["index"] for r in done if tuple(r["original"].values()) != examples[r["index"]].inputs]
+    if stale:
+        raise BenchError(f"{path} holds examples {stale[:5]} with other texts than {what} "
+                         f"(the data changed). Delete the log, or re-run with --overwrite always.")
 
 
 def log_identity(encoder, task, recipe: str, victim, resources, ctx: RunContext, run_seed: int,

@@ -281,3 +281,9 @@ def test_adversarial_training_adds_the_victims_own_adversarial_training_examples
     (again,) = [c for c in _cells(adv_env, "mr") if "adversarial_training" in json.loads(_rows(c)[0]["config"])]
     assert {(r["metric"], r["aggregation"]): r for r in _rows(again)}[("attack_success_rate", "mean-of-runs")][
         "value"] == asr["value"]
+    # a training-set log whose texts no longer match the training set is refused, as an attack-set log is
+    tampered = json.loads(lines[1])
+    tampered["original"]["text"] = "a sentence the training set does not hold"
+    log.write_text("\n".join([lines[0], json.dumps(tampered), *lines[2:]]) + "\n")
+    again.unlink()
+    assert _main(*args, "--adversarial-training", "pwws", "--adversarial-training-examples", "6") == 2
