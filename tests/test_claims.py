@@ -533,6 +533,14 @@ def test_attack_cost_uses_a_recipes_measured_seconds_where_known():
     assert claims.run_minutes(costs, hardened) == pytest.approx(240 * 2 / 60 + 600 * 0.5 / 60 + 4)
 
 
+def test_the_cost_tables_defaults_are_the_suites_defaults():
+    """The reports do not import the suites, so claims.toml repeats the adversarial suite's default; they agree."""
+    from suites import adversarial
+
+    costs = claims.load().costs
+    assert costs["adversarial_training_default_examples"] == adversarial.ADVERSARIAL_TRAINING_EXAMPLES
+
+
 def test_a_sampled_victim_costs_its_share_of_the_measured_minutes():
     costs = {"victim_minutes": {"finetune": 10}, "task_victim_minutes": {"finetune": {"sst2": 45, "cola": 17}},
              "task_victim_examples": {"finetune": {"sst2": 60000}}}
