@@ -962,8 +962,9 @@ def run_minutes(costs: dict, options: dict) -> float:
                                              for r in (recipes if isinstance(recipes, list) else [recipes]))
     hardening = options.get("adversarial_training")  # each run's victim first attacks its training sentences
     if hardening:
-        seconds += (int(options.get("adversarial_training_examples") or costs.get("adversarial_training_default_examples", 1000)) * runs * length
-                    * float(measured.get(hardening, default)))
+        sentences = int(options.get("adversarial_training_examples")
+                        or costs.get("adversarial_training_default_examples", 1000))
+        seconds += sentences * runs * length * float(measured.get(hardening, default))
     return seconds / 60 + victim_minutes(costs, options) * runs * (2 if hardening else 1)
 
 
