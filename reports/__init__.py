@@ -25,7 +25,7 @@ from bench.results.store import leaderboard_text
 from reports import figures as fig
 from reports import pivot, robustness, scale, site
 from reports.paper import PAPER_VALUES, PaperValues
-from reports.results import Catalog, EvidenceIndex, load_rows
+from reports.results import Catalog, EvidenceIndex, is_treated, load_rows
 from reports.specs import FIGURES, SERIES, TABLES
 from reports.tables import FORMATS, build, labelled, without_empty
 
@@ -59,7 +59,7 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
 def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_dir: Path | None,
               progress=None) -> Artifacts:
     every = load_rows(results_dir, treated=True)  # the leaderboard CSVs record every cell, treated ones too
-    rows = [r for r in every if not r["_config"].get("treatments")]
+    rows = [r for r in every if not is_treated(r)]
     catalog = Catalog.load(results_dir)  # labels and model facts the runs exported (bench/results/metadata.py)
     paper = PaperValues.load(paper_values)
     known = sorted({s for spec in TABLES + FIGURES for s in spec.suites} | {r["suite"] for r in rows})

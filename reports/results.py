@@ -123,12 +123,17 @@ def load_rows(results_dir: Path, treated: bool = False) -> list[dict]:
                 config = json.loads(row.get("config") or "{}")
             except json.JSONDecodeError:
                 config = {}
-            if isinstance(config, dict) and config.get("treatments") and not treated:
-                continue
             row = {**row, "_config": config if isinstance(config, dict) else {}, "_cell": str(path)}
+            if is_treated(row) and not treated:
+                continue
             row["_setting"] = row_setting(row, scoped.get(row.get("suite"), {}))
             rows.append(row)
     return rows
+
+
+def is_treated(row: dict) -> bool:
+    """A row of a treated cell (``treatments`` in its parsed config): a control's condition, not the model's."""
+    return bool(row["_config"].get("treatments"))
 
 
 class EvidenceIndex:
