@@ -823,14 +823,22 @@ def family_adjusted(primaries: list[Effect], book: Ledger, insensitive: dict | N
     an adjusted p."""
     raw = {id(e): raw_tests(e, book) for e in primaries}
     out = {id(e): {} for e in primaries}
-    for kind in KINDS:
-        for family in FAMILIES:
-            members = [e for e in primaries if e.claim.kind == kind and e.in_family
-                       and _applies(e.claim, family, book)]
+    for family in FAMILIES:
+        for members in _families(primaries, family, book):
             ps = [getattr(raw[id(e)], family) if decidable(e, book, insensitive) else None for e in members]
             for e, q, p in zip(members, holm([1.0 if p is None else p for p in ps]), ps):
                 out[id(e)][family] = q if p is not None else None
     return {key: Tests(**fams) for key, fams in out.items()}
+
+
+def _families(primaries: list[Effect], family: str, book: Ledger) -> list[list[Effect]]:
+    """The lines Holm adjusts together: those of one kind, except that each placebo stands alone, at the
+    nominal level (adjusting over placebos would make each easier to pass)."""
+    groups = []
+    for kind in KINDS:
+        members = [e for e in primaries if e.claim.kind == kind and e.in_family and _applies(e.claim, family, book)]
+        groups += [[e] for e in members] if kind == "placebo" else [members]
+    return groups
 
 
 def _applies(claim: Claim, family: str, book: Ledger) -> bool:

@@ -620,6 +620,18 @@ def test_a_placebo_that_comes_out_directional_says_it_fails(tmp_path):
     assert row.verdict.label == REPLICATED and claims.PLACEBO_FAILED in row.verdict.note
 
 
+def test_each_placebo_is_judged_alone_at_the_nominal_level(tmp_path):
+    """Holm over two placebos would halve what each must clear; each placebo is a family of its own."""
+    results = tmp_path / "results"
+    _seeded(ResultStore(results))
+    placebo = CLAIM.replace('id = "stsb"', 'id = "placebo"\nkind = "placebo"')
+    _, (alone,) = claims.ledger(results, _file(tmp_path, THREE_SEEDS + placebo))
+    twins = placebo + placebo.replace('id = "placebo"', 'id = "placebo-twin"')
+    _, rows = claims.ledger(results, _file(tmp_path, THREE_SEEDS + twins))
+    assert [r.primary.p_adjusted for r in rows] == [alone.primary.p_adjusted] * 2
+    assert alone.primary.p_adjusted == claims.raw_tests(alone.primary, claims.load(_file(tmp_path, THREE_SEEDS + placebo))).direction
+
+
 def test_the_committed_ledger_keeps_its_promises():
     """Every pooled line of the generated claims.csv: its interval excludes 0 exactly when p < 0.05, its SE is
     below neither source of noise, d.f. is a number or inf; no verdict at a floor. A placebo that comes out
