@@ -157,8 +157,8 @@ def family_text(rows: list[c.Row]) -> str:
             f"procedure at {c.ALPHA:.0%}: the direction tests (every primary line), the exclusion tests (every line "
             "with a paper's Δ) and the equivalence tests (every claim of no difference). A line not decidable yet "
             "(not run, too few seeds) counts as p = 1, so no verdict reached now is undone by the runs to come. "
-            "Controls and the placebo are families of their own. Further settings of a claim (another victim "
-            "protocol) are shown beside it at their own p and decide nothing.")
+            "Controls are a family of their own; each placebo is judged alone, unadjusted. Further settings of a "
+            "claim (another victim protocol) are shown beside it at their own p and decide nothing.")
 
 
 RULE = (

@@ -175,3 +175,10 @@ def test_the_index_says_a_placebo_fails_when_its_line_says_so():
                                                                  "difference between the arms' runs "
                                                                  "(docs/statistics.md, The placebo).")
     assert "placebo fails" not in " ".join(overview.finding_sentences(_ledger(), Catalog({}, {})))
+    passing = {**placebo, "claim_id": "p2", "title": "Title of p2", "verdict": "inconclusive", "verdict_note": ""}
+    both = {**data, "lines": data["lines"] + [passing],
+            "claims": data["claims"] + [{"claim_id": "p2", "title": "Title of p2", "unit": "STS (points)"}]}
+    sentence = overview.finding_sentences(both, Catalog({}, {}))[-2]
+    assert sentence.endswith(" 1 of the 2 placebos fails: both arms run one recipe, so a direction is a false "
+                             "positive of the test or a difference between the arms' runs (docs/statistics.md, "
+                             "The placebo).")
