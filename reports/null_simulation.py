@@ -17,7 +17,7 @@ from bench.scoring.stats import holm
 
 NAME = "null-simulation.csv"
 COLUMNS = ("what", "k", "seed_ratio", "correlation", "lines", "alpha", "sims", "type_one_error", "mc_se")
-GRID_RATIOS = (0.1, 1.0, 10.0, 100.0)  # the ledger's lines sit near 40 (the measured row)
+GRID_RATIOS = (0.1, 1.0, 10.0, 100.0)  # the ledger's lines sit at a few tens (the measured row)
 GRID_CORRELATIONS = (0.0, 0.5, 0.9)
 SIMS = 4000
 HOLM_LINES = 10

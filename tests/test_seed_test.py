@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from bench.scoring.seeds import format_df, rejection_rate, seed_level_test, simulate_null, pooled_arrays
+from bench.paths import PUBLISHED_REPORTS
 from bench.scoring.stats import holm
 from reports.null_simulation import GRID_CORRELATIONS, GRID_RATIOS, NAME, null_pvalues
-from bench.paths import PUBLISHED_REPORTS
 
 GRID = [(k, ratio, rho) for k in (3, 5) for ratio in GRID_RATIOS for rho in GRID_CORRELATIONS]
 
@@ -24,7 +24,6 @@ def test_type_one_error_is_at_most_six_percent_on_the_grid(k, ratio, rho):
     the test rejects a true null at most 6% of the time at a nominal 5% (4,000 ledgers: MC SE 0.35 points)."""
     rate = rejection_rate(simulate_null(k, ratio, rho, sims=4000, seed=17))
     assert rate <= 0.06, f"k={k}, ratio={ratio}, rho={rho}: {rate:.3f}"
-
 
 
 def _measured() -> tuple[float, float]:
