@@ -54,8 +54,9 @@ CEILING = "not testable here (ceiling)"
 INSENSITIVE = "not testable here (insensitive)"
 VERDICTS = (REPLICATED, REVERSED, EXCLUDED, FEW_SEEDS, INCONCLUSIVE, REFUSED, NO_EVIDENCE, NOT_RUN, NOT_TESTABLE,
             FLOOR, CEILING, INSENSITIVE)
-PLACEBO_FAILED = ("the placebo fails: both arms run one recipe, so a direction is a false positive of the test "
-                  "or a difference between the arms' runs (docs/statistics.md, The placebo)")
+PLACEBO_REASON = ("both arms run one recipe, so a direction is a false positive of the test or a difference "
+                  "between the arms' runs (docs/statistics.md, The placebo)")
+PLACEBO_FAILED = "the placebo fails: " + PLACEBO_REASON
 KINDS = ("paper", "control", "placebo")  # each kind is its own set of Holm families, never mixed
 MEANINGS = {
     REPLICATED: "the paper's direction: the seed-level t test of no difference passes after Holm's correction "

@@ -97,15 +97,14 @@ def _other_kinds(data: dict) -> list[tuple[str, list[dict]]]:
 def _placebo_failure(lines: list[dict]) -> str:
     """' The placebo fails: ...' when a placebo's line says so (reports/claims.py), ' 1 of the 2 placebos
     fails: ...' when there are several, else ''."""
-    from reports.claims import PLACEBO_FAILED
+    from reports.claims import PLACEBO_FAILED, PLACEBO_REASON
 
     failed = sum(PLACEBO_FAILED in (ln.get("verdict_note") or "") for ln in lines)
     if not failed:
         return ""
     if len(lines) == 1:
         return f" {PLACEBO_FAILED[0].upper()}{PLACEBO_FAILED[1:]}."
-    reason = PLACEBO_FAILED.split(": ", 1)[1]
-    return f" {failed} of the {len(lines)} placebos fail{'s' * (failed == 1)}: {reason}."
+    return f" {failed} of the {len(lines)} placebos fail{'s' * (failed == 1)}: {PLACEBO_REASON}."
 
 
 def kind_heading(kind: str) -> str:

@@ -625,11 +625,12 @@ def test_each_placebo_is_judged_alone_at_the_nominal_level(tmp_path):
     results = tmp_path / "results"
     _seeded(ResultStore(results))
     placebo = CLAIM.replace('id = "stsb"', 'id = "placebo"\nkind = "placebo"')
-    _, (alone,) = claims.ledger(results, _file(tmp_path, THREE_SEEDS + placebo))
+    one = _file(tmp_path, THREE_SEEDS + placebo)
+    _, (alone,) = claims.ledger(results, one)
+    assert alone.primary.p_adjusted == claims.raw_tests(alone.primary, claims.load(one)).direction
     twins = placebo + placebo.replace('id = "placebo"', 'id = "placebo-twin"')
     _, rows = claims.ledger(results, _file(tmp_path, THREE_SEEDS + twins))
     assert [r.primary.p_adjusted for r in rows] == [alone.primary.p_adjusted] * 2
-    assert alone.primary.p_adjusted == claims.raw_tests(alone.primary, claims.load(_file(tmp_path, THREE_SEEDS + placebo))).direction
 
 
 def test_the_committed_ledger_keeps_its_promises():
