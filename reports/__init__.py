@@ -117,7 +117,7 @@ def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_di
         # the pages in the formats asked for; the ledger's data (CSV, JSON) and its forest plot with any of them
         ledger = {name: text for name, text in claims_pages.render(results_dir, cache=cache).items()
                   if name.rsplit(".", 1)[1] in (*formats, "csv", "json", "png")}
-        if set(ledger) - {"claims.csv", "claims.json", claims_pages.FOREST, "null-simulation.csv"}:
+        if set(ledger) - {"claims.csv", "claims.json", claims_pages.FOREST, "null-simulation.csv", "placebo-battery.csv"}:
             out.reports.update(ledger)
             made.append(("Claims ledger: each seed paper's headline claims, tested",
                          [n for n in claims_pages.NAMES if n in ledger]))

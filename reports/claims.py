@@ -708,6 +708,33 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
     return Effect(claim, variant, tuple(lines), pooled)
 
 
+def placebo_seeds(results_dir: Path, book: Ledger, claim: Claim):
+    """(points (m,), bootstraps (m, B) on shared draws) of every model in the placebos that share ``claim``'s
+    row, for the placebo battery (reports/placebo_battery.py); None unless all m are scored on the same
+    examples and every one of them pairs with the first under the matched-seed rule."""
+    from bench.scoring.stats import BOOTSTRAP_SEED, RESAMPLES
+
+    row = (claim.suite, claim.task_list, claim.metric, claim.aggregation)
+    same = [c for c in book.claims if c.kind == "placebo" and (c.suite, c.task_list, c.metric, c.aggregation) == row]
+    models = list(dict.fromkeys(m for c in same for pair in c.pairs for m in pair))
+    store = ResultStore(Path(results_dir))
+    matching = Matching(store, catalog_models(Path(results_dir)))
+    evidence = [seed_evidence(claim, _found_tasks(store, book, claim, m, {}))[0] for m in models]
+    if (len(models) < 2 or any(ev is None for ev in evidence) or any(matching.refusal(models[0], m) for m in models)
+            or len({_sample_ids(ev) for ev in evidence}) != 1):
+        return None
+    import numpy as np
+
+    points = np.asarray([ev.point() for ev in evidence], dtype=np.float64)
+    return points, np.stack([ev.bootstrap(RESAMPLES, BOOTSTRAP_SEED) for ev in evidence])
+
+
+def _sample_ids(ev) -> tuple:
+    """The examples an evidence is scored on, part by part (its bootstraps share draws with another's only
+    when these agree)."""
+    return tuple((p.label, _sample_ids(p)) for p in ev.parts) if ev.combine else tuple(ev.sample.ids)
+
+
 def one_side(claim: Claim, sides) -> str:
     """For a one-task claim whose line waits on one model: the other model's stored value (and, for a claim
     with a chance level, its classifier's held-out check), as a progress note that decides nothing. ``sides``:

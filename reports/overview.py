@@ -70,7 +70,8 @@ def finding_sentences(data: dict, catalog: Catalog) -> list[str]:
     for kind, mine in _other_kinds(data):
         heading = kind_heading(kind)
         out.append(heading + (" " if heading.endswith(("?", ":", ".")) else ": ")
-                   + _series(_verdict_parts(mine, known)) + "." + _placebo_failure(mine))
+                   + _series(_verdict_parts(mine, known)) + "." + _placebo_failure(mine)
+                   + (f" {data['placebo_battery']}" if kind == "placebo" and data.get("placebo_battery") else ""))
     scale = scale_text(lines or primary_lines(data, None), catalog)
     if scale:
         out.append(scale)
