@@ -5,13 +5,12 @@ Everything here renders what ``reports/claims.py`` decided; no number is compute
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import json
 import math
 from pathlib import Path
 
+from bench.results.store import records_csv
 from bench.scoring.seeds import DF_GUARD, format_df
 from bench.scoring.stats import display_decimals, format_number, format_p
 from reports import claims as c
@@ -390,12 +389,7 @@ def _clean(x):
 
 
 def to_csv(recs: list[dict]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for rec in recs:
-        writer.writerow({k: ("" if v is None else (repr(v) if isinstance(v, float) else v)) for k, v in rec.items()})
-    return buf.getvalue()
+    return records_csv(COLUMNS, recs)
 
 
 def to_json(book: c.Ledger, rows: list[c.Row], recs: list[dict], battery: list[dict] = ()) -> str:
@@ -521,12 +515,7 @@ def dose_files(rows: list[c.Row]) -> dict[str, str | bytes]:
     points = dose_points(rows)
     if not points:
         return {}
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=DOSE_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for p in points:
-        writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in p.items()})
-    return {f"{DOSE}.csv": buf.getvalue(), f"{DOSE}.png": dose_png(points)}
+    return {f"{DOSE}.csv": records_csv(DOSE_COLUMNS, points), f"{DOSE}.png": dose_png(points)}
 
 
 # ---------------------------------------------------------------- for bench report ----------------

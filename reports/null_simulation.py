@@ -5,13 +5,12 @@ beside the claims ledger, and quoted by docs/statistics.md."""
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import statistics
 
 import numpy as np
 
+from bench.results.store import records_csv
 from bench.scoring.seeds import rejection_rate, simulate_null
 from bench.scoring.stats import holm
 
@@ -71,9 +70,4 @@ def simulate(rows) -> list[dict]:
 
 
 def to_csv(records: list[dict]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for rec in records:
-        writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in rec.items()})
-    return buf.getvalue()
+    return records_csv(COLUMNS, records)

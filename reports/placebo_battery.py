@@ -13,14 +13,13 @@ seeds like these falls nine times in ten.
 
 from __future__ import annotations
 
-import csv
-import io
 import itertools
 import math
 from pathlib import Path
 
 import numpy as np
 
+from bench.results.store import records_csv
 from bench.scoring.seeds import pooled_arrays
 
 NAME = "placebo-battery.csv"
@@ -124,9 +123,4 @@ def simulate(results_dir: Path, book, rows) -> list[dict]:
 
 
 def to_csv(records: list[dict]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for rec in records:
-        writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in rec.items()})
-    return buf.getvalue()
+    return records_csv(COLUMNS, records)

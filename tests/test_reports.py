@@ -939,3 +939,16 @@ def test_a_card_opens_with_its_robustness_beside_its_baselines(results):
     line = next(ln for ln in md.splitlines() if ln.startswith("| STS avg."))
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[1].startswith("72.50") and cells[3].startswith("70.00") and cells[-1] == "+2.50", cells
+
+
+def test_report_csvs_escape_formulas_and_keep_numbers():
+    """The ledger's CSVs (claims, null simulation, placebo battery, dose-response) go through one writer: a
+    text field a spreadsheet would run gains an apostrophe, floats keep every digit, None is empty."""
+    from bench.results.store import records_csv
+
+    text = records_csv(("model", "note", "delta", "p"), [
+        {"model": "=1+2", "note": "-2+3", "delta": -0.1234567890123, "p": None},
+        {"model": "m", "note": "-0.5", "delta": 0.5, "p": 0.01}])
+    rows = list(csv.DictReader(text.splitlines()))
+    assert rows[0] == {"model": "'=1+2", "note": "'-2+3", "delta": "-0.1234567890123", "p": ""}
+    assert rows[1] == {"model": "m", "note": "-0.5", "delta": "0.5", "p": "0.01"}

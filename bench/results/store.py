@@ -758,6 +758,17 @@ def csv_safe(value):
     return value
 
 
+def records_csv(columns, records) -> str:
+    """Records (dicts) as CSV text in ``columns`` order: floats at full precision (repr), None empty, text made
+    safe from spreadsheets (``csv_safe``)."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n")
+    writer.writeheader()
+    for rec in records:
+        writer.writerow({k: repr(v) if isinstance(v, float) else csv_safe(v) for k, v in rec.items()})
+    return buf.getvalue()
+
+
 class Timer:
     def __enter__(self):
         self.start = time.perf_counter()
