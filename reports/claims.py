@@ -714,8 +714,7 @@ def placebo_seeds(results_dir: Path, book: Ledger, claim: Claim):
     examples and every one of them pairs with the first under the matched-seed rule."""
     from bench.scoring.stats import BOOTSTRAP_SEED, RESAMPLES
 
-    row = (claim.suite, claim.task_list, claim.metric, claim.aggregation)
-    same = [c for c in book.claims if c.kind == "placebo" and (c.suite, c.task_list, c.metric, c.aggregation) == row]
+    same = [c for c in book.claims if c.kind == "placebo" and placebo_row(c) == placebo_row(claim)]
     models = list(dict.fromkeys(m for c in same for pair in c.pairs for m in pair))
     store = ResultStore(Path(results_dir))
     matching = Matching(store, catalog_models(Path(results_dir)))
@@ -727,6 +726,11 @@ def placebo_seeds(results_dir: Path, book: Ledger, claim: Claim):
 
     points = np.asarray([ev.point() for ev in evidence], dtype=np.float64)
     return points, np.stack([ev.bootstrap(RESAMPLES, BOOTSTRAP_SEED) for ev in evidence])
+
+
+def placebo_row(claim: Claim) -> tuple:
+    """What the placebos that pool their seeds in the battery share: suite, tasks, metric and aggregation."""
+    return claim.suite, claim.task_list, claim.metric, claim.aggregation
 
 
 def _sample_ids(ev) -> tuple:

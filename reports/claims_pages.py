@@ -256,8 +256,8 @@ def to_markdown(book: c.Ledger, rows: list[c.Row], models: dict, battery: list[d
     plan = plan_numbers(rows)
     for kind, group in _by_kind(rows):
         out += ["", f"## {KIND_HEADINGS[kind]}", ""]
-        if kind == "placebo" and battery_text(battery):
-            out += [battery_text(battery), ""]
+        if kind == "placebo" and (said := battery_text(battery)):
+            out += [said, ""]
         out += ["| " + " | ".join(HEADERS) + " |", "|" + " --- |" * len(HEADERS)]
         for r in group:
             claim, paper, ours, seeds, verdicts, differs = _cells(r, models, book.seed_suffixes, plan, rows)
@@ -302,8 +302,8 @@ def to_html(book: c.Ledger, rows: list[c.Row], models: dict, forest: bool = True
                        "style=\"width:100%;max-width:700px\"><figcaption>Dose-response: each level's attack "
                        f"success rate against the encoder without the wrapper, 95% CI (data: <a href=\"{DOSE}.csv\">"
                        f"{DOSE}.csv</a>). If the instrument sees robustness, the curve falls.</figcaption></figure>")
-        if kind == "placebo" and battery_text(battery):
-            out.append(f"<p class=\"note\">{html.escape(battery_text(battery))}</p>")
+        if kind == "placebo" and (said := battery_text(battery)):
+            out.append(f"<p class=\"note\">{html.escape(said)}</p>")
         out += ["<table class=\"claims\">",
                 "<colgroup>" + "".join(f"<col style=\"width:{w}%\">" for w in COLUMN_WIDTHS) + "</colgroup>",
                 "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS) + "</tr></thead><tbody>"]
