@@ -253,14 +253,7 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
     torch.manual_seed(config.seed)
     model = Classifier(copy.deepcopy(backbone), pooler, num_labels, config.dropout).to(device).train()
     feats = tokenize(tokenizer, train.inputs, config.max_len)
-    head = [p for n, p in model.named_parameters() if n.startswith("head.")]
-    body_decay = [p for n, p in model.backbone.named_parameters() if not _no_decay(n)]
-    body_plain = [p for n, p in model.backbone.named_parameters() if _no_decay(n)]
-    optimizer = torch.optim.AdamW([
-        {"params": body_decay, "weight_decay": config.weight_decay, "lr": config.lr},
-        {"params": body_plain, "weight_decay": 0.0, "lr": config.lr},
-        {"params": head, "weight_decay": 0.0, "lr": config.head_lr},
-    ])
+    optimizer = _optimizer(model, config)
     steps_per_epoch = math.ceil(len(feats) / config.batch_size)
     total = steps_per_epoch * config.epochs
     schedule = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total), total)
@@ -281,17 +274,8 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
                 continue
             chunk = order[step * config.batch_size:(step + 1) * config.batch_size]
             batch = tokenizer.pad([feats[i] for i in chunk], return_tensors="pt")
-            batch = {k: v.to(device) for k, v in batch.items()}
-            with autocast(device, amp):
-                loss = nn.functional.cross_entropy(model(**batch).float(), labels[chunk].to(device))
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.unscale_(optimizer)
-            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            scaler.step(optimizer)
-            scaler.update()
-            schedule.step()
-            losses.append(float(loss.detach()))
+            losses.append(_step(parts, {k: v.to(device) for k, v in batch.items()}, labels[chunk].to(device),
+                                config.grad_clip, device, amp))
             if log and (len(losses) % 50 == 0 or len(losses) == total):
                 log(f"  finetune step {len(losses)}/{total} loss {np.mean(losses[-50:]):.4f}")
             if checkpoint and len(losses) < total and time.perf_counter() - last_save >= every:
@@ -308,6 +292,33 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
              **({"resumed_at_step": resumed["step"]} if resumed else {})}
     clf = FinetunedClassifier(model, tokenizer, config.max_len, device, amp_dtype=amp)
     return clf, stats
+
+
+def _optimizer(model, config: FinetuneConfig):
+    """AdamW with weight decay on the backbone's weights only (not biases or norms), the head at its own rate."""
+    head = [p for n, p in model.named_parameters() if n.startswith("head.")]
+    body_decay = [p for n, p in model.backbone.named_parameters() if not _no_decay(n)]
+    body_plain = [p for n, p in model.backbone.named_parameters() if _no_decay(n)]
+    return torch.optim.AdamW([
+        {"params": body_decay, "weight_decay": config.weight_decay, "lr": config.lr},
+        {"params": body_plain, "weight_decay": 0.0, "lr": config.lr},
+        {"params": head, "weight_decay": 0.0, "lr": config.head_lr},
+    ])
+
+
+def _step(parts: dict, batch: dict, labels, grad_clip: float, device: str, amp) -> float:
+    """One optimiser step on one batch (``parts``: model, optimizer, schedule, scaler); returns its loss."""
+    model, optimizer, scaler = parts["model"], parts["optimizer"], parts["scaler"]
+    with autocast(device, amp):
+        loss = nn.functional.cross_entropy(model(**batch).float(), labels)
+    optimizer.zero_grad(set_to_none=True)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    scaler.step(optimizer)
+    scaler.update()
+    parts["schedule"].step()
+    return float(loss.detach())
 
 
 CHECKPOINT_EVERY_S = 300.0  # a save costs about a second for MiniLM; a killed job loses at most this much

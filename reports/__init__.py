@@ -56,86 +56,129 @@ def generate(results_dir: Path, suites: list[str] | None = None, formats: list[s
         return _generate(results_dir, suites, formats, paper_values, reports_dir, progress)
 
 
+@dataclass
+class _Render:
+    """One render's inputs and what it has made so far (the steps of ``_generate`` share it)."""
+
+    results_dir: Path
+    every: list[dict]  # every cell, treated ones too (the leaderboard CSVs record them all)
+    rows: list[dict]  # the cells the reports read: untreated ones
+    catalog: Catalog  # labels and model facts the runs exported (bench/results/metadata.py)
+    paper: PaperValues
+    wanted: set[str]  # the suites asked for
+    formats: list[str]
+    cache: StatsCache  # bootstraps computed by earlier renders, by content
+    evidence: EvidenceIndex
+    progress: object = None
+    out: Artifacts = field(default_factory=Artifacts)
+    made: list = field(default_factory=list)  # (title, file names) of every report made
+    skipped: list = field(default_factory=list)  # (title, why) of every report with nothing to show
+
+
 def _generate(results_dir: Path, suites, formats, paper_values: Path, reports_dir: Path | None,
               progress=None) -> Artifacts:
-    every = load_rows(results_dir, treated=True)  # the leaderboard CSVs record every cell, treated ones too
+    every = load_rows(results_dir, treated=True)
     rows = [r for r in every if not is_treated(r)]
-    catalog = Catalog.load(results_dir)  # labels and model facts the runs exported (bench/results/metadata.py)
-    paper = PaperValues.load(paper_values)
     known = sorted({s for spec in TABLES + FIGURES for s in spec.suites} | {r["suite"] for r in rows})
     for name in suites or []:
         if name not in known:
             raise UnknownName("suite", name, known)
-    wanted = set(suites or known)
-    complete = not suites and not formats  # every report: it also refreshes the bootstrap cache
-    with_cards = not suites  # a robustness card per model, unless the render is for some suites only
-    formats = formats or list(FORMATS)
-    out = Artifacts()
-    cache = StatsCache.load(results_dir)  # bootstraps computed by earlier renders, by content
-    evidence = EvidenceIndex(results_dir, cache)
-    out.results.update(_leaderboards(every, Path(results_dir), wanted))
-    built, made, skipped = {}, [], []
-    for spec in track(progress, TABLES, len(TABLES), "report: tables"):
-        if spec.suites and not set(spec.suites) & wanted:
+    cache = StatsCache.load(results_dir)
+    render = _Render(results_dir, every, rows, Catalog.load(results_dir), PaperValues.load(paper_values),
+                     set(suites or known), formats or list(FORMATS), cache, EvidenceIndex(results_dir, cache),
+                     progress)
+    render.out.results.update(_leaderboards(every, Path(results_dir), render.wanted))
+    _tables(render)
+    _figures(render)
+    _series(render)
+    if "adversarial" in render.wanted and (board := robustness.generate(rows, render.evidence)):
+        _add(render, robustness.TITLE, board)
+    if not suites:  # the claims ledger (reports/claims.toml) pairs cells of every suite
+        _ledger(render)
+        _cards(render)  # a robustness card per model, unless the render is for some suites only
+    return _finish(render, reports_dir, complete=not suites and not formats)
+
+
+def _add(render: _Render, title: str, files: dict) -> None:
+    render.out.reports.update(files)
+    render.made.append((title, sorted(files)))
+
+
+def _tables(render: _Render) -> None:
+    built = {}
+    for spec in track(render.progress, TABLES, len(TABLES), "report: tables"):
+        if spec.suites and not set(spec.suites) & render.wanted:
             continue
-        table = build(labelled(spec, catalog), rows, paper, built, catalog, evidence)
+        table = build(labelled(spec, render.catalog), render.rows, render.paper, built, render.catalog,
+                      render.evidence)
         built[spec.name] = table
         if table.empty:
-            skipped.append((spec.title, f"no {spec.suite or 'source-table'} results for it"))
+            render.skipped.append((spec.title, f"no {spec.suite or 'source-table'} results for it"))
             continue
         shown = without_empty(table)  # for readers; the CSV keeps every column (and Summary tables read all)
-        for fmt in formats:
-            suffix, render = FORMATS[fmt]
-            out.reports[f"{spec.name}.{suffix}"] = render(table if fmt == "csv" else shown)
-        made.append((spec.title, [f"{spec.name}.{FORMATS[f][0]}" for f in formats]))
-    for spec in track(progress, FIGURES, len(FIGURES), "report: figures"):
-        if not set(spec.suites) & wanted:
+        for fmt in render.formats:
+            suffix, write = FORMATS[fmt]
+            render.out.reports[f"{spec.name}.{suffix}"] = write(table if fmt == "csv" else shown)
+        render.made.append((spec.title, [f"{spec.name}.{FORMATS[f][0]}" for f in render.formats]))
+
+
+def _figures(render: _Render) -> None:
+    for spec in track(render.progress, FIGURES, len(FIGURES), "report: figures"):
+        if not set(spec.suites) & render.wanted:
             continue
-        pts = fig.points(spec, rows, paper, catalog)
+        pts = fig.points(spec, render.rows, render.paper, render.catalog)
         if not pts:
-            skipped.append((spec.title, f"no {spec.suite} results with the metrics it plots"))
+            render.skipped.append((spec.title, f"no {spec.suite} results with the metrics it plots"))
             continue
-        caption = fig.settings(spec, rows, pts)
-        out.reports[f"{spec.name}.csv"] = fig.to_csv(spec, pts, caption)
+        caption = fig.settings(spec, render.rows, pts)
+        render.out.reports[f"{spec.name}.csv"] = fig.to_csv(spec, pts, caption)
         for suffix, blob in fig.render(spec, pts, caption).items():
-            out.reports[f"{spec.name}.{suffix}"] = blob
-        made.append((spec.title, [f"{spec.name}.{s}" for s in ("png", "pdf", "csv")]))
-    for spec in track(progress, SERIES, len(SERIES), "report: training-length series"):
-        if not set(spec.suites) & wanted:
-            continue
-        files = scale.generate(results_dir, spec)
-        if files is None:  # none of its models has results yet: nothing to list
-            continue
-        out.reports.update(files)
-        made.append((spec.title, sorted(files)))
-    if "adversarial" in wanted and (board := robustness.generate(rows, evidence)):
-        out.reports.update(board)
-        made.append((robustness.TITLE, sorted(board)))
-    if not suites:  # the claims ledger (reports/claims.toml) pairs cells of every suite
-        from reports import claims_pages
+            render.out.reports[f"{spec.name}.{suffix}"] = blob
+        render.made.append((spec.title, [f"{spec.name}.{s}" for s in ("png", "pdf", "csv")]))
 
-        # the pages in the formats asked for; the ledger's data (CSV, JSON) and its forest plot with any of them
-        ledger = {name: text for name, text in claims_pages.render(results_dir, cache=cache).items()
-                  if name.rsplit(".", 1)[1] in (*formats, "csv", "json", "png")}
-        if set(ledger) - {"claims.csv", "claims.json", claims_pages.FOREST, "null-simulation.csv", "placebo-battery.csv"}:
-            out.reports.update(ledger)
-            made.append(("Claims ledger: each seed paper's headline claims, tested",
-                         [n for n in claims_pages.NAMES if n in ledger]))
-    if with_cards:
-        from reports.card import card
 
-        models = sorted({r["model"] for r in rows})
-        for model in track(progress, models, len(models), "report: robustness cards"):
-            files = card(results_dir, model, cache, rows=rows, evidence=evidence)
-            out.reports.update(files)
-            made.append((f"Robustness card: {model}", sorted(files)))
-    made = with_formats_present(made, reports_dir)
-    out.reports["index.md"] = _index(rows, made, skipped)
-    if "html" in formats:
+def _series(render: _Render) -> None:
+    for spec in track(render.progress, SERIES, len(SERIES), "report: training-length series"):
+        if not set(spec.suites) & render.wanted:
+            continue
+        files = scale.generate(render.results_dir, spec)
+        if files is not None:  # None: none of its models has results yet, nothing to list
+            _add(render, spec.title, files)
+
+
+def _ledger(render: _Render) -> None:
+    """The ledger's pages in the formats asked for; its data (CSV, JSON) and forest plot with any of them."""
+    from reports import claims_pages
+
+    ledger = {name: text for name, text in claims_pages.render(render.results_dir, cache=render.cache).items()
+              if name.rsplit(".", 1)[1] in (*render.formats, "csv", "json", "png")}
+    if set(ledger) - {"claims.csv", "claims.json", claims_pages.FOREST, "null-simulation.csv", "placebo-battery.csv"}:
+        render.out.reports.update(ledger)
+        render.made.append(("Claims ledger: each seed paper's headline claims, tested",
+                            [n for n in claims_pages.NAMES if n in ledger]))
+
+
+def _cards(render: _Render) -> None:
+    from reports.card import card
+
+    models = sorted({r["model"] for r in render.rows})
+    for model in track(render.progress, models, len(models), "report: robustness cards"):
+        files = card(render.results_dir, model, render.cache, rows=render.rows, evidence=render.evidence)
+        _add(render, f"Robustness card: {model}", files)
+
+
+def _finish(render: _Render, reports_dir: Path | None, complete: bool) -> Artifacts:
+    """The index and, with html, the site pages; with ``complete`` (every report) the bootstrap cache too, so
+    that the next render (or a clean clone) computes none."""
+    out, rows = render.out, render.rows
+    made = with_formats_present(render.made, reports_dir)
+    out.reports["index.md"] = _index(rows, made, render.skipped)
+    if "html" in render.formats:
         present = set(out.reports) | {name for _, names in made for name in names}
-        out.reports.update(_site(rows, catalog, made, skipped, out.reports, reports_dir, evidence, present))
-    if complete:  # every bootstrap this render used, so the next render (or a clean clone) computes none
-        out.results[CACHE_FILE] = cache.text()
+        out.reports.update(_site(rows, render.catalog, made, render.skipped, out.reports, reports_dir,
+                                 render.evidence, present))
+    if complete:
+        out.results[CACHE_FILE] = render.cache.text()
     return out
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.results.store import records_csv
-from bench.scoring.seeds import pooled_arrays
+from bench.scoring.seeds import exchangeable_factor, pooled_arrays
 
 NAME = "placebo-battery.csv"
 COLUMNS = ("what", "claim", "k", "models", "arrangements", "alpha", "directional", "p_declared",
@@ -79,7 +79,7 @@ def simulated_rates(models: int, k: int, seeds: float, example: float, rho: floa
     difference 0) with the given noise model, each on SIM_ARRANGEMENTS arrangements drawn at random."""
     rng = np.random.default_rng(seed)
     every = arrangements(models, k)
-    chol = np.linalg.cholesky(example * ((1.0 - rho) * np.eye(models) + rho * np.ones((models, models))))
+    chol = exchangeable_factor(models, rho, example)
     rates = []
     for _ in range(datasets):
         points = rng.normal(0.0, math.sqrt(seeds), models) + chol @ rng.normal(size=models)

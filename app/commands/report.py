@@ -57,6 +57,17 @@ def main(args) -> int:
 
         check_writable(paths.results, "results directory", "BENCH_RESULTS_DIR")
         check_writable(out, "reports directory", "--out")
+    artifacts = render(args, paths, out, console)
+    complete = not args.suites and not args.formats
+    if args.check:
+        return check(artifacts, paths, out, complete, console)
+    return write_all(artifacts, paths, out, complete, console)
+
+
+def render(args, paths, out: Path, console):
+    """Every report asked for, in memory; unreadable cells and bad evidence are warned of, not scored."""
+    import reports
+
     with warnings.catch_warnings(record=True) as caught:  # unreadable cells: skipped, listed below
         warnings.simplefilter("always", BenchWarning)
         from bench.progress import progress
@@ -81,28 +92,32 @@ def main(args) -> int:
     if bad_evidence:
         console.print(f"[yellow]{len(bad_evidence)} result cell(s) with missing or corrupt evidence[/yellow]: their "
                       f"rows show no significance marks (see the warnings). Re-run their `bench run` to recompute them.")
-    complete = not args.suites and not args.formats
-    if args.check:
-        problems = reports.compare(artifacts.reports, out, prune=complete)
-        problems += reports.compare(artifacts.results, paths.results, prune=False)
-        for p in problems:
-            console.print(p)
-        if problems:
-            console.print(f"{len(problems)} file(s) differ from a regeneration of {paths.results}. "
-                          f"Fix: run `bench report` (remove by hand a file named as not made by it) and commit "
-                          f"{out.name}/ and the leaderboards.")
-            return 1
-        console.print(f"Reports in {out} match a regeneration from {paths.results}.")
-        return 0
-    if complete:  # drop reports that a full regeneration no longer makes (only names its manifest lists)
-        stale = sorted(reports.owned_names(out) - set(artifacts.reports))
-        for name in stale:
-            (out / name).unlink(missing_ok=True)
-        if reports.manifest(out) is not None:  # the removed names leave the manifest too
-            from bench.io import atomic_write_text
+    return artifacts
 
-            kept = sorted(reports.manifest(out) - set(stale))
-            atomic_write_text(out / reports.MANIFEST, json.dumps({"written": kept}, indent=0) + "\n")
+
+def check(artifacts, paths, out: Path, complete: bool, console) -> int:
+    """`--check`: exit 1 and name every file that differs from the regeneration."""
+    import reports
+
+    problems = reports.compare(artifacts.reports, out, prune=complete)
+    problems += reports.compare(artifacts.results, paths.results, prune=False)
+    for p in problems:
+        console.print(p)
+    if problems:
+        console.print(f"{len(problems)} file(s) differ from a regeneration of {paths.results}. "
+                      f"Fix: run `bench report` (remove by hand a file named as not made by it) and commit "
+                      f"{out.name}/ and the leaderboards.")
+        return 1
+    console.print(f"Reports in {out} match a regeneration from {paths.results}.")
+    return 0
+
+
+def write_all(artifacts, paths, out: Path, complete: bool, console) -> int:
+    """Write the reports and leaderboards; a complete render first drops the reports it no longer makes."""
+    import reports
+
+    if complete:
+        drop_stale(artifacts, out)
     boards = [name for name in artifacts.results if is_leaderboard(name)]
     written = (reports.write(artifacts.reports, out, record=True)
                + reports.write({k: v for k, v in artifacts.results.items() if k not in boards}, paths.results)
@@ -116,6 +131,20 @@ def main(args) -> int:
                   f"{len(artifacts.results)} leaderboard CSV(s) in {paths.results}.")
     console.print("Tables: " + (", ".join(tables) if tables else "none (no matching results)"))
     return 0
+
+
+def drop_stale(artifacts, out: Path) -> None:
+    """Remove the reports a full regeneration no longer makes (only names its manifest lists)."""
+    import reports
+
+    stale = sorted(reports.owned_names(out) - set(artifacts.reports))
+    for name in stale:
+        (out / name).unlink(missing_ok=True)
+    if reports.manifest(out) is not None:  # the removed names leave the manifest too
+        from bench.io import atomic_write_text
+
+        kept = sorted(reports.manifest(out) - set(stale))
+        atomic_write_text(out / reports.MANIFEST, json.dumps({"written": kept}, indent=0) + "\n")
 
 
 def is_leaderboard(name: str) -> bool:

@@ -157,10 +157,16 @@ def simulate_null(k: int, ratio: float, rho: float, sims: int = 4000, resamples:
     correlation ``rho``, and its bootstrap over the shared examples is drawn with the same covariance, as the
     ledger's resamples share their draws across seeds."""
     rng = np.random.default_rng(seed)
-    chol = np.linalg.cholesky((1.0 - rho) * np.eye(k) + rho * np.ones((k, k)))
+    chol = exchangeable_factor(k, rho)
     truth = rng.normal(0.0, math.sqrt(ratio), (sims, k)) + rng.normal(size=(sims, k)) @ chol.T
     dists = truth[:, :, None] + np.einsum("ij,sjb->sib", chol, rng.normal(size=(sims, k, resamples)))
     return pooled_arrays(truth, dists, level)["p"]
+
+
+def exchangeable_factor(size: int, rho: float, variance: float = 1.0) -> np.ndarray:
+    """The Cholesky factor L of ``variance`` · ((1 − ρ)I + ρ11ᵀ): L @ z (z standard normal) draws ``size``
+    noises of that variance with pairwise correlation ρ, as seeds scored on one shared test set have."""
+    return np.linalg.cholesky(variance * ((1.0 - rho) * np.eye(size) + rho * np.ones((size, size))))
 
 
 def rejection_rate(pvalues: np.ndarray, alpha: float = 1 - LEVEL) -> float:
