@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.errors import BenchError
-from bench.io import atomic_write_text, umask_permissions
+from bench.io import atomic_write_text, file_sha256, umask_permissions
 
 STATE_FILE = "trainer_state.json"
 CARD_FILE = "bench_card.json"
@@ -907,7 +907,7 @@ def commit_pending(run: Run) -> None:
 def make_card(run: Run, parts: Parts, progress: Progress) -> dict:
     """The model card of the weights as they are now."""
     from bench.models.encoder import dtype_name
-    from bench.results.store import git_commit, now_iso, package_versions
+    from bench.results.store import cpu_model, git_commit, now_iso, package_versions
 
     job, method_cls, cfg, amp = run.job, run.method_cls, run.cfg, run.amp
     progress.wall_s = run.wall_s()
@@ -924,7 +924,7 @@ def make_card(run: Run, parts: Parts, progress: Progress) -> dict:
         "first_loss": progress.losses[0][1] if progress.losses else None,
         "final_loss": progress.losses[-1][1] if progress.losses else None,
         "base_weights_sha256": _base_weights_sha256(job.backbone),
-        "device": run.device, "amp": str(amp).replace("torch.", "") if amp else None, "dtype": dtype_name(amp),
+        "device": run.device, "cpu": cpu_model(), "amp": str(amp).replace("torch.", "") if amp else None, "dtype": dtype_name(amp),
         "git_commit": git_commit(), "package_versions": json.loads(package_versions()),
         "wall_s": progress.wall_s, "sessions": progress.sessions, "fingerprint": run.fingerprint,
         "created_at": now_iso(),
@@ -936,13 +936,7 @@ def _base_weights_sha256(backbone: str) -> str | None:
     """sha256 of the base's safetensors when it is a local directory: two builds of one base that differ in
     their last bits (another CPU) are told apart, so seeds are compared only within one build."""
     path = Path(backbone) / "model.safetensors"
-    if not path.is_file():
-        return None
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return file_sha256(path) if path.is_file() else None
 
 
 def write_model_files(run: Run, parts: Parts, directory: Path, card: dict) -> None:

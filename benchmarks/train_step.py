@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import time
 from pathlib import Path
@@ -79,17 +78,6 @@ def time_step(run, examples: list, step_index: int) -> float:
     return time.perf_counter() - start
 
 
-def cpu_model() -> str:
-    """The CPU's model name (Linux), else the platform's processor string."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", action="append", default=[], help="a method to time against SimCSE "
@@ -109,6 +97,7 @@ def main() -> int:
 
     from bench.models.encoder import dtype_name, native_bf16, resolve_backbone, resolve_dtype
     from bench.paths import Paths
+    from bench.results.store import cpu_model
     from bench.models.registry import MODELS
     from bench.train import read_sentences, training_data
 
@@ -135,7 +124,7 @@ def main() -> int:
     medians = {name: statistics.median(values) for name, values in times.items()}
     reference = medians["simcse"]
     print(f"backbone {args.backbone}, batch {args.batch_size} x max_len 32, threads {torch.get_num_threads()}, "
-          f"repeats {args.repeats}, {platform.processor() or platform.machine()}")
+          f"repeats {args.repeats}, {cpu_model()}")
     for name in runs:
         print(f"{name:<18} median {medians[name] * 1000:9.1f} ms  x SimCSE {medians[name] / reference:5.2f}  "
               f"(all: {', '.join(f'{t * 1000:.0f}' for t in times[name])})")

@@ -882,7 +882,8 @@ def test_card_cites_the_measured_step_cost(tmp_path):
 
 def test_card_shows_the_kept_step_and_the_papers_open_choices(results, tmp_path):
     """The trainer's card facts reach the robustness card through plugins.json: the step whose weights the
-    model is, with the dev score that chose it, the passes over the data, and the choices the paper leaves open."""
+    model is, with the dev score that chose it, the passes over the data, the base build and the CPU it was trained
+    from and on, and the choices the paper leaves open."""
     from bench.results import metadata
     from bench.models import registry
     from reports.card import card
@@ -891,7 +892,8 @@ def test_card_shows_the_kept_step_and_the_papers_open_choices(results, tmp_path)
     (models / "robust-y").mkdir(parents=True)
     (models / "robust-y" / "bench_card.json").write_text(json.dumps({
         "method": "robustembed", "steps": 250, "epochs_seen": 1.344, "stsb_dev_before": 68.894,
-        "best": {"step": 125, "stsb_dev_spearman": 74.198}, "open_choices": {"epsilon": "1e-5 (not given)"}}))
+        "best": {"step": 125, "stsb_dev_spearman": 74.198}, "open_choices": {"epsilon": "1e-5 (not given)"},
+        "base_weights_sha256": "3be485e03d9a" + "0" * 52, "cpu": "Test CPU"}))
     metadata.export(results, models=[registry.ModelSpec(name="robust-y", backbone="b", method="robustembed",
                                                         base="simcse-bert", profile="smoke")], models_dir=models)
     _cell(ResultStore(results), "robust-y", "sts", "sts12", 0, [("spearman", 71.0)],
@@ -899,6 +901,7 @@ def test_card_shows_the_kept_step_and_the_papers_open_choices(results, tmp_path)
     md = card(results, "robust-y")["card-robust-y.md"]
     assert "| weights kept | step 125 of 250 (STS-B dev Spearman 74.20; 68.89 before training) |" in md
     assert "| passes over the training data | 1.34 |" in md
+    assert "| base build (weights sha256) | 3be485e03d9a |" in md and "| trained on | Test CPU |" in md
     assert "## Choices the paper leaves open" in md and "| epsilon | 1e-5 (not given) |" in md
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main as cli
+from bench.io import file_sha256
 
 WORDS = "a man woman child dog cat is are was playing eating running sitting on the in with guitar ball food".split()
 
@@ -99,6 +100,8 @@ def test_training_keeps_the_best_dev_checkpoint_and_writes_a_full_card(tiny_bert
                 "package_versions"):
         assert key in card
     assert card["method_config"]["pgd_steps"] == 2 and card["method_config"]["reg_weight"] == 1 / 128
+    # the base's file hash and the CPU: the ledger pairs seeds only within one base build
+    assert card["base_weights_sha256"] == file_sha256(tiny_bert_dir / "model.safetensors") and card["cpu"]
     assert len(card["data"]["sha256"]) == 64 and card["data"]["sentences"] == 64
     recorded = json.loads((bench_env.home / "train" / "tiny-run" / "losses.json").read_text())
     assert card["first_loss"] == recorded[0][1] and card["final_loss"] == recorded[-1][1] and len(recorded) == 6

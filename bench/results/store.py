@@ -26,6 +26,7 @@ import io
 import json
 import math
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -207,6 +208,19 @@ def package_versions() -> str:
         except metadata.PackageNotFoundError:
             continue
     return json.dumps(versions, sort_keys=True)
+
+
+@lru_cache(maxsize=1)
+def cpu_model() -> str:
+    """The CPU's model name (Linux), else the platform's processor string: which machine a model was trained
+    on, since trained weights and base builds differ in their last bits between CPUs."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def now_iso() -> str:
