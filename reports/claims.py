@@ -612,7 +612,10 @@ def is_rate(claim: Claim) -> bool:
 
 
 def _seed_number(ledger: Ledger, suffix: str) -> int:
-    return ledger.seed_suffixes.index(suffix) + 1 if suffix else 0
+    """The training seed a suffix names ("-seed13" is 13), else its place in [seeds] suffixes (from 1)."""
+    if not suffix:
+        return 0
+    return _training_seed(suffix) or ledger.seed_suffixes.index(suffix) + 1
 
 
 def _training_seed(model: str) -> int:

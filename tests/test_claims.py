@@ -218,6 +218,16 @@ THREE_SEEDS = HEADER.replace('"better-seed1" = "simcse"', '"better-seed1" = "sim
                              '"better-seed2" = "simcse"').replace('suffixes = ["-seed1"]', 'suffixes = ["-seed1", "-seed2"]')
 
 
+def test_a_seed_suffix_numbers_its_line_by_the_seed_it_names(tmp_path):
+    """Seeds need not be consecutive (a seed block on another machine starts at a fresh number): the line of
+    "-seed13" is seed 13, not the suffix's place in the list."""
+    text = (HEADER.replace('"better-seed1" = "simcse"', '"better-seed1" = "simcse"\n"base-seed13" = ""\n'
+                           '"better-seed13" = "simcse"')
+            .replace('suffixes = ["-seed1"]', 'suffixes = ["-seed1", "-seed13"]'))
+    ledger = claims.load(_file(tmp_path, text + CLAIM))
+    assert [n for n, *_ in claims._pairs(ledger, ledger.claims[0])] == [0, 1, 13]
+
+
 def test_render_on_a_tiny_results_dir(tmp_path):
     results = tmp_path / "results"
     store = ResultStore(results)
