@@ -8,13 +8,13 @@ depend on the matplotlib build, the plotted numbers do not.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import textwrap
 import statistics
 from dataclasses import dataclass, field
 
+from bench.results.store import records_csv
 from reports.paper import PaperRef, PaperValues
 from reports.results import EMPTY_CATALOG, Catalog, matches, resource_pairs, stat
 
@@ -125,18 +125,14 @@ def settings(spec: FigureSpec, rows: list[dict], pts: list[Point]) -> str:
 
 
 def to_csv(spec: FigureSpec, pts: list[Point], caption: str) -> str:
-    buf = io.StringIO()
-    fields = [*spec.point, "tasks", "x", "y", "paper_x", "paper_y", "settings"]
-    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-
+    """The figure's points; text fields spreadsheet-safe."""
     def num(v):
-        return "" if v is None else repr(round(v, 6))
+        return None if v is None else round(v, 6)
 
-    for p in pts:
-        writer.writerow({**p.key, "tasks": " ".join(p.tasks), "x": num(p.x), "y": num(p.y),
-                         "paper_x": num(p.paper_x), "paper_y": num(p.paper_y), "settings": caption})
-    return buf.getvalue()
+    fields = [*spec.point, "tasks", "x", "y", "paper_x", "paper_y", "settings"]
+    return records_csv(fields, ({**p.key, "tasks": " ".join(p.tasks), "x": num(p.x), "y": num(p.y),
+                                 "paper_x": num(p.paper_x), "paper_y": num(p.paper_y), "settings": caption}
+                                for p in pts))
 
 
 def render(spec: FigureSpec, pts: list[Point], caption: str = "") -> dict[str, bytes]:

@@ -19,14 +19,13 @@ Rules every table follows:
 
 from __future__ import annotations
 
-import csv
 import fnmatch
 import html
-import io
 import json
 from dataclasses import dataclass, field, replace
 
 from bench.scoring.stats import NO_INTERVAL, Evidence, Interval, format_number
+from bench.results.store import records_csv
 from bench.results.uncertainty import UNVERIFIED
 from reports.paper import PaperRef, PaperValues, reference_rows
 from reports.site import page
@@ -723,24 +722,18 @@ CSV_FIELDS = ("table", "block", "backbone", "model", "column", "mean", "std", "c
 
 
 def to_csv(table: Table) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
-    writer.writeheader()
-
+    """One row per (model, column); text fields spreadsheet-safe (a model may be named by its user)."""
     def num(x):
-        return "" if x is None else repr(round(x, 6))
+        return None if x is None else round(x, 6)
 
-    for line in table.lines:
-        for header, better, cell in zip(table.headers, table.better, line.cells):
-            writer.writerow({"table": table.spec.name, "block": line.block, "backbone": line.group,
-                             "model": line.model, "column": header, "mean": num(cell.stat.mean),
-                             "std": num(cell.stat.std), "ci_low": num(cell.stat.ci.low),
-                             "ci_high": num(cell.stat.ci.high), "ci_method": cell.stat.ci.method,
-                             "seeds": cell.stat.seeds or "", "partial": int(cell.partial), "bold": int(cell.bold),
-                             "mark": cell.mark, "paper": num(cell.paper), "delta": num(cell.delta), "better": better,
-                             "reference": int(cell.reference), "unverified_data": int(cell.unverified),
-                             "standin": cell.standin})
-    return buf.getvalue()
+    records = ({"table": table.spec.name, "block": line.block, "backbone": line.group, "model": line.model,
+                "column": header, "mean": num(cell.stat.mean), "std": num(cell.stat.std),
+                "ci_low": num(cell.stat.ci.low), "ci_high": num(cell.stat.ci.high), "ci_method": cell.stat.ci.method,
+                "seeds": cell.stat.seeds or "", "partial": int(cell.partial), "bold": int(cell.bold),
+                "mark": cell.mark, "paper": num(cell.paper), "delta": num(cell.delta), "better": better,
+                "reference": int(cell.reference), "unverified_data": int(cell.unverified), "standin": cell.standin}
+               for line in table.lines for header, better, cell in zip(table.headers, table.better, line.cells))
+    return records_csv(CSV_FIELDS, records)
 
 
 # format name -> (file suffix, formatter)

@@ -955,3 +955,22 @@ def test_report_csvs_escape_formulas_and_keep_numbers():
     rows = list(csv.DictReader(text.splitlines()))
     assert rows[0] == {"model": "'=1+2", "note": "'-2+3", "delta": "-0.1234567890123", "p": ""}
     assert rows[1] == {"model": "m", "note": "-0.5", "delta": "0.5", "p": "0.01"}
+
+
+def test_table_and_figure_csvs_escape_a_model_a_spreadsheet_would_run():
+    """A user names their own models, so a table's or a figure's CSV puts its text through the same
+    spreadsheet-safe writer as the ledger's: "=1+2" is stored as text, numbers keep their digits."""
+    from bench.scoring.stats import Interval
+    from reports import figures, tables
+    from reports.results import Stat
+
+    stat = Stat(mean=71.123456789, std=None, by_seed=(((0, "all"), 71.123456789),), rows=(),
+                ci=Interval(70.0, 72.25, "bootstrap(B=1000,seed=0)"))
+    spec = tables.TableSpec(name="t", title="t", suite="sts", metric="spearman", unit="Spearman")
+    table = tables.Table(spec, ["STS-B"], ["higher"], [tables.Line("", "minilm", "=1+2", "", [tables.Cell(stat)])], "")
+    (row,) = csv.DictReader(io.StringIO(tables.to_csv(table)))
+    assert (row["model"], row["mean"], row["ci_low"], row["seeds"]) == ("'=1+2", "71.123457", "70.0", "1")
+    fig = figures.FigureSpec(name="f", title="f", suite="sts", point=("model",), x=None, y=None)
+    (point,) = csv.DictReader(io.StringIO(figures.to_csv(fig, [figures.Point({"model": "=1+2"}, ("stsb",), 0.5, None)],
+                                                          "@caption")))
+    assert (point["model"], point["x"], point["y"], point["settings"]) == ("'=1+2", "0.5", "", "'@caption")
