@@ -125,14 +125,10 @@ def settings(spec: FigureSpec, rows: list[dict], pts: list[Point]) -> str:
 
 
 def to_csv(spec: FigureSpec, pts: list[Point], caption: str) -> str:
-    """The figure's points; text fields spreadsheet-safe."""
-    def num(v):
-        return None if v is None else round(v, 6)
-
+    """The figure's points, numbers to 6 places; text fields spreadsheet-safe."""
     fields = [*spec.point, "tasks", "x", "y", "paper_x", "paper_y", "settings"]
-    return records_csv(fields, ({**p.key, "tasks": " ".join(p.tasks), "x": num(p.x), "y": num(p.y),
-                                 "paper_x": num(p.paper_x), "paper_y": num(p.paper_y), "settings": caption}
-                                for p in pts))
+    return records_csv(fields, ({**p.key, "tasks": " ".join(p.tasks), "x": p.x, "y": p.y, "paper_x": p.paper_x,
+                                 "paper_y": p.paper_y, "settings": caption} for p in pts), digits=6)
 
 
 def render(spec: FigureSpec, pts: list[Point], caption: str = "") -> dict[str, bytes]:

@@ -722,18 +722,16 @@ CSV_FIELDS = ("table", "block", "backbone", "model", "column", "mean", "std", "c
 
 
 def to_csv(table: Table) -> str:
-    """One row per (model, column); text fields spreadsheet-safe (a model may be named by its user)."""
-    def num(x):
-        return None if x is None else round(x, 6)
-
+    """One row per (model, column), numbers to 6 places; text fields spreadsheet-safe (a model may be named by
+    its user)."""
     records = ({"table": table.spec.name, "block": line.block, "backbone": line.group, "model": line.model,
-                "column": header, "mean": num(cell.stat.mean), "std": num(cell.stat.std),
-                "ci_low": num(cell.stat.ci.low), "ci_high": num(cell.stat.ci.high), "ci_method": cell.stat.ci.method,
-                "seeds": cell.stat.seeds or "", "partial": int(cell.partial), "bold": int(cell.bold),
-                "mark": cell.mark, "paper": num(cell.paper), "delta": num(cell.delta), "better": better,
-                "reference": int(cell.reference), "unverified_data": int(cell.unverified), "standin": cell.standin}
+                "column": header, "mean": cell.stat.mean, "std": cell.stat.std, "ci_low": cell.stat.ci.low,
+                "ci_high": cell.stat.ci.high, "ci_method": cell.stat.ci.method, "seeds": cell.stat.seeds or "",
+                "partial": int(cell.partial), "bold": int(cell.bold), "mark": cell.mark, "paper": cell.paper,
+                "delta": cell.delta, "better": better, "reference": int(cell.reference),
+                "unverified_data": int(cell.unverified), "standin": cell.standin}
                for line in table.lines for header, better, cell in zip(table.headers, table.better, line.cells))
-    return records_csv(CSV_FIELDS, records)
+    return records_csv(CSV_FIELDS, records, digits=6)
 
 
 # format name -> (file suffix, formatter)

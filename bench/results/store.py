@@ -772,14 +772,15 @@ def csv_safe(value):
     return value
 
 
-def records_csv(columns, records) -> str:
-    """Records (dicts) as CSV text in ``columns`` order: floats at full precision (repr), None empty, text made
-    safe from spreadsheets (``csv_safe``)."""
+def records_csv(columns, records, digits: int | None = None) -> str:
+    """Records (dicts) as CSV text in ``columns`` order: floats at full precision (repr), or rounded to
+    ``digits`` places, None empty, text made safe from spreadsheets (``csv_safe``)."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n")
     writer.writeheader()
     for rec in records:
-        writer.writerow({k: repr(v) if isinstance(v, float) else csv_safe(v) for k, v in rec.items()})
+        writer.writerow({k: repr(v if digits is None else round(v, digits)) if isinstance(v, float) else csv_safe(v)
+                         for k, v in rec.items()})
     return buf.getvalue()
 
 
