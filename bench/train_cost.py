@@ -7,7 +7,9 @@ Step times: SimCSE on all-MiniLM-L6-v2 at batch 64, max_len 32, fp32 took 2.47 s
 threads (quiet Intel Xeon; ``python benchmarks/train_step.py --batch-size 64 --repeats 2``). A method
 declares its step time relative to SimCSE's (``Method.step_cost``, from the same benchmark). Another
 backbone scales by its non-embedding size (layers × hidden², the matrix products of short sequences):
-BERT-base is 8× MiniLM. On CUDA the reference is SimCSE's authors' report of unsupervised SimCSE on
+BERT-base is 8× MiniLM. With fewer threads than the reference's two a step takes proportionally longer
+(one thread: twice as long); with more, the estimate stays at two threads' speed, since no speed-up beyond
+two threads was measured. On CUDA the reference is SimCSE's authors' report of unsupervised SimCSE on
 BERT-base: one epoch of wiki1m (15,625 steps of 64) in under an hour on one RTX 3090.
 """
 
@@ -20,6 +22,7 @@ from pathlib import Path
 from bench.errors import BenchError
 
 CPU_SIMCSE_MINILM_S_PER_STEP = 2.47  # batch 64, max_len 32, fp32, 2 threads (measured, see above)
+CPU_REFERENCE_THREADS = 2
 CUDA_SIMCSE_BERT_BASE_S_PER_STEP = 3600 / 15_625  # under an hour for 15,625 steps, RTX 3090 (authors' report)
 MINILM_SIZE = 6 * 384 ** 2  # layers x hidden^2 of all-MiniLM-L6-v2
 BERT_BASE_SIZE = 12 * 768 ** 2
@@ -97,15 +100,26 @@ def training_sentences(method_cls, method_cfg, data_root: Path) -> tuple[int, st
     return lines, " + ".join(names) or "its own data", "lines"
 
 
+def cpu_threads() -> int:
+    """The threads torch's CPU kernels use here (OMP_NUM_THREADS, else the cores)."""
+    import torch
+
+    return torch.get_num_threads()
+
+
 def step_seconds(method_cls, batch_size: int, backbone: str, device: str) -> tuple[float | None, str]:
     """A step's estimated seconds on ``device`` and how it was estimated."""
     kind = device.split(":")[0]
     size, size_source = backbone_size(backbone)
     relative = f"{method_cls.name} {method_cls.step_cost:g}x SimCSE a step"
     if kind == "cpu":
+        threads = cpu_threads()
+        slower = CPU_REFERENCE_THREADS / min(threads, CPU_REFERENCE_THREADS)
         seconds = CPU_SIMCSE_MINILM_S_PER_STEP * method_cls.step_cost * (size / MINILM_SIZE) * batch_size / 64
-        return seconds, (f"SimCSE's measured {CPU_SIMCSE_MINILM_S_PER_STEP} s a step for MiniLM at batch 64 on "
-                         f"2 CPU threads, {relative}, scaled to this backbone ({size_source}) and batch")
+        return seconds * slower, (
+            f"SimCSE's measured {CPU_SIMCSE_MINILM_S_PER_STEP} s a step for MiniLM at batch 64 on "
+            f"{CPU_REFERENCE_THREADS} CPU threads, {relative}, scaled to this backbone ({size_source}), batch and "
+            f"{threads} thread{'s' if threads > 1 else ''}")
     if kind == "cuda":
         seconds = CUDA_SIMCSE_BERT_BASE_S_PER_STEP * method_cls.step_cost * (size / BERT_BASE_SIZE) * batch_size / 64
         return seconds, (f"SimCSE on BERT-base in under an hour for 15,625 steps on one RTX 3090 (its authors' "

@@ -130,12 +130,14 @@ def test_the_opt_in_lets_a_cpu_paper_profile_run_through(isolated, monkeypatch):
     check_cpu_paper_profile(plan(get_model("robustembed-bert"), Paths.from_env(), "cuda"), allowed=False)
 
 
-def test_the_plan_counts_the_profiles_steps_and_scales_the_step_time(isolated):
+def test_the_plan_counts_the_profiles_steps_and_scales_the_step_time(isolated, monkeypatch):
+    from bench import train_cost
     from bench.methods import get_method
     from bench.paths import Paths
     from bench.models.registry import get_model
     from bench.train_cost import CPU_SIMCSE_MINILM_S_PER_STEP, plan
 
+    monkeypatch.setattr(train_cost, "cpu_threads", lambda: 2)  # the reference's threads
     paths = Paths.from_env()
     smoke = plan(get_model("robustembed-minilm"), paths, "cpu")
     assert (smoke.steps, smoke.batch_size, smoke.profile) == (10, 16, "smoke")
@@ -147,6 +149,11 @@ def test_the_plan_counts_the_profiles_steps_and_scales_the_step_time(isolated):
     robust = plan(get_model("robustembed-minilm-study"), paths, "cpu")
     assert robust.seconds == pytest.approx(study.seconds * get_method("robustembed").step_cost)
     assert plan(get_model("simcse-minilm-study"), paths, "mps").seconds is None
+    monkeypatch.setattr(train_cost, "cpu_threads", lambda: 1)  # OMP_NUM_THREADS=1: each step twice as long
+    one = plan(get_model("simcse-minilm-study"), paths, "cpu")
+    assert one.seconds == pytest.approx(2 * study.seconds) and "1 thread)" in one.describe()
+    monkeypatch.setattr(train_cost, "cpu_threads", lambda: 16)  # no speed-up beyond the measured two
+    assert plan(get_model("simcse-minilm-study"), paths, "cpu").seconds == pytest.approx(study.seconds)
 
 
 def test_a_cached_model_with_the_hub_unreachable_is_loaded_offline(isolated, closed_hub, monkeypatch):
@@ -181,10 +188,12 @@ def test_every_registered_run_reaches_the_steps_it_keeps(isolated):
 
 
 
-def test_bench_train_says_how_long_it_will_take(tmp_path, tiny_bert_dir):
+def test_bench_train_says_how_long_it_will_take(tmp_path, tiny_bert_dir, monkeypatch):
+    from bench import train_cost
     from bench.train import TrainConfig, TrainJob
     from bench.train_cost import CPU_SIMCSE_MINILM_S_PER_STEP, MINILM_SIZE, job_estimate
 
+    monkeypatch.setattr(train_cost, "cpu_threads", lambda: 2)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("".join(f"sentence {i}\n" for i in range(20)))
     job = TrainJob(name="tiny-simcse", method="simcse", backbone=str(tiny_bert_dir), base=str(tiny_bert_dir),
