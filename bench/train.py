@@ -368,6 +368,7 @@ class Progress:
     wall_s: float = 0.0  # over every attempt (process) of the run
     sessions: int = 0  # attempts (processes) that ran the run; the stored key keeps its name
     dev_before: float | None = None  # STS-B dev before training: reported, never selected
+    base_encoder_sha256: str | None = None  # the base's weights hash as its own cells record it
 
     @classmethod
     def read(cls, path: Path) -> Progress:
@@ -699,6 +700,7 @@ def train_steps(run: Run, parts: Parts, progress: Progress, stop_after: int | No
     evaluation (keeping the best) and a resume point. False when stopped early (Ctrl-C, ``stop_after``):
     the state is saved first."""
     cfg = run.cfg
+    record_base(run, progress)
     evaluate_before(run, parts, progress)
     announce(run, parts)
     kept_steps = set(cfg.kept_steps())
@@ -828,6 +830,18 @@ def evaluate(run: Run, parts: Parts) -> tuple[float | None, dict]:
     return float(score), {"align": align, "uniform": uniform}
 
 
+def record_base(run: Run, progress: Progress) -> None:
+    """At the start of a fresh run, the weights hash ``bench run --model <base>`` stamps on the base's own
+    cells: a base built on each machine (the masked-LM MiniLM) has cells from several builds, and a ledger
+    pairs a trained model with those of the build it started from."""
+    from bench.models.encoder import load_hf, state_dict_sha256
+
+    if progress.step != 0 or progress.base_encoder_sha256 or not run.main:
+        return
+    model, _ = load_hf(run.job.backbone, run.job.base)
+    progress.base_encoder_sha256 = state_dict_sha256(model)
+
+
 def evaluate_before(run: Run, parts: Parts, progress: Progress) -> None:
     """The step-0 score of a fresh run: recorded as the "before" number, never a candidate for the best."""
     if progress.step != 0 or progress.dev_history or run.dev_pairs is None or not run.main:
@@ -924,6 +938,7 @@ def make_card(run: Run, parts: Parts, progress: Progress) -> dict:
         "first_loss": progress.losses[0][1] if progress.losses else None,
         "final_loss": progress.losses[-1][1] if progress.losses else None,
         "base_weights_sha256": _base_weights_sha256(job.backbone),
+        "base_encoder_sha256": progress.base_encoder_sha256,
         "device": run.device, "cpu": cpu_model(),
         "amp": str(amp).replace("torch.", "") if amp else None, "dtype": dtype_name(amp),
         "git_commit": git_commit(), "package_versions": json.loads(package_versions()),

@@ -450,14 +450,16 @@ def _row_key(claim: Claim):
     return include
 
 
-def _matching_row(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict, required: tuple = ()):
-    """(cell path, row) of the claim's row in the model's newest matching cell of ``task``, or None; an average
-    only over the tasks its protocol declares (one over fewer, say STS-B alone, never stands in for it)."""
+def _matching_row(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict, required: tuple = (),
+                  weights: str | None = None):
+    """(cell path, row) of the claim's row in the model's newest matching cell of ``task`` (of those ``weights``
+    when given), or None; an average only over the tasks its protocol declares (one over fewer, say STS-B
+    alone, never stands in for it)."""
     from bench.results.averages import off_declared
     from bench.results.uncertainty import model_cells, row_key
 
     include = _row_key(claim)
-    cells = [p for p in model_cells(store, model, claim.suite, task).values()
+    cells = [p for p in model_cells(store, model, claim.suite, task, weights).values()
              if _matches(store.read(p).get("config", {}), wanted, required)]
     found = None
     for path in sorted(cells, key=lambda p: store.read(p).get("written_at") or ""):
@@ -467,12 +469,13 @@ def _matching_row(store: ResultStore, model: str, claim: Claim, task: str, wante
     return found
 
 
-def task_evidence(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict, required: tuple = ()):
+def task_evidence(store: ResultStore, model: str, claim: Claim, task: str, wanted: dict, required: tuple = (),
+                  weights: str | None = None):
     """(Evidence, stored value, row) of the claim's row in the model's newest matching cell of ``task``;
     None when no cell matches, (None, value, row) when the cell has no per-example evidence."""
     from bench.results.uncertainty import _key_tuple, row_key, stored_evidence
 
-    hit = _matching_row(store, model, claim, task, wanted, required)
+    hit = _matching_row(store, model, claim, task, wanted, required, weights)
     if hit is None:
         return None
     path, row = hit
@@ -488,12 +491,12 @@ def held_out_check(row: dict) -> str:
 
 
 def _found_tasks(store: ResultStore, ledger: Ledger, claim: Claim, model: str, variant: dict,
-                 required: tuple = ()) -> dict:
+                 required: tuple = (), weights: str | None = None) -> dict:
     """task -> (evidence labelled with the task, or None; stored value; its classifier's held-out check, or
-    "") for each of the claim's tasks the model has a matching cell of."""
+    "") for each of the claim's tasks the model has a matching cell of (of those ``weights``, when given)."""
     found = {}
     for task in claim.task_list:
-        hit = task_evidence(store, model, claim, task, _settings(ledger, claim, variant, task), required)
+        hit = task_evidence(store, model, claim, task, _settings(ledger, claim, variant, task), required, weights)
         if hit is not None:
             ev, value, row = hit
             found[task] = (None if ev is None else replace(ev, label=task, _memo={}), value, held_out_check(row))
@@ -647,7 +650,9 @@ def _pairs(ledger: Ledger, claim: Claim) -> list[tuple[int, str, str]]:
 class Matching:
     """The matched-seed rule: within a pair, both models trained from one build of their base, and each model
     name stands for one set of weights across all its cells (a model retrained on another machine is another
-    model: its older cells must go). Reads the cells' weights hashes and the cards in plugins.json, once."""
+    model: its older cells must go). One exception: a baseline that is the untrained base itself, built anew on
+    each machine, keeps cells of several builds, and a pair uses those of the build its method's card names
+    (``build``). Reads the cells' weights hashes and the cards in plugins.json, once."""
 
     def __init__(self, store: ResultStore, catalog: dict):
         self.store, self.catalog, self._weights = store, catalog, {}
@@ -657,10 +662,18 @@ class Matching:
             self._weights[model] = {c["cell"]["weights_sha256"] for _, c in self.store.cells_of(model)}
         return self._weights[model]
 
-    def refusal(self, baseline: str, method: str) -> str:
-        """Why the pair may not be pooled ("" when it may)."""
+    def build(self, ledger: Ledger, baseline: str, method: str) -> str | None:
+        """The weights of the base build ``method`` started from, when ``baseline`` is that untrained base
+        and the method's card names them (cards record them since the ledger pairs bases by build)."""
+        if ledger.models.get(baseline) != "":
+            return None
+        return ((self.catalog.get(method) or {}).get("training") or {}).get("base_encoder_sha256") or None
+
+    def refusal(self, baseline: str, method: str, build: str | None = None) -> str:
+        """Why the pair may not be pooled ("" when it may); a baseline read at one ``build`` may have others."""
         reasons = [f"{m} has cells from {len(w)} sets of weights ({', '.join(sorted(x[:12] for x in w))})"
-                   for m in dict.fromkeys((baseline, method)) if len(w := self.weights(m)) > 1]
+                   for m in dict.fromkeys((baseline, method))
+                   if not (build and m == baseline) and len(w := self.weights(m)) > 1]
         trainings = [(self.catalog.get(m) or {}).get("training") or {} for m in (baseline, method)]
         if all(trainings):
             reasons += [f.replace("its models were", "the two models were") for f in _base_builds_flag(trainings)]
@@ -674,12 +687,13 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
     lines, pairs, ran_at = [], [], []
     matching = matching or Matching(store, {})
     for seed, baseline, method in _pairs(ledger, claim):
+        build = matching.build(ledger, baseline, method)
         sides = ((baseline, variant, ()), (method, {**variant, **claim.method_run}, tuple(claim.method_run)))
-        found = [_found_tasks(store, ledger, claim, *side) for side in sides]
+        found = [_found_tasks(store, ledger, claim, *side, weights=w) for side, w in zip(sides, (build, None))]
         a, b = (seed_evidence(claim, f) for f in found)
         gone = tuple(side for side, (_, _, absent) in zip(sides, (a, b)) if absent)
         missing = tuple(m for m, _, _ in gone)
-        refused = "" if missing else matching.refusal(baseline, method)
+        refused = "" if missing else matching.refusal(baseline, method, build)
         if refused:
             lines.append(Comparison(method, baseline, variant, seed, estimate=_minus(b[1], a[1]),
                                     values=(a[1], b[1]), refused=refused, note=f"not pooled: {refused}"))
@@ -687,6 +701,9 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
             todo = steps(ledger, claim, gone, store)
             note = (partial_average(claim, *found, cache) if claim.tasks
                     else one_side(claim, ((baseline, a, found[0]), (method, b, found[1]))))
+            if build and baseline in missing and matching.weights(baseline):
+                note += f"; {baseline} has cells of other builds only, not of the one {method} started from " \
+                        f"({build[:12]}): run it on the machine that trained {method}"
             lines.append(Comparison(method, baseline, variant, seed, missing=missing, steps=todo,
                                     command=" && ".join(s.command for s in todo),
                                     cpu_minutes=sum(s.run_minutes + s.train_minutes for s in todo), note=note))

@@ -598,6 +598,38 @@ def test_a_pair_that_breaks_the_matched_seed_rule_is_refused_not_pooled(tmp_path
     assert r.primary.pooled.seeds == 2 and r.verdict.label == FEW_SEEDS  # the other two pool; 2 < 3
 
 
+def test_an_untrained_base_is_paired_by_the_build_each_method_started_from(tmp_path, monkeypatch):
+    """The base is built anew on each machine, so its cells come from several builds: each pair reads the
+    base's cells of the build its method's card names, and the pairs pool; a card without that record
+    cannot tell the builds apart, and its pair is refused."""
+    results = tmp_path / "results"
+    store = ResultStore(results)
+    one, two = "ab" * 32, "cd" * 32
+    _sts_cell(store, "base", noise=3.0, seed=10, weights=one)
+    _sts_cell(store, "base", noise=1.0, seed=11, weights=two)
+    for seed in (0, 1, 2):
+        _sts_cell(store, "better" + (f"-seed{seed}" if seed else ""), noise=0.3, seed=20 + seed)
+    cards = {m: {"training": {"base_encoder_sha256": build}}
+             for m, build in {"better": one, "better-seed1": two, "better-seed2": one}.items()}
+    monkeypatch.setattr(claims, "catalog_models", lambda _: cards)
+    text = (HEADER.replace('"base-seed1" = ""\n', "")
+            .replace('"better-seed1" = "simcse"', '"better-seed1" = "simcse"\n"better-seed2" = "simcse"')
+            .replace('suffixes = ["-seed1"]', 'suffixes = ["-seed1", "-seed2"]'))
+    path = _file(tmp_path, text + CLAIM)
+    _, (r,) = claims.ledger(results, path)
+    assert not any(ln.refused for ln in r.primary.lines) and r.primary.pooled.seeds == 3
+    base_value = {ln.seed: ln.values[0] for ln in r.primary.lines}
+    assert base_value[0] == base_value[2] != base_value[1]  # seed 1 reads the other build's cell
+    cards["better-seed1"] = {"training": {}}  # a card from before the record
+    _, (r,) = claims.ledger(results, path)
+    refused = [ln for ln in r.primary.lines if ln.refused]
+    assert [ln.seed for ln in refused] == [1] and "base has cells from 2 sets of weights" in refused[0].refused
+    cards["better-seed1"] = {"training": {"base_encoder_sha256": "ef" * 32}}  # a build the base was not run on
+    _, (r,) = claims.ledger(results, path)
+    (waiting,) = [ln for ln in r.primary.lines if ln.seed == 1]
+    assert waiting.missing == ("base",) and "not of the one better-seed1 started from (efefefefefef)" in waiting.note
+
+
 def test_the_matched_seed_rule_refuses_two_builds_of_the_base():
     matching = claims.Matching(ResultStore(__import__("pathlib").Path("/nonexistent")), {
         "a": {"training": {"base_weights_sha256": "1" * 64}}, "b": {"training": {"base_weights_sha256": "2" * 64}}})

@@ -102,6 +102,11 @@ def test_training_keeps_the_best_dev_checkpoint_and_writes_a_full_card(tiny_bert
     assert card["method_config"]["pgd_steps"] == 2 and card["method_config"]["reg_weight"] == 1 / 128
     # the base's file hash and the CPU: the ledger pairs seeds only within one base build
     assert card["base_weights_sha256"] == file_sha256(tiny_bert_dir / "model.safetensors") and card["cpu"]
+    # ... and the hash the base's own cells carry, by which the ledger picks the base's cells of this build
+    from bench.models.registry import resolve_model
+
+    base = Encoder.from_spec(resolve_model(str(tiny_bert_dir), pooler="cls"), device="cpu")
+    assert card["base_encoder_sha256"] == base.weights_sha256
     assert len(card["data"]["sha256"]) == 64 and card["data"]["sentences"] == 64
     recorded = json.loads((bench_env.home / "train" / "tiny-run" / "losses.json").read_text())
     assert card["first_loss"] == recorded[0][1] and card["final_loss"] == recorded[-1][1] and len(recorded) == 6

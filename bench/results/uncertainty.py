@@ -185,11 +185,12 @@ def _jsonable(x):
     return json.loads(json.dumps(x, default=float))
 
 
-def model_cells(store: ResultStore, model: str, suite: str | None = None, task: str | None = None) -> dict[tuple, Path]:
-    """(suite, task, seed, config hash) -> cell path, for one model's stored cells; of two files claiming one
-    key, the one ``ResultStore.choose`` keeps (unreadable and duplicate files are named in warnings). Of cells
-    of other weights under one name, the newest by ``identity_order`` (the reports' rule too), named in a
-    warning: two identities share the name."""
+def model_cells(store: ResultStore, model: str, suite: str | None = None, task: str | None = None,
+                weights: str | None = None) -> dict[tuple, Path]:
+    """(suite, task, seed, config hash) -> cell path, for one model's stored cells (those of ``weights`` only,
+    when given); of two files claiming one key, the one ``ResultStore.choose`` keeps (unreadable and duplicate
+    files are named in warnings). Of cells of other weights under one name, the newest by ``identity_order``
+    (the reports' rule too), named in a warning: two identities share the name."""
     import warnings
 
     from bench.errors import BenchWarning
@@ -197,6 +198,8 @@ def model_cells(store: ResultStore, model: str, suite: str | None = None, task: 
     found: dict[tuple, list[tuple[tuple, Path]]] = {}
     for path, cell in store.cells_of(model, suite, task):
         c = cell["cell"]
+        if weights is not None and c["weights_sha256"] != weights:
+            continue
         found.setdefault((c["suite"], c["task"], c["seed"], c["config_hash"]), []).append(
             (identity_order(cell["results"][0], c["weights_sha256"], cell["results"]), path))
     for key, claims in found.items():
