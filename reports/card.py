@@ -256,6 +256,7 @@ def _identity(model: str, entry: dict | None, others: dict[str, str], family: st
                  ("passes over the training data", _passes(training)),
                  ("weights kept", _selected_text(training)),
                  ("base build (weights sha256)", (training.get("base_weights_sha256") or "")[:12]),
+                 ("base build as its own cells name it", (training.get("base_encoder_sha256") or "")[:12]),
                  ("trained on", training.get("cpu")),
                  ("training wall time (s)", None if training.get("wall_s") is None else round(float(training["wall_s"]))),
                  ("training step cost", step_cost_text(entry.get("method") or "")),

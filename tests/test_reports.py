@@ -893,7 +893,8 @@ def test_card_shows_the_kept_step_and_the_papers_open_choices(results, tmp_path)
     (models / "robust-y" / "bench_card.json").write_text(json.dumps({
         "method": "robustembed", "steps": 250, "epochs_seen": 1.344, "stsb_dev_before": 68.894,
         "best": {"step": 125, "stsb_dev_spearman": 74.198}, "open_choices": {"epsilon": "1e-5 (not given)"},
-        "base_weights_sha256": "3be485e03d9a" + "0" * 52, "cpu": "Test CPU"}))
+        "base_weights_sha256": "3be485e03d9a" + "0" * 52, "base_encoder_sha256": "c47b1af3ed19" + "0" * 52,
+        "cpu": "Test CPU"}))
     metadata.export(results, models=[registry.ModelSpec(name="robust-y", backbone="b", method="robustembed",
                                                         base="simcse-bert", profile="smoke")], models_dir=models)
     _cell(ResultStore(results), "robust-y", "sts", "sts12", 0, [("spearman", 71.0)],
@@ -902,6 +903,7 @@ def test_card_shows_the_kept_step_and_the_papers_open_choices(results, tmp_path)
     assert "| weights kept | step 125 of 250 (STS-B dev Spearman 74.20; 68.89 before training) |" in md
     assert "| passes over the training data | 1.34 |" in md
     assert "| base build (weights sha256) | 3be485e03d9a |" in md and "| trained on | Test CPU |" in md
+    assert "| base build as its own cells name it | c47b1af3ed19 |" in md
     assert "## Choices the paper leaves open" in md and "| epsilon | 1e-5 (not given) |" in md
 
 
