@@ -368,7 +368,6 @@ class Progress:
     wall_s: float = 0.0  # over every attempt (process) of the run
     sessions: int = 0  # attempts (processes) that ran the run; the stored key keeps its name
     dev_before: float | None = None  # STS-B dev before training: reported, never selected
-    base_encoder_sha256: str | None = None  # the base's weights hash as its own cells record it
 
     @classmethod
     def read(cls, path: Path) -> Progress:
@@ -458,6 +457,9 @@ class Parts:
     per_epoch: int
     total: int
     eval_max_len: int
+    # the base's weights hash as ``bench run --model <base>`` stamps it on the base's own cells: a base built on
+    # each machine (the masked-LM MiniLM) has cells of several builds, and the ledger pairs by build
+    base_encoder_sha256: str = ""
 
 
 # --- the loop --------------------------------------------------------------------------------
@@ -592,11 +594,12 @@ def build(run: Run, progress: Progress, resuming: bool) -> Parts:
     import torch
     from transformers import get_linear_schedule_with_warmup
 
-    from bench.models.encoder import load_hf
+    from bench.models.encoder import load_hf, state_dict_sha256
 
     cfg = run.cfg
     torch.manual_seed(cfg.seed)
     model, tokenizer = load_hf(run.job.backbone, run.job.name)
+    base_encoder_sha256 = state_dict_sha256(model)  # before any step or resume point touches the weights
     model.train()
     run.ctx.tokenizer = tokenizer
     method = run.method_cls(run.method_cfg, model, run.job.pooler, run.ctx)
@@ -620,7 +623,8 @@ def build(run: Run, progress: Progress, resuming: bool) -> Parts:
         _restore_rng(run.dirs.last)
         run.log(f"Resuming '{run.job.name}' at step {progress.step}/{total} from {run.dirs.last}.")
     return Parts(model=model, tokenizer=tokenizer, method=method, module=module, optimizer=optimizer,
-                 scheduler=scheduler, per_epoch=per_epoch, total=total, eval_max_len=eval_max_len)
+                 scheduler=scheduler, per_epoch=per_epoch, total=total, eval_max_len=eval_max_len,
+                 base_encoder_sha256=base_encoder_sha256)
 
 
 # Bytes per trained parameter: float32 weights, and AdamW's two float32 moments in the resume point.
@@ -700,7 +704,6 @@ def train_steps(run: Run, parts: Parts, progress: Progress, stop_after: int | No
     evaluation (keeping the best) and a resume point. False when stopped early (Ctrl-C, ``stop_after``):
     the state is saved first."""
     cfg = run.cfg
-    record_base(run, progress)
     evaluate_before(run, parts, progress)
     announce(run, parts)
     kept_steps = set(cfg.kept_steps())
@@ -830,18 +833,6 @@ def evaluate(run: Run, parts: Parts) -> tuple[float | None, dict]:
     return float(score), {"align": align, "uniform": uniform}
 
 
-def record_base(run: Run, progress: Progress) -> None:
-    """At the start of a fresh run, the weights hash ``bench run --model <base>`` stamps on the base's own
-    cells: a base built on each machine (the masked-LM MiniLM) has cells from several builds, and a ledger
-    pairs a trained model with those of the build it started from."""
-    from bench.models.encoder import load_hf, state_dict_sha256
-
-    if progress.step != 0 or progress.base_encoder_sha256 or not run.main:
-        return
-    model, _ = load_hf(run.job.backbone, run.job.base)
-    progress.base_encoder_sha256 = state_dict_sha256(model)
-
-
 def evaluate_before(run: Run, parts: Parts, progress: Progress) -> None:
     """The step-0 score of a fresh run: recorded as the "before" number, never a candidate for the best."""
     if progress.step != 0 or progress.dev_history or run.dev_pairs is None or not run.main:
@@ -938,7 +929,7 @@ def make_card(run: Run, parts: Parts, progress: Progress) -> dict:
         "first_loss": progress.losses[0][1] if progress.losses else None,
         "final_loss": progress.losses[-1][1] if progress.losses else None,
         "base_weights_sha256": _base_weights_sha256(job.backbone),
-        "base_encoder_sha256": progress.base_encoder_sha256,
+        "base_encoder_sha256": parts.base_encoder_sha256,
         "device": run.device, "cpu": cpu_model(),
         "amp": str(amp).replace("torch.", "") if amp else None, "dtype": dtype_name(amp),
         "git_commit": git_commit(), "package_versions": json.loads(package_versions()),

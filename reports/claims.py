@@ -238,6 +238,10 @@ class Ledger:
     tests: dict = field(default_factory=dict)  # [tests]: min_seeds, exclusion_share, bounds per metric
     insensitive: tuple = ()  # [[insensitive]]: attacks the controls show this instrument cannot read on a task
 
+    def untrained(self, model: str) -> bool:
+        """A base that needs no training (listed with no method): one model against every seed."""
+        return self.models.get(model) == ""
+
     def min_seeds(self, claim: Claim) -> int:
         return claim.min_seeds or int(self.tests.get("min_seeds", MIN_SEEDS))
 
@@ -638,7 +642,7 @@ def _pairs(ledger: Ledger, claim: Claim) -> list[tuple[int, str, str]]:
             numbers = list(range(len(claim.pairs)))
         return [(n, baseline, method) for n, (baseline, method) in zip(numbers, claim.pairs)]
     out = [(0, claim.baseline, claim.method)]
-    untrained = ledger.models.get(claim.baseline) == ""  # a base: the same model against every seed
+    untrained = ledger.untrained(claim.baseline)
     for suffix in ledger.seed_suffixes:
         seeded = claim.baseline + suffix
         pair = (claim.baseline if untrained and seeded not in ledger.models else seeded, claim.method + suffix)
@@ -665,7 +669,7 @@ class Matching:
     def build(self, ledger: Ledger, baseline: str, method: str) -> str | None:
         """The weights of the base build ``method`` started from, when ``baseline`` is that untrained base
         and the method's card names them (cards record them since the ledger pairs bases by build)."""
-        if ledger.models.get(baseline) != "":
+        if not ledger.untrained(baseline):
             return None
         return ((self.catalog.get(method) or {}).get("training") or {}).get("base_encoder_sha256") or None
 
