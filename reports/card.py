@@ -69,6 +69,12 @@ def baselines(model: str, catalog: Catalog) -> dict[str, str]:
     return out
 
 
+def base_build(entry: dict | None) -> str | None:
+    """The weights hash the base's own cells carry for the build this model was trained from (its training
+    card's base_encoder_sha256); None for a card that predates the record, whose base reads its newest cells."""
+    return ((entry or {}).get("training") or {}).get("base_encoder_sha256") or None
+
+
 def _headline(suite: str, row: dict) -> bool:
     wanted = CARD_HEADLINES.get(suite)
     if wanted is None:  # a suite the card does not know: every row with an interval, runs folded
@@ -126,12 +132,15 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None, rows: l
                          f"results: {', '.join(known) or 'none'}. Run `bench run --model {model} ...` first.")
     catalog = Catalog.load(results_dir)
     others = baselines(model, catalog)
+    build = base_build(catalog.models.get(model))
     diffs = {}
     for role, other in others.items():
-        found, _ = compare_models(store, other, model, cache=cache)
+        found, _ = compare_models(store, other, model, cache=cache, weights_a=build if role == "base" else None)
         diffs[role] = {(d.suite, d.task, d.seed, d.config_hash, tuple(d.key.values())): d for d in found}
     if rows is None:
         rows = load_rows(results_dir)
+    if build and "base" in others:  # the base's cells from other machines' builds are another model's
+        rows = [r for r in rows if r["model"] != others["base"] or r.get("weights_sha256") == build]
     glance = at_a_glance(model, others, rows, catalog, evidence or EvidenceIndex(results_dir, cache))
     sections = [glance] if glance else []
     sections.append(_identity(model, catalog.models.get(model), others, catalog.group(model)))
@@ -269,6 +278,9 @@ def _identity(model: str, entry: dict | None, others: dict[str, str], family: st
               "pairs/examples (1,000 resamples, seed 0), McNemar mid-p for per-example binary outcomes; "
               "'significant' when the 95% CI of the difference excludes 0 and p < 0.05; '–' where the other model "
               "has no such cell.")
+        if "base" in others and base_build(entry):
+            sec.paragraphs.append(f"The base's cells are those of the build this model was trained from (weights "
+                                  f"{base_build(entry)[:12]}…): a base built on another machine is other weights.")
     else:
         sec.paragraphs.append("Not a trained method model: no base or SimCSE comparison.")
     sec.paragraphs.append("Values ×100 for correlations and rates (queries and alignment/uniformity as measured). "

@@ -31,17 +31,17 @@ MODELS_USED = tuple(MODELS)
 
 
 def _cell(store: ResultStore, model: str, suite: str, task: str, seed: int, rows: list[tuple], evidence=None,
-          **options):
+          weights: str = "ab" * 32, **options):
     """One result cell; rows are (metric, value[, aggregation[, split[, attack[, std]]]]); ``evidence`` maps
     (metric, aggregation, attack) to a bench.scoring.stats.Evidence stored beside the cell, as the base suite does."""
     cfg = {"suite": suite, "task": task, "split": "test", "limit": None, "profile": "smoke", **options}
-    key = CellKey(model, "ab" * 32, suite, task, seed, config_hash(cfg))
+    key = CellKey(model, weights, suite, task, seed, config_hash(cfg))
     served = json.dumps({"served": {"word_embedding": "glove6b50d-counterfitted-local"}, "attack": "Attack(...)" * 50})
     results = []
     for metric, value, aggregation, split, attack, std in (tuple(r) + ("all", "test", "", None)[len(r) - 2:]
                                                             for r in rows):
         results.append(Result(model=model, suite=suite, task=task, split=split, metric=metric, aggregation=aggregation,
-                              value=value, attack=attack, n=100, seed=seed, std=std, profile="smoke",
+                              value=value, attack=attack, n=100, seed=seed, std=std, profile="smoke", weights_sha256=weights,
                               config=json.dumps(cfg, sort_keys=True), device="cpu", config_hash=key.config_hash,
                               created_at=f"2026-11-21T20:00:{seed:02d}+00:00",
                               resources=served if suite in ("adversarial", "advsts") else "",
@@ -905,6 +905,34 @@ def test_card_shows_the_kept_step_and_the_papers_open_choices(results, tmp_path)
     assert "| base build (weights sha256) | 3be485e03d9a |" in md and "| trained on | Test CPU |" in md
     assert "| base build as its own cells name it | c47b1af3ed19 |" in md
     assert "## Choices the paper leaves open" in md and "| epsilon | 1e-5 (not given) |" in md
+
+
+def test_a_cards_delta_from_its_untrained_base_reads_the_build_it_was_trained_from(results, tmp_path):
+    """A base built on two machines has cells of two weights under one name; a model whose training card
+    records the build it started from (base_encoder_sha256) is compared with that build's cells, at a glance
+    and in the suite tables, even where the other build's cells are newer."""
+    from bench.models import registry
+    from bench.results import metadata
+    from reports.card import card
+
+    models = tmp_path / "models"
+    (models / "robust-z").mkdir(parents=True)
+    (models / "robust-z" / "bench_card.json").write_text(json.dumps({
+        "method": "robustembed", "steps": 250, "base_encoder_sha256": "cd" * 32}))
+    metadata.export(results, models=[
+        registry.ModelSpec(name="base-m", backbone="b"),
+        registry.ModelSpec(name="robust-z", backbone="b", method="robustembed", base="base-m", profile="smoke")],
+        models_dir=models)
+    store = ResultStore(results)
+    for model, weights, value in (("base-m", "cd" * 32, 65.0), ("base-m", "ef" * 32, 60.0),
+                                  ("robust-z", "ab" * 32, 70.0)):
+        _cell(store, model, "sts", "avg", 0, [("spearman", value, "mean-of-tasks")], weights=weights)
+    md = card(results, "robust-z")["card-robust-z.md"]
+    glance = next(ln for ln in md.splitlines() if ln.startswith("| STS avg."))
+    assert [c.strip() for c in glance.strip("|").split("|")][-1] == "+5.00", md
+    table = next(ln for ln in md.splitlines() if ln.startswith("| avg |"))
+    assert "+5.00" in table and "+10.00" not in table, table
+    assert "The base's cells are those of the build this model was trained from (weights cdcdcdcdcdcd…)" in md
 
 
 def test_a_cell_on_a_stand_in_victim_is_marked_and_explained(results):

@@ -307,13 +307,14 @@ def _compared_values(diff: Difference | None, stored_a, stored_b) -> tuple:
 
 def compare_models(store: ResultStore, model_a: str, model_b: str, suite: str | None = None,
                    task: str | None = None, include=lambda key: True,
-                   cache: StatsCache | None = None) -> tuple[list[CellDiff], dict]:
+                   cache: StatsCache | None = None, weights_a: str | None = None) -> tuple[list[CellDiff], dict]:
     """The paired difference B - A on every cell both models have (same suite, task, seed and
-    configuration), row by row; plus counts of the cells only one model has. Bootstraps come from
-    ``cache`` (default: ``StatsCache.load(store.root)``, the one beside the results), computed only
+    configuration), row by row; plus counts of the cells only one model has. ``weights_a``: A's cells of
+    those weights only (a base built on several machines: the build B was trained from). Bootstraps come
+    from ``cache`` (default: ``StatsCache.load(store.root)``, the one beside the results), computed only
     where it lacks them; pass one cache to many calls to share it and then write ``cache.text()``."""
     cache = cache if cache is not None else StatsCache.load(store.root)
-    a, b = model_cells(store, model_a, suite, task), model_cells(store, model_b, suite, task)
+    a, b = model_cells(store, model_a, suite, task, weights=weights_a), model_cells(store, model_b, suite, task)
     shared = sorted(set(a) & set(b), key=lambda k: tuple(str(x) for x in k))
     settings = distinguishing_settings({k: store.read(a[k]).get("config", {}) for k in shared})
     diffs = [d for k in shared for d in compare_cells(store, a[k], b[k], include, settings[k], cache)]
