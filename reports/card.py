@@ -139,11 +139,12 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None, rows: l
         diffs[role] = {(d.suite, d.task, d.seed, d.config_hash, tuple(d.key.values())): d for d in found}
     if rows is None:
         rows = load_rows(results_dir)
+    base_builds = sorted({r.get("weights_sha256") or "" for r in rows if r["model"] == others.get("base")} - {""})
     if build and "base" in others:  # the base's cells from other machines' builds are another model's
         rows = [r for r in rows if r["model"] != others["base"] or r.get("weights_sha256") == build]
     glance = at_a_glance(model, others, rows, catalog, evidence or EvidenceIndex(results_dir, cache))
     sections = [glance] if glance else []
-    sections.append(_identity(model, catalog.models.get(model), others, catalog.group(model)))
+    sections.append(_identity(model, catalog.models.get(model), others, catalog.group(model), base_builds))
     sections += _open_choices(catalog.models.get(model))
     suites = sorted({k[0] for k in cells}, key=lambda s: (SUITE_ORDER.index(s) if s in SUITE_ORDER else 99, s))
     all_rows = []
@@ -247,7 +248,8 @@ def step_cost_text(method: str, path: Path = STEP_COSTS) -> str | None:
             f"{figures.get('cpu', '')}, {figures.get('date', '')})")
 
 
-def _identity(model: str, entry: dict | None, others: dict[str, str], family: str = "") -> Section:
+def _identity(model: str, entry: dict | None, others: dict[str, str], family: str = "",
+              base_builds: list[str] = ()) -> Section:
     sec = Section("Model")
     if not entry:
         sec.paragraphs.append(f"No facts about '{model}' in the results' plugins.json (results only).")
@@ -281,6 +283,11 @@ def _identity(model: str, entry: dict | None, others: dict[str, str], family: st
         if "base" in others and base_build(entry):
             sec.paragraphs.append(f"The base's cells are those of the build this model was trained from (weights "
                                   f"{base_build(entry)[:12]}…): a base built on another machine is other weights.")
+        elif "base" in others and len(base_builds) > 1:
+            sec.paragraphs.append(f"The base has cells from {len(base_builds)} builds ("
+                                  + ", ".join(f"{w[:12]}…" for w in base_builds) + "); this model's training card "
+                                  "predates the record of which it was trained from, so the difference from the base "
+                                  "reads the base's newest cells, which may be another machine's build.")
     else:
         sec.paragraphs.append("Not a trained method model: no base or SimCSE comparison.")
     sec.paragraphs.append("Values ×100 for correlations and rates (queries and alignment/uniformity as measured). "

@@ -41,8 +41,9 @@ def _cell(store: ResultStore, model: str, suite: str, task: str, seed: int, rows
     for metric, value, aggregation, split, attack, std in (tuple(r) + ("all", "test", "", None)[len(r) - 2:]
                                                             for r in rows):
         results.append(Result(model=model, suite=suite, task=task, split=split, metric=metric, aggregation=aggregation,
-                              value=value, attack=attack, n=100, seed=seed, std=std, profile="smoke", weights_sha256=weights,
-                              config=json.dumps(cfg, sort_keys=True), device="cpu", config_hash=key.config_hash,
+                              value=value, attack=attack, n=100, seed=seed, std=std, profile="smoke",
+                              weights_sha256=weights, config=json.dumps(cfg, sort_keys=True), device="cpu",
+                              config_hash=key.config_hash,
                               created_at=f"2026-11-21T20:00:{seed:02d}+00:00",
                               resources=served if suite in ("adversarial", "advsts") else "",
                               evidence=(evidence or {}).get((metric, aggregation, attack))))
@@ -907,10 +908,11 @@ def test_card_shows_the_kept_step_and_the_papers_open_choices(results, tmp_path)
     assert "## Choices the paper leaves open" in md and "| epsilon | 1e-5 (not given) |" in md
 
 
-def test_a_cards_delta_from_its_untrained_base_reads_the_build_it_was_trained_from(results, tmp_path):
+def test_a_cards_delta_from_its_base_reads_the_build_it_was_trained_from_or_says_it_cannot(results, tmp_path):
     """A base built on two machines has cells of two weights under one name; a model whose training card
     records the build it started from (base_encoder_sha256) is compared with that build's cells, at a glance
-    and in the suite tables, even where the other build's cells are newer."""
+    and in the suite tables, even where the other build's cells are newer; one whose card predates the record
+    is compared with the newest, and its card says they may be another build's."""
     from bench.models import registry
     from bench.results import metadata
     from reports.card import card
@@ -933,6 +935,15 @@ def test_a_cards_delta_from_its_untrained_base_reads_the_build_it_was_trained_fr
     table = next(ln for ln in md.splitlines() if ln.startswith("| avg |"))
     assert "+5.00" in table and "+10.00" not in table, table
     assert "The base's cells are those of the build this model was trained from (weights cdcdcdcdcdcd…)" in md
+    # a card that predates the record reads the base's newest cells, and says that they may be another build's
+    (models / "robust-z" / "bench_card.json").write_text(json.dumps({"method": "robustembed", "steps": 250}))
+    metadata.export(results, models=[
+        registry.ModelSpec(name="base-m", backbone="b"),
+        registry.ModelSpec(name="robust-z", backbone="b", method="robustembed", base="base-m", profile="smoke")],
+        models_dir=models)
+    md = card(results, "robust-z")["card-robust-z.md"]
+    assert "The base has cells from 2 builds (cdcdcdcdcdcd…, efefefefefef…); this model's training card predates" in md
+    assert "+10.00" in next(ln for ln in md.splitlines() if ln.startswith("| avg |"))
 
 
 def test_a_cell_on_a_stand_in_victim_is_marked_and_explained(results):
