@@ -21,7 +21,7 @@ from bench.results.stats_cache import StatsCache
 from bench.results.store import ResultStore
 from bench.results.uncertainty import UNVERIFIED, compare_models, model_cells, row_key, unverified_data
 from reports import pivot
-from reports.results import CODE_PATH, Catalog, EvidenceIndex, load_rows, resource_pairs
+from reports.results import CODE_PATH, Catalog, EvidenceIndex, base_build, load_rows, resource_pairs
 from reports.pivot import metric_words
 from reports.site import page
 from reports.specs import CARD_HEADLINES, CARD_SETTINGS
@@ -67,12 +67,6 @@ def baselines(model: str, catalog: Catalog) -> dict[str, str]:
         if simcse:
             out["SimCSE"] = simcse[0][-1]
     return out
-
-
-def base_build(entry: dict | None) -> str | None:
-    """The weights hash the base's own cells carry for the build this model was trained from (its training
-    card's base_encoder_sha256); None for a card that predates the record, whose base reads its newest cells."""
-    return ((entry or {}).get("training") or {}).get("base_encoder_sha256") or None
 
 
 def _headline(suite: str, row: dict) -> bool:
@@ -280,9 +274,10 @@ def _identity(model: str, entry: dict | None, others: dict[str, str], family: st
               "pairs/examples (1,000 resamples, seed 0), McNemar mid-p for per-example binary outcomes; "
               "'significant' when the 95% CI of the difference excludes 0 and p < 0.05; '–' where the other model "
               "has no such cell.")
-        if "base" in others and base_build(entry):
+        build = base_build(entry)
+        if "base" in others and build:
             sec.paragraphs.append(f"The base's cells are those of the build this model was trained from (weights "
-                                  f"{base_build(entry)[:12]}…): a base built on another machine is other weights.")
+                                  f"{build[:12]}…): a base built on another machine is other weights.")
         elif "base" in others and len(base_builds) > 1:
             sec.paragraphs.append(f"The base has cells from {len(base_builds)} builds ("
                                   + ", ".join(f"{w[:12]}…" for w in base_builds) + "); this model's training card "

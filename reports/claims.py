@@ -30,7 +30,7 @@ from bench.results.store import ResultStore
 from reports.claims_schema import claim_problem, file_problem
 from reports.paper import PAPER_VALUES, PaperRef, PaperValues
 from reports.paper import by_label as paper_by_label
-from reports.results import row_resources
+from reports.results import base_build, row_resources
 
 CLAIMS_FILE = Path(__file__).with_name("claims.toml")
 DIRECTIONS = ("higher", "lower", "same")  # what the paper asserts of method − baseline on the metric
@@ -671,7 +671,7 @@ class Matching:
         and the method's card names them (cards record them since the ledger pairs bases by build)."""
         if not ledger.untrained(baseline):
             return None
-        return ((self.catalog.get(method) or {}).get("training") or {}).get("base_encoder_sha256") or None
+        return base_build(self.catalog.get(method))
 
     def refusal(self, baseline: str, method: str, build: str | None = None) -> str:
         """Why the pair may not be pooled ("" when it may); a baseline read at one ``build`` may have others."""

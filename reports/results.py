@@ -198,6 +198,12 @@ def _served(row: dict) -> dict:
     return row_resources(row).get("served") or {}
 
 
+def base_build(entry: dict | None) -> str | None:
+    """The weights hash the base's own cells carry for the build a trained model started from (its training
+    card's base_encoder_sha256, from plugins.json); None for a card that predates the record."""
+    return ((entry or {}).get("training") or {}).get("base_encoder_sha256") or None
+
+
 def row_resources(row: dict) -> dict:
     """A row's ``resources`` record, parsed ({} when it is empty, not JSON or not a mapping)."""
     raw = row.get("resources") or {}
