@@ -911,6 +911,8 @@ def commit_pending(run: Run) -> None:
 
 def make_card(run: Run, parts: Parts, progress: Progress) -> dict:
     """The model card of the weights as they are now."""
+    import torch
+
     from bench.models.encoder import dtype_name
     from bench.results.store import cpu_model, git_commit, now_iso, package_versions
 
@@ -930,7 +932,7 @@ def make_card(run: Run, parts: Parts, progress: Progress) -> dict:
         "final_loss": progress.losses[-1][1] if progress.losses else None,
         "base_weights_sha256": _base_weights_sha256(job.backbone),
         "base_encoder_sha256": parts.base_encoder_sha256,
-        "device": run.device, "cpu": cpu_model(),
+        "device": run.device, "cpu": cpu_model(), "threads": torch.get_num_threads(),
         "amp": str(amp).replace("torch.", "") if amp else None, "dtype": dtype_name(amp),
         "git_commit": git_commit(), "package_versions": json.loads(package_versions()),
         "wall_s": progress.wall_s, "sessions": progress.sessions, "fingerprint": run.fingerprint,

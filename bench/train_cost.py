@@ -11,6 +11,11 @@ BERT-base is 8× MiniLM. With fewer threads than the reference's two a step take
 (one thread: twice as long); with more, the estimate stays at two threads' speed, since no speed-up beyond
 two threads was measured. On CUDA the reference is SimCSE's authors' report of unsupervised SimCSE on
 BERT-base: one epoch of wiki1m (15,625 steps of 64) in under an hour on one RTX 3090.
+
+A machine that has trained the method before knows better: when earlier cards in $BENCH_HOME/models
+record runs of the same method, backbone and batch on this CPU model with this many threads, the estimate
+is the median of their seconds a step (wall time over steps, dev evaluations included) instead. Their
+conditions are theirs (another job beside them or not), so it stays an estimate.
 """
 
 from __future__ import annotations
@@ -107,9 +112,37 @@ def cpu_threads() -> int:
     return torch.get_num_threads()
 
 
-def step_seconds(method_cls, batch_size: int, backbone: str, device: str) -> tuple[float | None, str]:
-    """A step's estimated seconds on ``device`` and how it was estimated."""
+def measured_here(models_dir: Path | None, method: str, backbone: str, batch_size: int) -> tuple[float, str] | None:
+    """(median seconds a step, how) of the earlier CPU runs of ``method`` on ``backbone`` at ``batch_size``
+    whose cards were written on this CPU model with this many threads; None when there are none."""
+    from statistics import median
+
+    from bench.results.store import cpu_model
+
+    cpu, threads, rates = cpu_model(), cpu_threads(), []
+    for path in sorted(Path(models_dir).glob("*/bench_card.json")) if models_dir else ():
+        try:
+            card = json.loads(path.read_text(encoding="utf-8"))
+            same = (card["method"], card["backbone"], card["train_config"]["batch_size"], card["device"],
+                    card["cpu"], card.get("threads")) == (method, backbone, batch_size, "cpu", cpu, threads)
+            if same and card["steps"] > 0:
+                rates.append(float(card["wall_s"]) / card["steps"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a card this reader cannot use is no evidence
+    if not rates:
+        return None
+    runs = f"{len(rates)} earlier run{'s' if len(rates) > 1 else ''}"
+    return median(rates), (f"the median step of {runs} of {method} on this backbone and batch here ({cpu}, "
+                           f"{threads} thread{'s' if threads > 1 else ''}), dev evaluations included")
+
+
+def step_seconds(method_cls, batch_size: int, backbone: str, device: str,
+                 models_dir: Path | None = None) -> tuple[float | None, str]:
+    """A step's estimated seconds on ``device`` and how it was estimated: this machine's own earlier runs of
+    the method when its cards have them (CPU), else a measured reference scaled."""
     kind = device.split(":")[0]
+    if kind == "cpu" and (mine := measured_here(models_dir, method_cls.name, backbone, batch_size)):
+        return mine
     size, size_source = backbone_size(backbone)
     relative = f"{method_cls.name} {method_cls.step_cost:g}x SimCSE a step"
     if kind == "cpu":
@@ -191,7 +224,7 @@ def plan(spec, paths, device: str) -> TrainingPlan:
     base = known.get(run.base or "")
     # a base that cannot be had (e.g. minilm-mlm before `bench resources build`) says so here, exit 2
     backbone = resolve_backbone(base) if base is not None else (run.base or "")
-    seconds_per_step, basis = step_seconds(method_cls, steps.batch_size, backbone, device)
+    seconds_per_step, basis = step_seconds(method_cls, steps.batch_size, backbone, device, paths.models)
     return TrainingPlan(name=run.name, method=run.method, base=run.base or "", profile=run.profile or "smoke",
                         steps=steps.total, batch_size=steps.batch_size,
                         data=data_phrase(steps),

@@ -156,6 +156,44 @@ def test_the_plan_counts_the_profiles_steps_and_scales_the_step_time(isolated, m
     assert plan(get_model("simcse-minilm-study"), paths, "cpu").seconds == pytest.approx(study.seconds)
 
 
+def test_the_plan_prefers_this_machines_own_runs_of_the_method(isolated, monkeypatch):
+    """Cards of earlier runs of the same method, backbone and batch on this CPU model and thread count give
+    the step time (their median); a card of another thread count or method is no evidence."""
+    import json
+
+    from bench import train_cost
+    from bench.models.encoder import resolve_backbone
+    from bench.models.registry import get_model
+    from bench.paths import Paths
+    from bench.train_cost import plan
+
+    monkeypatch.setattr(train_cost, "cpu_threads", lambda: 1)
+    paths = Paths.from_env()
+    backbone = resolve_backbone(get_model("minilm"))
+    reference = plan(get_model("dcl-minilm-study"), paths, "cpu")
+
+    def card(name, method="dcl", threads=1, wall_s=2500.0):
+        from bench.results.store import cpu_model
+
+        folder = paths.models / name
+        folder.mkdir(parents=True)
+        (folder / "bench_card.json").write_text(json.dumps({
+            "method": method, "backbone": backbone, "train_config": {"batch_size": 64}, "device": "cpu",
+            "cpu": cpu_model(), "threads": threads, "steps": 250, "wall_s": wall_s}))
+
+    card("earlier-a", wall_s=2500.0)
+    card("earlier-b", wall_s=3500.0)
+    card("two-threads", threads=2, wall_s=100.0)
+    card("simcse", method="simcse", wall_s=100.0)
+    (paths.models / "broken").mkdir()
+    (paths.models / "broken" / "bench_card.json").write_text("{not json")
+    mine = plan(get_model("dcl-minilm-study"), paths, "cpu")
+    assert mine.seconds == pytest.approx(3000.0)  # the median step, 12 s, 250 times
+    assert "median step of 2 earlier runs of dcl" in mine.describe() and mine.seconds != reference.seconds
+    monkeypatch.setattr(train_cost, "cpu_threads", lambda: 2)
+    assert "median step of 1 earlier run of dcl" in plan(get_model("dcl-minilm-study"), paths, "cpu").basis
+
+
 def test_a_cached_model_with_the_hub_unreachable_is_loaded_offline(isolated, closed_hub, monkeypatch):
     calls = []
     monkeypatch.setattr(hub, "is_cached", lambda repo, revision=None: True)

@@ -125,7 +125,7 @@ def update(results_dir: Path, change: Callable[[dict], None]) -> Path:
 # What a trained model's card lends to the results: its training budget and the dev curve (reports draw it).
 TRAINING_FIELDS = ("method", "profile", "steps", "epochs_seen", "wall_s", "amp", "device", "stsb_dev_before", "best",
                    "dev_history", "final_loss", "git_commit", "open_choices", "method_config", "method_version",
-                   "overrides", "base_weights_sha256", "base_encoder_sha256", "cpu")
+                   "overrides", "base_weights_sha256", "base_encoder_sha256", "cpu", "threads")
 
 
 def training_entry(spec, models_dir: Path | None) -> dict:
