@@ -126,7 +126,7 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None, rows: l
                          f"results: {', '.join(known) or 'none'}. Run `bench run --model {model} ...` first.")
     catalog = Catalog.load(results_dir)
     others = baselines(model, catalog)
-    build = base_build(catalog.models.get(model))
+    build = base_build(catalog.models.get(model), catalog.models)
     diffs = {}
     for role, other in others.items():
         found, _ = compare_models(store, other, model, cache=cache, weights_a=build if role == "base" else None)
@@ -138,7 +138,7 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None, rows: l
         rows = [r for r in rows if r["model"] != others["base"] or r.get("weights_sha256") == build]
     glance = at_a_glance(model, others, rows, catalog, evidence or EvidenceIndex(results_dir, cache))
     sections = [glance] if glance else []
-    sections.append(_identity(model, catalog.models.get(model), others, catalog.group(model), base_builds))
+    sections.append(_identity(model, catalog.models.get(model), others, catalog.group(model), base_builds, build))
     sections += _open_choices(catalog.models.get(model))
     suites = sorted({k[0] for k in cells}, key=lambda s: (SUITE_ORDER.index(s) if s in SUITE_ORDER else 99, s))
     all_rows = []
@@ -243,7 +243,7 @@ def step_cost_text(method: str, path: Path = STEP_COSTS) -> str | None:
 
 
 def _identity(model: str, entry: dict | None, others: dict[str, str], family: str = "",
-              base_builds: list[str] = ()) -> Section:
+              base_builds: list[str] = (), build: str | None = None) -> Section:
     sec = Section("Model")
     if not entry:
         sec.paragraphs.append(f"No facts about '{model}' in the results' plugins.json (results only).")
@@ -274,10 +274,10 @@ def _identity(model: str, entry: dict | None, others: dict[str, str], family: st
               "pairs/examples (1,000 resamples, seed 0), McNemar mid-p for per-example binary outcomes; "
               "'significant' when the 95% CI of the difference excludes 0 and p < 0.05; '–' where the other model "
               "has no such cell.")
-        build = base_build(entry)
         if "base" in others and build:
             sec.paragraphs.append(f"The base's cells are those of the build this model was trained from (weights "
-                                  f"{build[:12]}…): a base built on another machine is other weights.")
+                                  f"{build[:12]}…): a base built on another machine is other weights, so where the "
+                                  f"base has no cell of this build the difference reads '–'.")
         elif "base" in others and len(base_builds) > 1:
             sec.paragraphs.append(f"The base has cells from {len(base_builds)} builds ("
                                   + ", ".join(f"{w[:12]}…" for w in base_builds) + "); this model's training card "

@@ -671,7 +671,7 @@ class Matching:
         and the method's card names them (cards record them since the ledger pairs bases by build)."""
         if not ledger.untrained(baseline):
             return None
-        return base_build(self.catalog.get(method))
+        return base_build(self.catalog.get(method), self.catalog)
 
     def refusal(self, baseline: str, method: str, build: str | None = None) -> str:
         """Why the pair may not be pooled ("" when it may); a baseline read at one ``build`` may have others."""
@@ -706,8 +706,9 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
             note = (partial_average(claim, *found, cache) if claim.tasks
                     else one_side(claim, ((baseline, a, found[0]), (method, b, found[1]))))
             if build and baseline in missing and matching.weights(baseline):
-                note += f"; {baseline} has cells of other builds only, not of the one {method} started from " \
-                        f"({build[:12]}): run it on the machine that trained {method}"
+                note = "; ".join(filter(None, (
+                    note, f"{baseline} has cells of other builds only, not of the one {method} started from "
+                          f"({build[:12]}): run it on the machine that trained {method}")))
             lines.append(Comparison(method, baseline, variant, seed, missing=missing, steps=todo,
                                     command=" && ".join(s.command for s in todo),
                                     cpu_minutes=sum(s.run_minutes + s.train_minutes for s in todo), note=note))

@@ -198,10 +198,18 @@ def _served(row: dict) -> dict:
     return row_resources(row).get("served") or {}
 
 
-def base_build(entry: dict | None) -> str | None:
-    """The weights hash the base's own cells carry for the build a trained model started from (its training
-    card's base_encoder_sha256, from plugins.json); None for a card that predates the record."""
-    return ((entry or {}).get("training") or {}).get("base_encoder_sha256") or None
+def base_build(entry: dict | None, models: dict | None = None) -> str | None:
+    """The weights hash the base's own cells carry for the build a trained model started from: its training
+    card's base_encoder_sha256 (plugins.json). A card that predates that record but names the base's file
+    (base_weights_sha256) gets the weights hash the other cards of ``models`` record for that same file: one
+    file loads as one set of weights. None when neither says, or the cards disagree."""
+    training = (entry or {}).get("training") or {}
+    if training.get("base_encoder_sha256") or not training.get("base_weights_sha256"):
+        return training.get("base_encoder_sha256") or None
+    same_file = {t.get("base_encoder_sha256") for other in (models or {}).values()
+                 if (t := (other or {}).get("training") or {}).get("base_weights_sha256")
+                 == training["base_weights_sha256"]} - {None, ""}
+    return same_file.pop() if len(same_file) == 1 else None
 
 
 def row_resources(row: dict) -> dict:

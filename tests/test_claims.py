@@ -600,8 +600,9 @@ def test_a_pair_that_breaks_the_matched_seed_rule_is_refused_not_pooled(tmp_path
 
 def test_an_untrained_base_is_paired_by_the_build_each_method_started_from(tmp_path, monkeypatch):
     """The base is built anew on each machine, so its cells come from several builds: each pair reads the
-    base's cells of the build its method's card names, and the pairs pool; a card without that record
-    cannot tell the builds apart, and its pair is refused."""
+    base's cells of the build its method's card names (or, for a card naming only the base's file, the
+    weights other cards record for that file), and the pairs pool; a card without either record cannot
+    tell the builds apart, and its pair is refused."""
     results = tmp_path / "results"
     store = ResultStore(results)
     one, two = "ab" * 32, "cd" * 32
@@ -620,7 +621,16 @@ def test_an_untrained_base_is_paired_by_the_build_each_method_started_from(tmp_p
     assert not any(ln.refused for ln in r.primary.lines) and r.primary.pooled.seeds == 3
     base_value = {ln.seed: ln.values[0] for ln in r.primary.lines}
     assert base_value[0] == base_value[2] != base_value[1]  # seed 1 reads the other build's cell
-    cards["better-seed1"] = {"training": {}}  # a card from before the record
+    # a card that names only the base's file reads the weights another card records for that file
+    cards["better-seed1"] = {"training": {"base_weights_sha256": "f1" * 32}}
+    cards["elsewhere"] = {"training": {"base_weights_sha256": "f1" * 32, "base_encoder_sha256": two}}
+    _, (r,) = claims.ledger(results, path)
+    assert not any(ln.refused for ln in r.primary.lines) and r.primary.pooled.seeds == 3
+    assert {ln.seed: ln.values[0] for ln in r.primary.lines} == base_value
+    del cards["elsewhere"]  # no card knows that file's weights
+    _, (r,) = claims.ledger(results, path)
+    assert [ln.seed for ln in r.primary.lines if ln.refused] == [1]
+    cards["better-seed1"] = {"training": {}}  # a card from before either record
     _, (r,) = claims.ledger(results, path)
     refused = [ln for ln in r.primary.lines if ln.refused]
     assert [ln.seed for ln in refused] == [1] and "base has cells from 2 sets of weights" in refused[0].refused
@@ -628,6 +638,7 @@ def test_an_untrained_base_is_paired_by_the_build_each_method_started_from(tmp_p
     _, (r,) = claims.ledger(results, path)
     (waiting,) = [ln for ln in r.primary.lines if ln.seed == 1]
     assert waiting.missing == ("base",) and "not of the one better-seed1 started from (efefefefefef)" in waiting.note
+    assert not waiting.note.startswith(";"), waiting.note
 
 
 def test_the_matched_seed_rule_refuses_two_builds_of_the_base():

@@ -935,7 +935,19 @@ def test_a_cards_delta_from_its_base_reads_the_build_it_was_trained_from_or_says
     table = next(ln for ln in md.splitlines() if ln.startswith("| avg |"))
     assert "+5.00" in table and "+10.00" not in table, table
     assert "The base's cells are those of the build this model was trained from (weights cdcdcdcdcdcd…)" in md
-    # a card that predates the record reads the base's newest cells, and says that they may be another build's
+    # a card that names only the base's file reads the weights another card records for that file
+    (models / "robust-z" / "bench_card.json").write_text(json.dumps({
+        "method": "robustembed", "steps": 250, "base_weights_sha256": "f1" * 32}))
+    (models / "robust-w").mkdir()
+    (models / "robust-w" / "bench_card.json").write_text(json.dumps({
+        "method": "robustembed", "steps": 250, "base_weights_sha256": "f1" * 32, "base_encoder_sha256": "cd" * 32}))
+    metadata.export(results, models=[
+        registry.ModelSpec(name="base-m", backbone="b"),
+        *(registry.ModelSpec(name=m, backbone="b", method="robustembed", base="base-m", profile="smoke")
+          for m in ("robust-z", "robust-w"))], models_dir=models)
+    md = card(results, "robust-z")["card-robust-z.md"]
+    assert "+5.00" in next(ln for ln in md.splitlines() if ln.startswith("| avg |")), md
+    # a card that predates both records reads the base's newest cells, and says that they may be another build's
     (models / "robust-z" / "bench_card.json").write_text(json.dumps({"method": "robustembed", "steps": 250}))
     metadata.export(results, models=[
         registry.ModelSpec(name="base-m", backbone="b"),
