@@ -416,21 +416,14 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
     optimizer = torch.optim.AdamW(_param_groups(model), weight_decay=WEIGHT_DECAY)
     base_lrs = [g["lr"] for g in optimizer.param_groups]
     offset = previous.get("total_steps", 0)  # stream position of this run's first step
-    state = {"step": 0, "elapsed_s": 0.0, "losses": [], "seed": seed, "offset": offset, "resumed_from_partial": 0}
     partial = partial_dir(out_dir)
-    if (partial / "state.json").is_file():
-        saved = json.loads((partial / "state.json").read_text(encoding="utf-8"))
-        if (saved.get("seed"), saved.get("offset")) == (seed, offset):
-            state = _read_partial(partial, model, optimizer)
-            state["resumed_from_partial"] = state.get("resumed_from_partial", 0) + 1
-            log(f"  resuming the unfinished run at step {state['step']} ({state['elapsed_s']:.0f}s trained)")
+    state = _start_state(partial, model, optimizer, seed, offset, log)
     generator = torch.Generator()
     model.train()
     start = time.perf_counter() - state["elapsed_s"]
     last_checkpoint = time.perf_counter()
     losses = state["losses"]
-    if steps is not None:
-        budget_s = float("inf")
+    budget_s = float("inf") if steps is not None else budget_s
     bar = _progress_task(progress, steps, budget_s, state)
     while True:
         elapsed = time.perf_counter() - start
@@ -459,11 +452,25 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
     if bar is not None:
         progress.remove_task(bar)
     report = _report(previous, state, offset, time.perf_counter() - start, stream, backbone, seed, steps, budget_s)
-    report.update(evaluation(model, tokenizer, held_out, synonyms, seed))
-    report["bert_base_reference"] = BERT_BASE_REFERENCE
+    report.update(evaluation(model, tokenizer, held_out, synonyms, seed), bert_base_reference=BERT_BASE_REFERENCE)
     save(model, tokenizer, out_dir, report, backbone)
     shutil.rmtree(partial, ignore_errors=True)
     return report
+
+
+def _start_state(partial: Path, model, optimizer, seed: int, offset: int, log) -> dict:
+    """A fresh run's state, or the unfinished run's from its checkpoint (model and optimiser loaded) when that
+    run was this one: same seed, same stream position."""
+    state = {"step": 0, "elapsed_s": 0.0, "losses": [], "seed": seed, "offset": offset, "resumed_from_partial": 0}
+    if not (partial / "state.json").is_file():
+        return state
+    saved = json.loads((partial / "state.json").read_text(encoding="utf-8"))
+    if (saved.get("seed"), saved.get("offset")) != (seed, offset):
+        return state
+    state = _read_partial(partial, model, optimizer)
+    state["resumed_from_partial"] = state.get("resumed_from_partial", 0) + 1
+    log(f"  resuming the unfinished run at step {state['step']} ({state['elapsed_s']:.0f}s trained)")
+    return state
 
 
 def _progress_task(progress, steps: int | None, budget_s: float, state: dict):

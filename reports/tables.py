@@ -428,7 +428,24 @@ def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], ab
     """What produced the numbers: metric and aggregation, then each reported config key's values
     (naming the columns of each value when they differ), stand-in resources, seeds, and how to read
     bold, † and the paper values."""
-    lines = [ln for ln in lines if not ln.reference]
+    own = [ln for ln in lines if not ln.reference]
+    paragraphs = ["Settings: " + SETTING.join(_settings_parts(spec, own, headers)) + ".", _reading_cells(spec)]
+    if any(ln.reference for ln in lines):
+        paragraphs.append(f"Lines 'paper · <row>': the paper's own rows as printed in {spec.paper} (its backbones), "
+                          "for reference.")
+    paragraphs.append(
+        f"Bold: best per column within a backbone group of two or more results ({'lower' if spec.better == 'lower' else 'higher'} "
+        f"is better" + (", per column as the header says" if len(set(_betters(spec))) > 1 else "")
+        + "), only when a paired test on the stored per-example evidence separates it from the runner-up "
+          f"(the 95% CI of the difference excludes 0 and p < 0.05); {NOT_SIGNIFICANT}: best, but not separable from the "
+          "runner-up; neither mark where no evidence is stored.")
+    paragraphs.append(_marks_paragraph(spec, own, absent_blocks, moved))
+    return PARAGRAPH.join(paragraphs)
+
+
+def _settings_parts(spec: TableSpec, lines: list[Line], headers: list[str]) -> list[str]:
+    """Metric and aggregation, each reported config key's values (naming the columns of each value when they
+    differ), splits, stand-in resources and seeds."""
     rows = [r for ln in lines for c in ln.cells for r in c.stat.rows]
     parts = [spec.unit + (f", aggregation '{spec.aggregation}'" if spec.aggregation else "")
              + (f" (cells from its per-run rows '{spec.runs}<k>' where present)" if spec.runs else "")]
@@ -452,17 +469,12 @@ def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], ab
     parts.append("resources: " + (", ".join(standins) if standins else "none recorded"))
     seeds = sorted({c.stat.seeds for ln in lines for c in ln.cells if c.stat.seeds})
     parts.append(("runs" if spec.runs else "seeds") + " per cell: " + (", ".join(map(str, seeds)) if seeds else "none"))
-    paragraphs = ["Settings: " + SETTING.join(parts) + "."]
-    paragraphs.append(_reading_cells(spec))
-    if any(ln.reference for ln in lines):
-        paragraphs.append(f"Lines 'paper · <row>': the paper's own rows as printed in {spec.paper} (its backbones), "
-                          "for reference.")
-    paragraphs.append(
-        f"Bold: best per column within a backbone group of two or more results ({'lower' if spec.better == 'lower' else 'higher'} "
-        f"is better" + (", per column as the header says" if len(set(_betters(spec))) > 1 else "")
-        + "), only when a paired test on the stored per-example evidence separates it from the runner-up "
-          f"(the 95% CI of the difference excludes 0 and p < 0.05); {NOT_SIGNIFICANT}: best, but not separable from the "
-          "runner-up; neither mark where no evidence is stored.")
+    return parts
+
+
+def _marks_paragraph(spec: TableSpec, lines: list[Line], absent_blocks, moved) -> str:
+    """What the marks in the cells mean, only those that occur."""
+    rows = [r for ln in lines for c in ln.cells for r in c.stat.rows]
     marks = f"{MISSING}: no result. {PARTIAL}: average over fewer results than the columns it names."
     unverified = unverified_files(rows)
     if unverified:
@@ -482,8 +494,7 @@ def settings_sentence(spec: TableSpec, lines: list[Line], headers: list[str], ab
                   "data first, then the setting most models have, then the table's preferred options"
                   f"{', ' + _prefer_text(spec) if spec.prefer else ''}, then no limit or the largest, then more seeds, "
                   "then the setting's key; all are in leaderboard.csv).")
-    paragraphs.append(marks)
-    return PARAGRAPH.join(paragraphs)
+    return marks
 
 
 def _reading_cells(spec: TableSpec) -> str:

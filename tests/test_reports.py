@@ -266,6 +266,8 @@ def test_paper_reference_rows_and_one_header_per_group(generated):
     assert (ref["reference"], ref["paper"], ref["mean"], ref["bold"]) == ("1", "32.69", "", "0")
     assert "paper · SimCSE-BERT_base" in generated["robustembed-table1.md"]
     assert "paper · SimCSE-BERT_base" not in generated["robustembed-averages.md"]  # summaries list our models only
+    assert "Lines 'paper · <row>': the paper's own rows as printed in RobustEmbed Table 1" in generated["robustembed-table1.md"]
+    assert "Lines 'paper · <row>'" not in generated["robustembed-averages.md"]  # the legend only where such lines are
 
 
 def test_report_card(results, tmp_path):
