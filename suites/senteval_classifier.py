@@ -179,7 +179,6 @@ def fit(X: np.ndarray, y: np.ndarray, regs, config: ClassifierConfig, nclasses: 
                              f"use a larger --limit (at least 20 per fit).")
         validation = (X[perm[:cut]], y[perm[:cut]])
         X, y = X[perm[cut:]], y[perm[cut:]]
-    Xdev, ydev = validation
     n, d = X.shape
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -194,10 +193,24 @@ def fit(X: np.ndarray, y: np.ndarray, regs, config: ClassifierConfig, nclasses: 
     Xt = torch.from_numpy(np.c_[X, np.ones(n, dtype=np.float32)])
     onehot = torch.nn.functional.one_hot(torch.from_numpy(y), nclasses).float().unsqueeze(1)
 
-    active = np.arange(len(regs))  # original grid index of each trained column
-    best_acc = np.full(len(regs), -1.0)
+    best_acc, best = _train_columns(theta, decay, optimiser, (Xt, onehot), validation, config, rng, nclasses)
+    return best_acc, LinearModels(best[:d], best[d:])
+
+
+def _train_columns(theta, decay, optimiser, train, validation, config: ClassifierConfig, rng, nclasses: int):
+    """Train every penalty's column of ``theta`` (d + 1, R, C) in step, each until ``config.tenacity``
+    validations in a row bring no gain (SentEval's early stopping) or ``config.max_epoch``; returns (best
+    validation accuracy per penalty, the (d + 1, R, C) block of each penalty's best weights)."""
+    import torch
+
+    Xt, onehot = train
+    Xdev, ydev = validation
+    n, d = Xt.shape[0], Xt.shape[1] - 1
+    regs = theta.shape[1]
+    active = np.arange(regs)  # original grid index of each trained column
+    best_acc = np.full(regs, -1.0)
     best = theta.clone()
-    fails = np.zeros(len(regs), dtype=int)
+    fails = np.zeros(regs, dtype=int)
     nepoch = 0
     while active.size and nepoch <= config.max_epoch:
         for _ in range(config.epoch_size):
@@ -222,7 +235,6 @@ def fit(X: np.ndarray, y: np.ndarray, regs, config: ClassifierConfig, nclasses: 
             theta, decay = theta[:, keep].contiguous(), decay[:, keep].contiguous()
             optimiser.keep(keep)
             active = active[keep.numpy()]
-    best = LinearModels(best[:d], best[d:])
     return best_acc, best
 
 
