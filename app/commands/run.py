@@ -127,18 +127,7 @@ def main(args) -> int:
     if stored is not None:  # stored work needs nothing: no training, build or download, no data loaded
         return report_stored(console, spec, suite, stored, paths, start)
     hub.require_model(spec, paths.models, known_models(paths, args.models_file))  # offline: one message, now
-    # e.g. attack resources not built: exit 2 in seconds, naming the build (before torch is imported)
-    suite.preflight(tasks, RunContext(paths=paths, limit=args.limit, profile=args.profile,
-                                      options=suite_options(args), protocol=chosen))
-    from bench.models.encoder import pick_device, resolve_dtype, slow_dtype_note
-
-    device = pick_device(args.device)
-    note = slow_dtype_note(device, resolve_dtype(device, args.dtype))  # fp16 off CUDA fails here (exit 2)
-    if note:
-        console.print(f"[yellow]{note}[/yellow]")
-    from bench.train_cost import announce_training
-
-    announce_training(spec, paths, device, args.allow_cpu_paper_profile, console.print)
+    preflight(spec, suite, tasks, chosen, args, paths, console)
     ctx = RunContext(paths=paths, seed=args.seed, device=args.device, batch_size=args.batch_size,
                      limit=args.limit, profile=args.profile, overwrite=args.overwrite,
                      options=suite_options(args), log=console.print,
@@ -153,17 +142,40 @@ def main(args) -> int:
         [(_, outcomes)] = run_plan(spec, [chosen], replace(ctx, progress=progress), encoder)
     console.print(results_table(outcomes, f"{suite.name} · {spec.name} ({spec.pooler}, {encoder.dtype})",
                                 protocol_caption(chosen, args.profile)))
-    cached = [o.task for o in outcomes if o.cached]
-    fresh = [o for o in outcomes if not o.cached]
-    if cached:
-        console.print(f"Reused {len(cached)} finished cell(s) from the result store, recomputed nothing for them "
-                      f"({', '.join(cached)}). Use --overwrite always to recompute.")
-    for o in fresh:
-        console.print(f"  {o.task}: {o.wall_s:.1f}s")
+    print_reuse(console, outcomes)
     console.print(f"Results: {paths.results} (cells under cells/{model_dir(spec.name)}/{suite.name}/, "
                   f"leaderboard {paths.results / 'leaderboard.csv'})")
     console.print(f"Wall time: {time.perf_counter() - start:.1f}s")
     return 0
+
+
+def preflight(spec, suite, tasks, chosen, args, paths, console) -> None:
+    """The suite's own checks (e.g. attack resources not built: exit 2 in seconds, naming the build, before
+    torch is imported), the device and dtype (fp16 off CUDA: exit 2), and what training will cost."""
+    from bench.runner import RunContext
+
+    suite.preflight(tasks, RunContext(paths=paths, limit=args.limit, profile=args.profile,
+                                      options=suite_options(args), protocol=chosen))
+    from bench.models.encoder import pick_device, resolve_dtype, slow_dtype_note
+
+    device = pick_device(args.device)
+    note = slow_dtype_note(device, resolve_dtype(device, args.dtype))
+    if note:
+        console.print(f"[yellow]{note}[/yellow]")
+    from bench.train_cost import announce_training
+
+    announce_training(spec, paths, device, args.allow_cpu_paper_profile, console.print)
+
+
+def print_reuse(console, outcomes) -> None:
+    """Which cells were reused from the store, and each fresh cell's wall time."""
+    cached = [o.task for o in outcomes if o.cached]
+    if cached:
+        console.print(f"Reused {len(cached)} finished cell(s) from the result store, recomputed nothing for them "
+                      f"({', '.join(cached)}). Use --overwrite always to recompute.")
+    for o in outcomes:
+        if not o.cached:
+            console.print(f"  {o.task}: {o.wall_s:.1f}s")
 
 
 def protocol_caption(chosen, profile: str) -> str:
