@@ -23,3 +23,28 @@ def test_export_adds_the_cards_training_facts_for_trained_models(tmp_path):
     assert training["dev_history"] == card["dev_history"] and training["batch_size"] == 64
     assert training["steps"] == 250 and "fingerprint" not in training
     assert "training" not in data["models"]["b"]
+
+
+def test_refresh_order_gives_the_built_in_entries_the_registrys_order(tmp_path):
+    """A run stamps the registry's order of its day; after a model is registered in between, the report puts
+    every built-in entry back in today's order and leaves the others alone."""
+    from bench.models.registry import MODELS, resolve_model
+    from bench.paths import Paths
+
+    names = list(MODELS)
+    first, later = resolve_model(names[0], Paths.from_env()), resolve_model(names[5], Paths.from_env())
+    own = ModelSpec(name="my-encoder", backbone="x")
+    results = tmp_path / "results"
+    metadata.refresh_order(results, {})  # no file yet: nothing to do, nothing written
+    assert not (results / metadata.FILE).exists()
+    path = metadata.export(results, models=[first, later, own])
+    data = json.loads(path.read_text())
+    data["models"][names[5]]["order"] = 999  # as stamped before models were registered ahead of it
+    path.write_text(json.dumps(data))
+    metadata.refresh_order(results, {name: i for i, name in enumerate(names)})
+    models = json.loads(path.read_text())["models"]
+    assert (models[names[0]]["order"], models[names[5]]["order"]) == (0, 5)
+    assert models["my-encoder"]["order"] == data["models"]["my-encoder"]["order"] and not models["my-encoder"]["builtin"]
+    path.write_text("{not json")
+    metadata.refresh_order(results, {name: i for i, name in enumerate(names)})
+    assert path.read_text() == "{not json"  # a damaged file is the run's to quarantine, not the report's

@@ -2,7 +2,8 @@
 
 Each run merges in the self-description of the suites it ran (labels, typed options, tasks with their
 labels, versions, extra labels such as attack recipes'), the models it evaluated (backbone, base,
-method, recipe, pooler, family, source, display order) and the package versions. Reports read
+method, recipe, pooler, family, source, display order) and the package versions; ``bench report`` sets
+the built-in models' display order to the registry's before it renders. Reports read
 labels and model facts from this file only, so reports/ never imports the registry, suites or
 attacks, and a results directory carries what is needed to render it.
 
@@ -167,3 +168,19 @@ def export(results_dir: Path, *, suites=(), models=(), known: dict | None = None
             data.setdefault("models", {})[spec.name] = entry
 
     return update(results_dir, merge)
+
+
+def refresh_order(results_dir: Path, order: dict[str, int]) -> None:
+    """Give the built-in models already in plugins.json today's display order (``order``: name -> position in
+    the registry). Each run stamps the order of its own day, so a model registered since would leave the
+    entries of earlier runs out of step with the later ones; nothing is added and nothing else changes. A missing
+    or damaged file is left as it is (the report names a damaged one; a run quarantines it)."""
+    if not (Path(results_dir) / FILE).is_file() or _load(results_dir)[1]:
+        return
+
+    def reorder(data: dict) -> None:
+        for name, entry in (data.get("models") or {}).items():
+            if entry.get("builtin") and name in order:
+                entry["order"] = order[name]
+
+    update(results_dir, reorder)
