@@ -267,10 +267,14 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
     start = time.perf_counter()
 
     def save() -> None:  # the time of this run and of the runs it resumed
-        _save_checkpoint(checkpoint, config, total, parts, losses, before + time.perf_counter() - start, device)
+        try:
+            _save_checkpoint(checkpoint, config, total, parts, losses, before + time.perf_counter() - start, device)
+        except OSError as exc:  # a full disk costs the resume point, never the training
+            if log:
+                log(f"  could not save the training checkpoint {checkpoint} ({exc}); training goes on")
 
     _train_epochs(parts, feats, labels, tokenizer, config, device, amp, losses, log, save if checkpoint else None,
-                  every, checkpoint)
+                  every)
     stats = {"steps": total, "first_loss": losses[0], "last_loss": float(np.mean(losses[-10:])),
              "train_seconds": round(before + time.perf_counter() - start, 1), "device": device,
              "amp": str(amp).replace("torch.", "") if amp else None,
@@ -323,9 +327,9 @@ def _save_checkpoint(path: Path, config, total: int, parts: dict, losses: list, 
 
 
 def _train_epochs(parts: dict, feats, labels, tokenizer, config: FinetuneConfig, device: str, amp, losses: list,
-                  log, save, every_s: float, checkpoint: Path | None) -> None:
+                  log, save, every_s: float) -> None:
     """The epochs' steps, appending each loss to ``losses``; the steps already in ``losses`` (a resumed run's)
-    are skipped. ``save`` (or None) writes the checkpoint file ``checkpoint`` every ``every_s`` seconds."""
+    are skipped. ``save`` (or None) writes the checkpoint every ``every_s`` seconds."""
     steps_per_epoch = math.ceil(len(feats) / config.batch_size)
     total = steps_per_epoch * config.epochs
     rng = random.Random(config.seed)
@@ -343,11 +347,7 @@ def _train_epochs(parts: dict, feats, labels, tokenizer, config: FinetuneConfig,
             if log and (len(losses) % 50 == 0 or len(losses) == total):
                 log(f"  finetune step {len(losses)}/{total} loss {np.mean(losses[-50:]):.4f}")
             if save and len(losses) < total and time.perf_counter() - last_save >= every_s:
-                try:
-                    save()
-                except OSError as exc:  # a full disk costs the resume point, never the training
-                    if log:
-                        log(f"  could not save the training checkpoint {checkpoint} ({exc}); training goes on")
+                save()
                 last_save = time.perf_counter()
 
 
