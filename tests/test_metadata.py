@@ -28,7 +28,7 @@ def test_export_adds_the_cards_training_facts_for_trained_models(tmp_path):
 def test_refresh_order_gives_the_built_in_entries_the_registrys_order(tmp_path):
     """A run stamps the registry's order of its day; after a model is registered in between, the report puts
     every built-in entry back in today's order and leaves the others alone."""
-    from bench.models.registry import MODELS, resolve_model
+    from bench.models.registry import MODELS, display_order, resolve_model
     from bench.paths import Paths
 
     names = list(MODELS)
@@ -41,10 +41,10 @@ def test_refresh_order_gives_the_built_in_entries_the_registrys_order(tmp_path):
     data = json.loads(path.read_text())
     data["models"][names[5]]["order"] = 999  # as stamped before models were registered ahead of it
     path.write_text(json.dumps(data))
-    metadata.refresh_order(results, {name: i for i, name in enumerate(names)})
+    metadata.refresh_order(results, display_order())
     models = json.loads(path.read_text())["models"]
     assert (models[names[0]]["order"], models[names[5]]["order"]) == (0, 5)
     assert models["my-encoder"]["order"] == data["models"]["my-encoder"]["order"] and not models["my-encoder"]["builtin"]
     path.write_text("{not json")
-    metadata.refresh_order(results, {name: i for i, name in enumerate(names)})
+    metadata.refresh_order(results, display_order())
     assert path.read_text() == "{not json"  # a damaged file is the run's to quarantine, not the report's

@@ -57,10 +57,10 @@ def main(args) -> int:
 
         check_writable(paths.results, "results directory", "BENCH_RESULTS_DIR")
         check_writable(out, "reports directory", "--out")
-        from bench.models.registry import MODELS
+        from bench.models.registry import display_order
         from bench.results.metadata import refresh_order
 
-        refresh_order(paths.results, {name: i for i, name in enumerate(MODELS)})  # rows in the registry's order
+        refresh_order(paths.results, display_order())  # rows in the registry's order
     artifacts = render(args, paths, out, console)
     complete = not args.suites and not args.formats
     if args.check:

@@ -92,7 +92,7 @@ class ModelSpec:
     def describe(self, known: dict | None = None) -> dict:
         """The model's facts for the metadata exported beside results (``bench.results.metadata``, read by reports):
         lineage, pooler, family, provenance and display order (built-ins first, in registry order)."""
-        order = list(MODELS).index(self.name) if self.name in MODELS else len(MODELS)
+        order = display_order().get(self.name, len(MODELS))
         return {"backbone": self.backbone, "base": self.base or "", "method": self.method or "",
                 "profile": self.profile or "", "recipe": dict(self.recipe), "pooler": self.pooler,
                 "family": backbone_family(self, known), "source": self.model_source, "builtin": self.name in MODELS,
@@ -428,3 +428,8 @@ def _register_builtins(path: Path = BUILTIN_MODELS_FILE) -> None:
 
 
 _register_builtins()
+
+
+def display_order() -> dict[str, int]:
+    """Built-in model name -> its position in the registry: the order reports list models in."""
+    return {name: i for i, name in enumerate(MODELS)}
