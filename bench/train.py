@@ -1032,13 +1032,7 @@ def build_job(method: str, backbone: str, profile: str, paths, *, data: str | No
     train_cfg = make_train_config(method_cls, profile, train_values)
     method_cfg = method_cls.Config.from_dict(method_values)  # fail early on bad types ...
     check_values(method_cfg.to_dict(), getattr(method_cls.Config, "limits", None))  # ... and values
-    if registered is not None:
-        pooler, eval_max_len = registered.pooler, registered.max_len
-    elif base_spec is not None:
-        pooler = "cls_before_pooler" if base_spec.pooler == "cls" else base_spec.pooler
-        eval_max_len = base_spec.max_len
-    else:
-        pooler, eval_max_len = "cls_before_pooler", 512
+    pooler, eval_max_len = _pooler_and_max_len(registered, base_spec)
     pooler = pooler_override or pooler
     if name is None:
         slug = backbone.rstrip("/").split("/")[-1].lower()
@@ -1048,14 +1042,9 @@ def build_job(method: str, backbone: str, profile: str, paths, *, data: str | No
     default_data = data in (None, "", "wiki")
     # a method with its own data (its training_data hook) builds it from the data root unless --data names a file
     data_path = None if default_data and not method_cls.unlabeled_sentences else training_data(paths.data, data)
-    # Content check (sha256, cached) of the benchmark data the run reads: a corrupt dev set would pick
-    # the wrong checkpoint, corrupt training text would train on it. Own --data files are the user's.
-    from bench.data.datasets import check_content
-
     read = (_benchmark_training_data(paths.data, data_path) if data_path is not None
             else method_cls.training_datasets(method_cfg))
-    for dataset in (["stsb"] if dev_dir is not None else []) + read:
-        check_content(paths.data, dataset, paths.cache, allow_unverified_data)
+    _check_read_data(paths, (["stsb"] if dev_dir is not None else []) + read, allow_unverified_data)
     if method_cls.unlabeled_sentences and profile == "paper" and default_data and not available(paths.data, "wiki1m"):
         print("Note: wiki1m is not under the data root; the paper profile falls back to the 11.9k wiki sample "
               "(`bench data fetch wiki1m` gets the full set).")
@@ -1063,6 +1052,25 @@ def build_job(method: str, backbone: str, profile: str, paths, *, data: str | No
                     profile=profile, train=train_cfg, method_config=method_values,
                     data_path=data_path, dev_dir=dev_dir, eval_max_len=eval_max_len,
                     device=device, overrides=settings, dtype=dtype, data_root=paths.data)
+
+
+def _pooler_and_max_len(registered, base_spec) -> tuple[str, int]:
+    """The trained model's pooler and evaluation length: a registered recipe's, else the base's (its
+    [CLS] read before the pooler layer, which contrastive training does not train), else BERT's."""
+    if registered is not None:
+        return registered.pooler, registered.max_len
+    if base_spec is not None:
+        return ("cls_before_pooler" if base_spec.pooler == "cls" else base_spec.pooler), base_spec.max_len
+    return "cls_before_pooler", 512
+
+
+def _check_read_data(paths, datasets: list[str], allow_unverified: bool) -> None:
+    """Content check (sha256, cached) of the benchmark data a run reads: a corrupt dev set would pick
+    the wrong checkpoint, corrupt training text would train on it. Own --data files are the user's."""
+    from bench.data.datasets import check_content
+
+    for dataset in datasets:
+        check_content(paths.data, dataset, paths.cache, allow_unverified)
 
 
 def _benchmark_training_data(data_root: Path, data_path: Path) -> list[str]:
