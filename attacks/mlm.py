@@ -409,10 +409,7 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
     train_sources, held_out = texts or sources(data_root)
     stream = Stream(train_sources, tokenizer, seed)
     previous = json.loads((out_dir / "report.json").read_text(encoding="utf-8")) if resume else {}
-    model = new_mlm(backbone, None if resume else unigram_log_probs(stream, tokenizer))
-    if resume:
-        trained, _ = load_local(out_dir)
-        model.load_state_dict(trained.state_dict())
+    model = _start_model(backbone, out_dir if resume else None, stream, tokenizer)
     optimizer = torch.optim.AdamW(_param_groups(model), weight_decay=WEIGHT_DECAY)
     base_lrs = [g["lr"] for g in optimizer.param_groups]
     offset = previous.get("total_steps", 0)  # stream position of this run's first step
@@ -443,8 +440,7 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
             continue
         losses.append(round(loss, 4))
         if state["step"] % LOG_EVERY == 0:
-            log(f"  step {state['step']}: loss {sum(losses[-LOG_EVERY:]) / len(losses[-LOG_EVERY:]):.3f} "
-                f"({time.perf_counter() - start:.0f}s)")
+            _log_loss(log, state["step"], losses, time.perf_counter() - start)
         if time.perf_counter() - last_checkpoint >= checkpoint_s:
             state["elapsed_s"] = time.perf_counter() - start
             _write_partial(partial, model, optimizer, state)
@@ -456,6 +452,21 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
     save(model, tokenizer, out_dir, report, backbone)
     shutil.rmtree(partial, ignore_errors=True)
     return report
+
+
+def _start_model(backbone: Path, finished_dir: Path | None, stream, tokenizer):
+    """A new masked LM on ``backbone`` (its output bias the stream's unigram log-probabilities), or, to
+    continue a finished model, the weights saved in ``finished_dir``."""
+    model = new_mlm(backbone, None if finished_dir is not None else unigram_log_probs(stream, tokenizer))
+    if finished_dir is not None:
+        trained, _ = load_local(finished_dir)
+        model.load_state_dict(trained.state_dict())
+    return model
+
+
+def _log_loss(log, step: int, losses: list[float], elapsed_s: float) -> None:
+    recent = losses[-LOG_EVERY:]
+    log(f"  step {step}: loss {sum(recent) / len(recent):.3f} ({elapsed_s:.0f}s)")
 
 
 def _start_state(partial: Path, model, optimizer, seed: int, offset: int, log) -> dict:
