@@ -28,51 +28,32 @@ def main() -> None:
 
     from sentence_transformers import SentenceTransformer
 
-    from bench.data.datasets import read_stsb, require
     from bench.models.encoder import Encoder, resolve_backbone
     from bench.models.model_objects import wrap
     from bench.paths import Paths
     from bench.models.registry import get_model
 
     paths = Paths.from_env()
-    root = require(paths.data, "stsb")
-    sentences = []
-    for split in ("test", "dev", "train"):
-        s1, s2, _ = read_stsb(root, split).all_pairs()
-        sentences = list(dict.fromkeys(sentences + s1 + s2))
-    sentences = sentences[: args.n]
+    sentences = stsb_sentences(paths, args.n)
     spec = get_model("minilm")
     ours = Encoder.from_spec(spec, paths.models, device="cpu", batch_size=args.batch_size)
     theirs = SentenceTransformer(resolve_backbone(spec), device="cpu")
     evaluate_path = wrap(theirs, name="st-minilm", batch_size=args.batch_size)  # what bench.evaluate encodes with
-
-    def time_ours():
-        ours.forget()
-        start = time.perf_counter()
-        out = ours.encode(sentences)
-        return time.perf_counter() - start, out
-
-    def time_theirs():
-        start = time.perf_counter()
-        out = theirs.encode(sentences, batch_size=args.batch_size, convert_to_numpy=True)
-        return time.perf_counter() - start, out
-
-    def time_evaluate():
-        evaluate_path.forget()
-        start = time.perf_counter()
-        out = evaluate_path.encode(sentences)
-        return time.perf_counter() - start, out
-
-    best = {"ours": float("inf"), "sentence-transformers": float("inf"), "bench.evaluate": float("inf")}
+    encoders = {
+        "ours": ours.encode,
+        "sentence-transformers": lambda texts: theirs.encode(texts, batch_size=args.batch_size, convert_to_numpy=True),
+        "bench.evaluate": evaluate_path.encode,
+    }
+    caches = {"ours": ours, "bench.evaluate": evaluate_path}  # forgotten before each timed call, untimed
+    best, outputs = {name: float("inf") for name in encoders}, {}
     for _ in range(args.repeats):
-        for name, fn in (("ours", time_ours), ("sentence-transformers", time_theirs),
-                         ("bench.evaluate", time_evaluate)):
-            seconds, out = fn()
-            best[name] = min(best[name], seconds)
-            if name == "ours":
-                ours_out = out
-            elif name == "sentence-transformers":
-                st_out = out
+        for name, encode in encoders.items():
+            if name in caches:
+                caches[name].forget()
+            start = time.perf_counter()
+            outputs[name] = encode(sentences)
+            best[name] = min(best[name], time.perf_counter() - start)
+    ours_out, st_out = outputs["ours"], outputs["sentence-transformers"]
     cos = (ours_out / np.linalg.norm(ours_out, axis=1, keepdims=True) * st_out).sum(1)
     print(f"sentences: {len(sentences)}, batch size {args.batch_size}, torch threads {torch.get_num_threads()}")
     for name, seconds in best.items():
@@ -83,6 +64,18 @@ def main() -> None:
     start = time.perf_counter()
     ours.encode(sentences)
     print(f"ours, second call (cache): {len(sentences) / (time.perf_counter() - start):.0f} sentences/s")
+
+
+def stsb_sentences(paths, n: int) -> list[str]:
+    """The first ``n`` distinct sentences of STS-B (test, then dev, then train)."""
+    from bench.data.datasets import read_stsb, require
+
+    root = require(paths.data, "stsb")
+    sentences = []
+    for split in ("test", "dev", "train"):
+        s1, s2, _ = read_stsb(root, split).all_pairs()
+        sentences = list(dict.fromkeys(sentences + s1 + s2))
+    return sentences[:n]
 
 
 if __name__ == "__main__":

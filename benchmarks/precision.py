@@ -29,23 +29,12 @@ GOAL_POINTS, GOAL_RATIO = 0.1, 1.8  # what makes bf16 worth it: same scores, 1.8
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="minilm", help="registry model name")
-    parser.add_argument("--limit", type=int, help="score only the first N pairs of each task (quick check)")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=1, help="encodings per task and precision; the best counts")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--delta-only", action="store_true", help="only the embedding-perturbation check")
-    args = parser.parse_args()
-
+    args = parse_args()
     import torch
 
-    from bench.data.datasets import require
     from bench.models.encoder import Encoder, dtype_name, native_bf16, resolve_dtype
     from bench.paths import Paths
     from bench.models.registry import get_model
-    from bench.scoring.metrics import score_pairs
-    from suites.sts import TASKS
 
     paths = Paths.from_env()
     spec = get_model(args.model)
@@ -60,15 +49,37 @@ def main() -> int:
         return 0
     for encoder in encoders.values():  # warm-up (allocator, oneDNN kernels)
         encoder.encode(["a warm-up sentence", "and another one"])
+    lines, seconds, encoded = time_tasks(encoders, paths, args.limit, args.repeats)
+    print_summary(lines, seconds, encoded, args.repeats)
+    return 0
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="minilm", help="registry model name")
+    parser.add_argument("--limit", type=int, help="score only the first N pairs of each task (quick check)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=1, help="encodings per task and precision; the best counts")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--delta-only", action="store_true", help="only the embedding-perturbation check")
+    return parser.parse_args()
+
+
+def time_tasks(encoders: dict, paths, limit: int | None, repeats: int) -> tuple[list[tuple], dict, int]:
+    """Per STS task: pairs, each precision's Spearman and the smallest cosine between the two precisions'
+    vectors; each precision's seconds (the best of ``repeats`` encodings per task) and the sentences encoded."""
+    from bench.data.datasets import require
+    from bench.scoring.metrics import score_pairs
+    from suites.sts import TASKS
 
     seconds = {name: 0.0 for name in encoders}
     encoded = 0
     lines = []
     for task in TASKS:
-        pairs = task.load(require(paths.data, task.dataset)).limit(args.limit)
+        pairs = task.load(require(paths.data, task.dataset)).limit(limit)
         sentences = list(dict.fromkeys(s for s1, s2, _ in pairs.subsets.values() for s in s1 + s2))
         vectors, scores, best = {}, {}, {}
-        for _ in range(args.repeats):
+        for _ in range(repeats):
             for name, encoder in encoders.items():
                 encoder.forget()
                 start = time.perf_counter()
@@ -81,21 +92,23 @@ def main() -> int:
         cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
         encoded += len(sentences)
         lines.append((task.name, len(pairs.all_pairs()[2]), scores["fp32"], scores["bf16"], float(cos.min())))
+    return lines, seconds, encoded
 
+
+def print_summary(lines: list[tuple], seconds: dict, encoded: int, repeats: int) -> None:
     print(f"{'task':>8} {'pairs':>6} {'fp32':>8} {'bf16':>8} {'bf16-fp32':>10} {'min cos':>9}")
     for name, n, fp32, bf16, cos in lines:
         print(f"{name:>8} {n:6d} {fp32:8.2f} {bf16:8.2f} {bf16 - fp32:+10.3f} {cos:9.6f}")
     avg32, avg16 = (float(np.mean([line[i] for line in lines])) for i in (2, 3))
     print(f"{'avg':>8} {'':6} {avg32:8.2f} {avg16:8.2f} {avg16 - avg32:+10.3f}")
     ratio = seconds["fp32"] / seconds["bf16"]
-    for name in encoders:
+    for name in seconds:
         print(f"{name}: {encoded / seconds[name]:8.1f} sentences/s ({encoded} sentences in {seconds[name]:.1f} s, "
-              f"best of {args.repeats} per task)")
+              f"best of {repeats} per task)")
     worst = max(abs(bf16 - fp32) for _, _, fp32, bf16, _ in lines)
     print(f"speed ratio bf16 / fp32 = {ratio:.2f}x (goal >= {GOAL_RATIO}: {'met' if ratio >= GOAL_RATIO else 'NOT met'}); "
           f"largest |difference| {worst:.3f} points (goal <= {GOAL_POINTS}: "
           f"{'met' if worst <= GOAL_POINTS else 'NOT met'})")
-    return 0
 
 
 def delta_response(encoders: dict, paths, n: int = 32, epsilons=(1e-3, 5e-3, 1e-2)) -> None:

@@ -79,6 +79,36 @@ def time_step(run, examples: list, step_index: int) -> float:
 
 
 def main() -> int:
+    args = parse_args()
+    import torch
+
+    from bench.models.encoder import dtype_name, resolve_dtype
+    from bench.paths import Paths
+    from bench.train import read_sentences, training_data
+
+    paths = Paths.from_env()
+    sentences, _ = read_sentences(training_data(paths.data, args.data or None))
+    examples = sentences[:args.batch_size]
+    names = ["simcse", *dict.fromkeys(m for m in (args.method or ["robustembed"]) if m != "simcse")]
+    amp = resolve_dtype("cpu", args.dtype)
+    runs = build_runs(args.backbone, names, parse_settings(args.set), paths.home, amp)
+    for name in runs:  # warm-up
+        time_step(runs[name], examples, 0)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for repeat in range(args.repeats):
+        for name in runs:
+            times[name].append(time_step(runs[name], examples, repeat + 1))
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    print_table(args, times, medians, torch.get_num_threads())
+    if amp is not None:
+        low = dtype_name(amp)
+        print_precision(low, {name: medians[name] / medians[f"{name} {low}"] for name in names})
+    if args.json:
+        write_json(Path(args.json), args, times, medians, torch.get_num_threads())
+    return 0
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", action="append", default=[], help="a method to time against SimCSE "
                         "(repeatable; default robustembed; `bench ls methods` lists them)")
@@ -91,60 +121,63 @@ def main() -> int:
     parser.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"],
                         help="bf16: also time each step under bf16 autocast (this benchmark runs on the CPU)")
     parser.add_argument("--json", default="", help="also write the figures to this JSON file")
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    import torch
 
-    from bench.models.encoder import dtype_name, native_bf16, resolve_backbone, resolve_dtype
-    from bench.paths import Paths
-    from bench.results.store import cpu_model
+def build_runs(backbone: str, names: list[str], settings: dict, home, amp) -> dict:
+    """One training run per method on ``backbone``; with ``amp``, the same methods again in their own
+    models, stepped under autocast."""
+    from bench.models.encoder import dtype_name, resolve_backbone
     from bench.models.registry import MODELS
-    from bench.train import read_sentences, training_data
 
-    paths = Paths.from_env()
-    spec = MODELS.get(args.backbone)
-    path = resolve_backbone(spec) if spec else args.backbone
+    spec = MODELS.get(backbone)
+    path = resolve_backbone(spec) if spec else backbone
     pooler = spec.pooler if spec else "cls_before_pooler"
-    sentences, _ = read_sentences(training_data(paths.data, args.data or None))
-    examples = sentences[:args.batch_size]
-    settings = parse_settings(args.set)
-    names = ["simcse", *dict.fromkeys(m for m in (args.method or ["robustembed"]) if m != "simcse")]
-    amp = resolve_dtype("cpu", args.dtype)
-    runs = {name: build(name, path, pooler, {**settings.get("*", {}), **settings.get(name, {})}, paths.home)
+    runs = {name: build(name, path, pooler, {**settings.get("*", {}), **settings.get(name, {})}, home)
             for name in names}
-    if amp is not None:  # the same methods again, in their own models, stepped under autocast
-        runs.update({f"{name} {dtype_name(amp)}": build(name, path, pooler, settings.get(name, {}), paths.home, amp)
+    if amp is not None:
+        runs.update({f"{name} {dtype_name(amp)}": build(name, path, pooler, settings.get(name, {}), home, amp)
                      for name in names})
-    for index, name in enumerate(runs):  # warm-up
-        time_step(runs[name], examples, 0)
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for repeat in range(args.repeats):
-        for name in runs:
-            times[name].append(time_step(runs[name], examples, repeat + 1))
-    medians = {name: statistics.median(values) for name, values in times.items()}
+    return runs
+
+
+def print_table(args, times: dict, medians: dict, threads: int) -> None:
+    from bench.results.store import cpu_model
+
     reference = medians["simcse"]
-    print(f"backbone {args.backbone}, batch {args.batch_size} x max_len 32, threads {torch.get_num_threads()}, "
+    print(f"backbone {args.backbone}, batch {args.batch_size} x max_len 32, threads {threads}, "
           f"repeats {args.repeats}, {cpu_model()}")
-    for name in runs:
+    for name in times:
         print(f"{name:<18} median {medians[name] * 1000:9.1f} ms  x SimCSE {medians[name] / reference:5.2f}  "
               f"(all: {', '.join(f'{t * 1000:.0f}' for t in times[name])})")
-    if amp is not None:
-        low = dtype_name(amp)
-        print(f"precision: {low} autocast vs fp32 (native bf16 on this CPU: {native_bf16('cpu')}; "
-              f"torch CPU capability {torch.backends.cpu.get_cpu_capability()})")
-        for name in names:
-            print(f"{name:<18} fp32 / {low} = {medians[name] / medians[f'{name} {low}']:.2f}x")
-    if args.json:
-        figures = {"backbone": args.backbone, "batch_size": args.batch_size, "max_len": 32,
-                   "threads": torch.get_num_threads(), "repeats": args.repeats,
-                   "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu": cpu_model(),
-                   "date": time.strftime("%Y-%m-%d"), "load_average_1min_at_end": round(os.getloadavg()[0], 2),
-                   "methods": {name: {"median_s": round(medians[name], 4),
-                                      "ratio_to_simcse": round(medians[name] / reference, 3),
-                                      "all_s": [round(t, 4) for t in times[name]]} for name in runs}}
-        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {args.json}")
-    return 0
+
+
+def print_precision(low: str, ratios: dict[str, float]) -> None:
+    import torch
+
+    from bench.models.encoder import native_bf16
+
+    print(f"precision: {low} autocast vs fp32 (native bf16 on this CPU: {native_bf16('cpu')}; "
+          f"torch CPU capability {torch.backends.cpu.get_cpu_capability()})")
+    for name, ratio in ratios.items():
+        print(f"{name:<18} fp32 / {low} = {ratio:.2f}x")
+
+
+def write_json(path: Path, args, times: dict, medians: dict, threads: int) -> None:
+    import torch
+
+    from bench.results.store import cpu_model
+
+    reference = medians["simcse"]
+    figures = {"backbone": args.backbone, "batch_size": args.batch_size, "max_len": 32,
+               "threads": threads, "repeats": args.repeats,
+               "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu": cpu_model(),
+               "date": time.strftime("%Y-%m-%d"), "load_average_1min_at_end": round(os.getloadavg()[0], 2),
+               "methods": {name: {"median_s": round(medians[name], 4),
+                                  "ratio_to_simcse": round(medians[name] / reference, 3),
+                                  "all_s": [round(t, 4) for t in times[name]]} for name in times}}
+    path.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":
