@@ -1055,8 +1055,8 @@ def build_job(method: str, backbone: str, profile: str, paths, *, data: str | No
 
 
 def _pooler_and_max_len(registered, base_spec) -> tuple[str, int]:
-    """The trained model's pooler and evaluation length: a registered recipe's, else the base's (its
-    [CLS] read before the pooler layer, which contrastive training does not train), else BERT's."""
+    """The trained model's pooler and evaluation length: a registered recipe's, else the base's (a [CLS]
+    base read before its pooler layer, as SimCSE evaluates its unsupervised models), else BERT's."""
     if registered is not None:
         return registered.pooler, registered.max_len
     if base_spec is not None:
