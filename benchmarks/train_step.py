@@ -133,11 +133,10 @@ def build_runs(backbone: str, names: list[str], settings: dict, home, amp) -> di
     spec = MODELS.get(backbone)
     path = resolve_backbone(spec) if spec else backbone
     pooler = spec.pooler if spec else "cls_before_pooler"
-    runs = {name: build(name, path, pooler, {**settings.get("*", {}), **settings.get(name, {})}, home)
-            for name in names}
+    own = {name: {**settings.get("*", {}), **settings.get(name, {})} for name in names}
+    runs = {name: build(name, path, pooler, own[name], home) for name in names}
     if amp is not None:
-        runs.update({f"{name} {dtype_name(amp)}": build(name, path, pooler, settings.get(name, {}), home, amp)
-                     for name in names})
+        runs.update({f"{name} {dtype_name(amp)}": build(name, path, pooler, own[name], home, amp) for name in names})
     return runs
 
 
