@@ -44,6 +44,7 @@ import random
 import re
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -411,16 +412,47 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
     previous = json.loads((out_dir / "report.json").read_text(encoding="utf-8")) if resume else {}
     model = _start_model(backbone, out_dir if resume else None, stream, tokenizer)
     optimizer = torch.optim.AdamW(_param_groups(model), weight_decay=WEIGHT_DECAY)
-    base_lrs = [g["lr"] for g in optimizer.param_groups]
+    base_lrs = [g["lr"] for g in optimizer.param_groups]  # before a checkpoint's scaled rates are loaded
     offset = previous.get("total_steps", 0)  # stream position of this run's first step
     partial = partial_dir(out_dir)
     state = _start_state(partial, model, optimizer, seed, offset, log)
-    generator = torch.Generator()
-    model.train()
+    run = _Run(model, optimizer, base_lrs, tokenizer, stream, seed, offset, partial, state)
+    budget_s = float("inf") if steps is not None else budget_s
+    elapsed = _run_steps(run, steps, budget_s, max_steps, stop_after_steps, checkpoint_s, log, progress)
+    if elapsed is None:
+        return {"stopped_at_step": state["step"]}
+    report = _report(previous, state, offset, elapsed, stream, backbone, seed, steps, budget_s)
+    report.update(evaluation(model, tokenizer, held_out, synonyms, seed), bert_base_reference=BERT_BASE_REFERENCE)
+    save(model, tokenizer, out_dir, report, backbone)
+    shutil.rmtree(partial, ignore_errors=True)
+    return report
+
+
+@dataclass
+class _Run:
+    """What a training run's steps act on: the model, its optimiser and the stream from ``offset`` on,
+    with the resumable ``state`` (step, losses, elapsed seconds) checkpointed into ``partial``."""
+    model: object
+    optimizer: object
+    base_lrs: list[float]
+    tokenizer: object
+    stream: Stream
+    seed: int
+    offset: int
+    partial: Path
+    state: dict
+
+
+def _run_steps(run: _Run, steps: int | None, budget_s: float, max_steps: int | None,
+               stop_after_steps: int | None, checkpoint_s: float, log, progress) -> float | None:
+    """Step until ``steps`` (or the budget) is done; the run's elapsed seconds, or None when
+    ``stop_after_steps`` stopped it as a kill would (its checkpoint written)."""
+    import torch
+
+    state, generator = run.state, torch.Generator()
+    run.model.train()
     start = time.perf_counter() - state["elapsed_s"]
     last_checkpoint = time.perf_counter()
-    losses = state["losses"]
-    budget_s = float("inf") if steps is not None else budget_s
     bar = _progress_task(progress, steps, budget_s, state)
     while True:
         elapsed = time.perf_counter() - start
@@ -429,29 +461,24 @@ def train(data_root: Path, out_dir: Path, budget_s: float, seed: int = 0, log=pr
             break
         if stop_after_steps is not None and state["step"] >= stop_after_steps:
             state["elapsed_s"] = elapsed
-            _write_partial(partial, model, optimizer, state)
-            return {"stopped_at_step": state["step"]}
-        loss = _train_step(model, optimizer, base_lrs, tokenizer, stream, generator, seed, offset + state["step"],
-                           state["step"], done)
+            _write_partial(run.partial, run.model, run.optimizer, state)
+            return None
+        loss = _train_step(run.model, run.optimizer, run.base_lrs, run.tokenizer, run.stream, generator, run.seed,
+                           run.offset + state["step"], state["step"], done)
         state["step"] += 1
         if bar is not None:
             progress.update(bar, completed=state["step"] if steps is not None else time.perf_counter() - start)
-        if loss is None:
-            continue
-        losses.append(round(loss, 4))
-        if state["step"] % LOG_EVERY == 0:
-            _log_loss(log, state["step"], losses, time.perf_counter() - start)
+        if loss is not None:
+            state["losses"].append(round(loss, 4))
+            if state["step"] % LOG_EVERY == 0:
+                _log_loss(log, state["step"], state["losses"], time.perf_counter() - start)
         if time.perf_counter() - last_checkpoint >= checkpoint_s:
             state["elapsed_s"] = time.perf_counter() - start
-            _write_partial(partial, model, optimizer, state)
+            _write_partial(run.partial, run.model, run.optimizer, state)
             last_checkpoint = time.perf_counter()
     if bar is not None:
         progress.remove_task(bar)
-    report = _report(previous, state, offset, time.perf_counter() - start, stream, backbone, seed, steps, budget_s)
-    report.update(evaluation(model, tokenizer, held_out, synonyms, seed), bert_base_reference=BERT_BASE_REFERENCE)
-    save(model, tokenizer, out_dir, report, backbone)
-    shutil.rmtree(partial, ignore_errors=True)
-    return report
+    return time.perf_counter() - start
 
 
 def _start_model(backbone: Path, finished_dir: Path | None, stream, tokenizer):

@@ -16,7 +16,6 @@ its pre-transformation ones (which words may change) with one set shared by ever
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 from bench.data.stopwords import TEXTFOOLER_STOPWORDS
 from bench.plugins import Option, Registry

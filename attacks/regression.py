@@ -95,10 +95,13 @@ def copied_words(sentence1: str, original2: str, perturbed2: str) -> set[str]:
 
 
 def _define_classes() -> None:
-    import torch
+    """TextAttack's classes subclassed on first use, so importing this module does not import TextAttack."""
+    result = _result_class()
+    _CLASSES.update(goal=_goal_class(result), result=result, no_copy=_no_copy_class())
+
+
+def _no_copy_class():
     from textattack.constraints import Constraint
-    from textattack.goal_function_results import GoalFunctionResult
-    from textattack.goal_functions import GoalFunction
 
     class NoCopyFromSentence1(Constraint):
         def __init__(self):
@@ -107,6 +110,12 @@ def _define_classes() -> None:
         def _check_constraint(self, transformed_text, reference_text):
             original = reference_text._text_input
             return not copied_words(original[COLUMNS[0]], original[PERTURBED], transformed_text._text_input[PERTURBED])
+
+    return NoCopyFromSentence1
+
+
+def _result_class():
+    from textattack.goal_function_results import GoalFunctionResult
 
     class RegressionResult(GoalFunctionResult):
         def __init__(self, *args):
@@ -120,6 +129,13 @@ def _define_classes() -> None:
 
         def get_colored_output(self, color_method=None):
             return f"{float(self.output):.2f}"
+
+    return RegressionResult
+
+
+def _goal_class(result_class):
+    import torch
+    from textattack.goal_functions import GoalFunction
 
     class RegressionGoal(GoalFunction):
         """Maximise the growth of |pred - gold|; complete once it reaches the rule's margin."""
@@ -150,9 +166,9 @@ def _define_classes() -> None:
             return float(raw_output)
 
         def _goal_function_result_type(self):
-            return RegressionResult
+            return result_class
 
         def extra_repr_keys(self):
             return super().extra_repr_keys() + ["rule"]
 
-    _CLASSES.update(goal=RegressionGoal, result=RegressionResult, no_copy=NoCopyFromSentence1)
+    return RegressionGoal

@@ -44,7 +44,7 @@ import json
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence, Union
 
@@ -245,11 +245,7 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
     """
     from transformers import get_linear_schedule_with_warmup
 
-    if not train.inputs:
-        raise BenchError("No training examples: check the dataset (`bench data status`) and the caps.")
-    bad = sorted({y for y in train.labels if not 0 <= y < num_labels})
-    if bad:
-        raise BenchError(f"Labels {bad[:5]} are outside 0..{num_labels - 1}; check the label mapping.")
+    _check_training_data(train, num_labels)
     torch.manual_seed(config.seed)
     model = Classifier(copy.deepcopy(backbone), pooler, num_labels, config.dropout).to(device).train()
     feats = tokenize(tokenizer, train.inputs, config.max_len)
@@ -279,8 +275,15 @@ def finetune(backbone, tokenizer, pooler: str, num_labels: int, train: Labelled,
              "train_seconds": round(before + time.perf_counter() - start, 1), "device": device,
              "amp": str(amp).replace("torch.", "") if amp else None,
              **({"resumed_at_step": resumed["step"]} if resumed else {})}
-    clf = FinetunedClassifier(model, tokenizer, config.max_len, device, amp_dtype=amp)
-    return clf, stats
+    return FinetunedClassifier(model, tokenizer, config.max_len, device, amp_dtype=amp), stats
+
+
+def _check_training_data(train: Labelled, num_labels: int) -> None:
+    if not train.inputs:
+        raise BenchError("No training examples: check the dataset (`bench data status`) and the caps.")
+    bad = sorted({y for y in train.labels if not 0 <= y < num_labels})
+    if bad:
+        raise BenchError(f"Labels {bad[:5]} are outside 0..{num_labels - 1}; check the label mapping.")
 
 
 def _optimizer(model, config: FinetuneConfig):

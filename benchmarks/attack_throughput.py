@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections import OrderedDict
 
 
 def stock_victim(classifier):
@@ -67,18 +66,9 @@ def run(attack, examples, columns, seed_of, stock: bool) -> tuple[list[tuple], f
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--recipe", default="pwws")
-    parser.add_argument("--n", type=int, default=3)
-    parser.add_argument("--model", default="minilm")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--constraints", default="paper", choices=("paper", "unified"))
-    args = parser.parse_args()
-
+    args = _arguments()
     from attack_profile import mr_victim  # benchmarks/ is on sys.path when this script runs
 
-    from attacks.recipes import build_attack
-    from attacks.resources import Resources
     from attacks.wrapper import CachedModelWrapper
     from bench.paths import Paths
     from suites.adversarial import example_seed
@@ -86,11 +76,43 @@ def main() -> None:
     paths = Paths.from_env()
     task, examples, victim = mr_victim(paths, args.model, args.batch_size)
     warmup, examples = examples[args.n:args.n + 1], examples[: args.n]  # warm-up outside the timed set
+    ours_wrapper = CachedModelWrapper(victim.model, victim.tokenizer, victim.max_len, args.batch_size)
+    attacks = _attacks(args, paths, victim, ours_wrapper)
+    stock = {name: name.startswith("stock") for name in attacks}
+    for name, attack in attacks.items():  # lazy loads, not timed
+        run(attack, warmup, task.columns, lambda i: example_seed(10 ** 6, i), stock[name])
+    results = {}
+    for name in reversed(list(attacks)):  # ours first, then stock
+        results[name] = run(attacks[name], examples, task.columns, lambda i: example_seed(0, i), stock[name])
+    print(f"recipe {args.recipe} (--constraints {args.constraints}), {len(examples)} MR examples, "
+          f"victim {victim.card.get('weights_sha256', '')[:12]}")
+    _print_results({name: results[name] for name in attacks}, len(examples))
+    print(f"  our wrapper (warm-up included): {ours_wrapper.stats}")
+    (stock_out, _), (ours_out, _) = (results[name] for name in attacks)
+    diffs = [i for i, (a, b) in enumerate(zip(stock_out, ours_out)) if a != b]
+    assert not diffs, f"outcomes differ on examples {diffs}: {[(stock_out[i], ours_out[i]) for i in diffs]}"
+    print("identical outcomes on all examples (result type, perturbed text, queries)")
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--recipe", default="pwws")
+    parser.add_argument("--n", type=int, default=3)
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--constraints", default="paper", choices=("paper", "unified"))
+    return parser.parse_args()
+
+
+def _attacks(args, paths, victim, ours_wrapper) -> dict:
+    """The recipe built twice: on TextAttack's stock components and wrapper, and on ours."""
+    from attacks.recipes import build_attack
+    from attacks.resources import Resources
+
     Resources(paths).textattack()
     from textattack.models.wrappers import HuggingFaceModelWrapper
 
-    ours_wrapper = CachedModelWrapper(victim.model, victim.tokenizer, victim.max_len, args.batch_size)
-    attacks = {
+    return {
         "stock TextAttack path": build_attack(
             args.recipe, Resources(paths, stock_components=True),
             HuggingFaceModelWrapper(stock_victim(victim.model), victim.tokenizer),
@@ -98,26 +120,16 @@ def main() -> None:
         "ours": build_attack(args.recipe, Resources(paths), ours_wrapper, batch_size=args.batch_size,
                              constraints=args.constraints),
     }
-    stock = {name: name.startswith("stock") for name in attacks}
-    for name, attack in attacks.items():  # lazy loads, not timed
-        run(attack, warmup, task.columns, lambda i: example_seed(10 ** 6, i), stock[name])
-    results = {}
-    for name in reversed(list(attacks)):  # ours first, then stock
-        results[name] = run(attacks[name], examples, task.columns, lambda i: example_seed(0, i), stock[name])
-    results = {name: results[name] for name in attacks}
-    print(f"recipe {args.recipe} (--constraints {args.constraints}), {len(examples)} MR examples, "
-          f"victim {victim.card.get('weights_sha256', '')[:12]}")
+
+
+def _print_results(results: dict, n: int) -> None:
+    """Each path's throughput, then the ratio ours / stock."""
     for name, (outcomes, seconds) in results.items():
         kinds = [o[0] for o in outcomes]
-        print(f"  {name:24s} {60 * len(examples) / seconds:8.2f} examples/min  ({seconds:.1f}s; "
+        print(f"  {name:24s} {60 * n / seconds:8.2f} examples/min  ({seconds:.1f}s; "
               f"{kinds.count('successful')} successful, {kinds.count('failed')} failed, {kinds.count('skipped')} skipped)")
-    (stock_out, stock_s), (ours_out, ours_s) = results.values()
+    (_, stock_s), (_, ours_s) = results.values()
     print(f"ratio (ours / stock, examples/min): {stock_s / ours_s:.2f}x")
-    print(f"  our wrapper (warm-up included): {ours_wrapper.stats}")
-    diffs = [i for i, (a, b) in enumerate(zip(stock_out, ours_out)) if a != b]
-    assert not diffs, f"outcomes differ on examples {diffs}: {[(stock_out[i], ours_out[i]) for i in diffs]}"
-    print("identical outcomes on all examples (result type, perturbed text, queries)")
-
 
 if __name__ == "__main__":
     main()

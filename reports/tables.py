@@ -215,24 +215,10 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
     lines = []
     for block in spec.blocks or (Block({}),):
         for model in models:
-            cells = []
-            for col in spec.columns:
-                where = {**block.where, **col.where}
-                s = _over_runs_interval(_cell_stat(spec, mine_of.get(model, []), runs_of.get(model, []), where,
-                                                   setting[block.label, col.label]), evidence, pooled=bool(spec.runs))
-                value = paper.get(spec.paper, model, spec.suite, col.paper_task or col.where.get("task", ""),
-                                  spec.metric, block.where.get("attack", ""), col.where.get("split"))
-                cells.append(Cell(s, value, standin=standins_of(s.rows, spec.standin)))
-            by_label = dict(zip((c.label for c in spec.columns), cells))
-            for avg in spec.averages:
-                parts = [by_label[label].stat for label in avg.of]
-                value = (paper.get(spec.paper, model, spec.suite, avg.paper_task, spec.metric,
-                                   block.where.get("attack", "")) if avg.paper_task else None)
-                avg = mean_of(parts)
-                if spec.runs:  # never a t-interval over a handful of runs: the runs' pooled evidence, or none
-                    avg = replace(avg, ci=NO_INTERVAL)
-                cells.append(Cell(_with_interval(avg, evidence, pooled=bool(spec.runs)), value,
-                                  partial=0 < sum(p.mean is not None for p in parts) < len(parts)))
+            cells = [_column_cell(spec, block, col, model, mine_of, runs_of, setting, paper, evidence)
+                     for col in spec.columns]
+            cells += _average_cells(spec, block, model, dict(zip((c.label for c in spec.columns), cells)), paper,
+                                    evidence)
             lines.append(Line(block.label, catalog.group(model), model, catalog.recipe(model), cells))
     # A block (e.g. an attack) nobody ran is left out whole, and named in the settings sentence.
     ran = {ln.block for ln in lines if any(c.stat.mean is not None for c in ln.cells)}
@@ -245,6 +231,33 @@ def build(spec: TableSpec, rows: list[dict], paper: PaperValues, built: dict[str
     _mark_best(lines, better, spec.decimals, evidence)
     return Table(spec, headers, better, lines,
                  settings_sentence(spec, lines, [c.label for c in spec.columns], absent, moved))
+
+
+def _column_cell(spec: TableSpec, block: Block, col, model: str, mine_of: dict, runs_of: dict, setting: dict,
+                 paper: PaperValues, evidence: EvidenceIndex | None) -> Cell:
+    """One model's cell in one column of one block, beside the paper's value."""
+    where = {**block.where, **col.where}
+    s = _over_runs_interval(_cell_stat(spec, mine_of.get(model, []), runs_of.get(model, []), where,
+                                       setting[block.label, col.label]), evidence, pooled=bool(spec.runs))
+    value = paper.get(spec.paper, model, spec.suite, col.paper_task or col.where.get("task", ""),
+                      spec.metric, block.where.get("attack", ""), col.where.get("split"))
+    return Cell(s, value, standin=standins_of(s.rows, spec.standin))
+
+
+def _average_cells(spec: TableSpec, block: Block, model: str, by_label: dict[str, Cell], paper: PaperValues,
+                   evidence: EvidenceIndex | None) -> list[Cell]:
+    """The table's average columns for one model, each the mean of its columns' cells."""
+    cells = []
+    for average in spec.averages:
+        parts = [by_label[label].stat for label in average.of]
+        value = (paper.get(spec.paper, model, spec.suite, average.paper_task, spec.metric,
+                           block.where.get("attack", "")) if average.paper_task else None)
+        stat = mean_of(parts)
+        if spec.runs:  # never a t-interval over a handful of runs: the runs' pooled evidence, or none
+            stat = replace(stat, ci=NO_INTERVAL)
+        cells.append(Cell(_with_interval(stat, evidence, pooled=bool(spec.runs)), value,
+                          partial=0 < sum(p.mean is not None for p in parts) < len(parts)))
+    return cells
 
 
 def _shown_elsewhere(spec: TableSpec, models: list[str]) -> tuple[list[str], list[str]]:

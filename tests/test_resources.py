@@ -3,7 +3,6 @@ code on a tiny model, and (slow) TextAttack importing offline with the stand-in 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys

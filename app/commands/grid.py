@@ -4,6 +4,7 @@ seed) cell on Ray (local by default, --address for a cluster), skipping cells al
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console, Group
@@ -144,14 +145,19 @@ def fmt_s(seconds) -> str:
 TABLE_ROWS = 500  # a larger plan gets one row per model, suite and task (its seeds summed), and progress lines
 
 
+@dataclass
+class _PlanTotals:
+    """What a dry run adds up: cells to run and their seconds, training seconds, items never timed, rough estimates."""
+    to_run: int = 0
+    cells_s: float = 0.0
+    training_s: float = 0.0
+    unknown: int = 0
+    rough: int = 0
+
+
 def dry_run(plan, console: Console) -> int:
-    import sys
-    from contextlib import nullcontext
+    from app.commands.grid_runner import past_timings
 
-    from app.commands.grid_runner import past_timings, training_estimate
-    from bench.progress import progress, track
-
-    timings = past_timings(plan.paths.results)
     count = plan.cell_count()
     per_cell = count <= TABLE_ROWS
     table = Table(title=f"bench grid --dry-run: {count} cells (results: {plan.paths.results})"
@@ -159,23 +165,43 @@ def dry_run(plan, console: Console) -> int:
     for col, justify in (("model", "left"), ("suite", "left"), ("task", "left"),
                          ("seed" if per_cell else "seeds", "right"), ("in store", "left"), ("est. cost", "right")):
         table.add_column(col, justify=justify)
-    total, unknown, to_run, training, rough = 0.0, 0, 0, 0.0, 0
+    totals = _PlanTotals()
+    _add_training_rows(table, plan, totals)
+    _add_cell_rows(table, plan, past_timings(plan.paths.results), count, per_cell, totals)
+    console.print(table)
+    console.print(_plan_summary(totals))
+    return 0
+
+
+def _add_training_rows(table: Table, plan, totals: _PlanTotals) -> None:
+    """A "train first" row for each trained model whose weights are not on this machine."""
+    from app.commands.grid_runner import training_estimate
+
     for spec in plan.models:
         if spec.is_trained and not (spec.checkpoint_dir(plan.paths.models) / "config.json").exists():
             cost = training_estimate(spec, plan.paths.models)
-            training += cost or 0.0
-            unknown += cost is None
+            totals.training_s += cost or 0.0
+            totals.unknown += cost is None
             table.add_row(spec.name, "[yellow]train first[/yellow]", f"{spec.method} from {spec.base}", "", "no",
                           fmt_s(cost))
+
+
+def _add_cell_rows(table: Table, plan, timings, count: int, per_cell: bool, totals: _PlanTotals) -> None:
+    """A row per cell, or, for a large plan, per model, suite and task (its seeds counted)."""
+    import sys
+    from contextlib import nullcontext
+
+    from bench.progress import progress, track
+
     groups: dict[tuple, list] = {}  # (model, suite, task) -> [seeds, stored, cost, never timed, rough]
     with (nullcontext() if per_cell else progress(sys.stderr)) as bar:
         for cell in track(bar, plan.iter_cells(), count, "bench grid --dry-run: planning cells"):
             shas, cost, shown = cell_cost(plan, timings, cell)
             if not shas:
-                to_run += 1
-                total += cost or 0.0
-                unknown += cost is None
-                rough += shown.startswith("~")
+                totals.to_run += 1
+                totals.cells_s += cost or 0.0
+                totals.unknown += cost is None
+                totals.rough += shown.startswith("~")
             if per_cell:
                 stored = f"yes (weights {', '.join(s[:8] for s in shas)})" if shas else "no"
                 table.add_row(cell.model, cell.suite, cell.task, str(cell.seed), stored, shown)
@@ -189,16 +215,19 @@ def dry_run(plan, console: Console) -> int:
     for (model, suite, task), (seeds, stored, cost, never, approx) in groups.items():
         shown = fmt_s(cost) + (f" (+{never} never timed)" if never else "")
         table.add_row(model, suite, task, str(seeds), f"{stored} of {seeds}", f"~{shown}" if approx else shown)
-    console.print(table)
-    console.print(f"{to_run} cell(s) without a stored result for this configuration; estimated "
-                  f"{fmt_s(total + training)} of CPU-slot time ({fmt_s(training)} training, {fmt_s(total)} cells)"
-                  f"{f', plus {unknown} item(s) never timed' if unknown else ''}"
-                  f"{f'; ~: {rough} rough estimate(s) from cells under another constraint set or victim' if rough else ''} "
-                  f"(from earlier wall_s in the store, scaled by examples x runs x recipes, and from the model "
-                  f"cards of finished training runs of the same method and profile; excludes model loading). "
-                  f"'in store' matches model, suite, task, seed and configuration; a real run also checks the "
-                  f"weights sha256, so changed weights rerun.")
-    return 0
+
+
+def _plan_summary(totals: _PlanTotals) -> str:
+    unknown = f", plus {totals.unknown} item(s) never timed" if totals.unknown else ""
+    rough = (f"; ~: {totals.rough} rough estimate(s) from cells under another constraint set or victim"
+             if totals.rough else "")
+    return (f"{totals.to_run} cell(s) without a stored result for this configuration; estimated "
+            f"{fmt_s(totals.cells_s + totals.training_s)} of CPU-slot time ({fmt_s(totals.training_s)} training, "
+            f"{fmt_s(totals.cells_s)} cells){unknown}{rough} "
+            f"(from earlier wall_s in the store, scaled by examples x runs x recipes, and from the model "
+            f"cards of finished training runs of the same method and profile; excludes model loading). "
+            f"'in store' matches model, suite, task, seed and configuration; a real run also checks the "
+            f"weights sha256, so changed weights rerun.")
 
 
 class LiveView:
