@@ -257,6 +257,12 @@ def test_dry_run_lists_stored_cells_training_and_costs_from_earlier_runs(grid_en
     assert estimate(timings, Cell("tiny-simcse", "alignment", "stsb", 0)) == pytest.approx(wall)
     assert estimate(timings, Cell("tiny", "sts", "stsb", 0)) is None
     assert not (grid_env.results / "cells" / "tiny-simcse").exists()  # nothing ran
+    # Under other settings (--limit) the stored cell is not this plan's, and the dry run says where it is.
+    assert main(["grid", "--models", "tiny", "--suites", "alignment", "--seeds", "2", "--limit", "3", "--dry-run",
+                 "--allow-unverified-data"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "2 cell(s) without a stored result" in out and "no (1 under other settings)" in out
+    assert "Of the cells to run, 1 are stored under other settings" in out
 
 
 def test_train_launcher_accelerate_runs_two_cpu_processes(tiny_bert_dir, tmp_path):

@@ -153,6 +153,7 @@ class _PlanTotals:
     training_s: float = 0.0
     unknown: int = 0
     rough: int = 0
+    elsewhere: int = 0  # cells to run that are stored under other settings
 
 
 def dry_run(plan, console: Console) -> int:
@@ -197,13 +198,16 @@ def _add_cell_rows(table: Table, plan, timings, count: int, per_cell: bool, tota
     with (nullcontext() if per_cell else progress(sys.stderr)) as bar:
         for cell in track(bar, plan.iter_cells(), count, "bench grid --dry-run: planning cells"):
             shas, cost, shown = cell_cost(plan, timings, cell)
+            elsewhere = 0 if shas else plan.stored_under_other_settings(cell)
             if not shas:
                 totals.to_run += 1
                 totals.cells_s += cost or 0.0
                 totals.unknown += cost is None
                 totals.rough += shown.startswith("~")
+                totals.elsewhere += bool(elsewhere)
             if per_cell:
-                stored = f"yes (weights {', '.join(s[:8] for s in shas)})" if shas else "no"
+                stored = (f"yes (weights {', '.join(s[:8] for s in shas)})" if shas
+                          else f"no ({elsewhere} under other settings)" if elsewhere else "no")
                 table.add_row(cell.model, cell.suite, cell.task, str(cell.seed), stored, shown)
                 continue
             group = groups.setdefault((cell.model, cell.suite, cell.task), [0, 0, 0.0, 0, 0])
@@ -221,13 +225,15 @@ def _plan_summary(totals: _PlanTotals) -> str:
     unknown = f", plus {totals.unknown} item(s) never timed" if totals.unknown else ""
     rough = (f"; ~: {totals.rough} rough estimate(s) from cells under another constraint set or victim"
              if totals.rough else "")
+    elsewhere = (f" Of the cells to run, {totals.elsewhere} are stored under other settings (another --profile, "
+                 f"--dtype, --limit or option): give the settings they ran with to reuse them." if totals.elsewhere else "")
     return (f"{totals.to_run} cell(s) without a stored result for this configuration; estimated "
             f"{fmt_s(totals.cells_s + totals.training_s)} of CPU-slot time ({fmt_s(totals.training_s)} training, "
             f"{fmt_s(totals.cells_s)} cells){unknown}{rough} "
             f"(from earlier wall_s in the store, scaled by examples x runs x recipes, and from the model "
             f"cards of finished training runs of the same method and profile; excludes model loading). "
             f"'in store' matches model, suite, task, seed and configuration; a real run also checks the "
-            f"weights sha256, so changed weights rerun.")
+            f"weights sha256, so changed weights rerun.{elsewhere}")
 
 
 class LiveView:

@@ -168,6 +168,14 @@ class Plan:
             self._listings[(cell.model, cell.suite, cell.task)] = listing
         return sorted(listing.get((f"seed{cell.seed}", self.config_hash(cell)[:8]), []))
 
+    def stored_under_other_settings(self, cell: Cell) -> int:
+        """How many configurations this model, suite, task and seed are stored under besides the planned one
+        (a dry run with other --profile, --dtype or --limit values than the cells ran with finds none of them)."""
+        self.stored_any_weights(cell)  # lists the task directory once
+        listing = self._listings[(cell.model, cell.suite, cell.task)]
+        planned = self.config_hash(cell)[:8]
+        return sum(seed == f"seed{cell.seed}" and config != planned for seed, config in listing)
+
 
 def split_list(text: str | None) -> list[str]:
     return [item.strip() for item in (text or "").split(",") if item.strip()]
