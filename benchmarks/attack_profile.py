@@ -121,7 +121,7 @@ def mr_victim(paths, model: str, batch_size: int):
     training, _ = SUITE.training_set(task, ctx)
     train = _labelled(training.load(paths.data, examples), training.source)
     seed = replications(len(examples), None, 1, ctx.seed)[0].victim_seed
-    return task, examples, SUITE.victim(task, train, examples, encoder, ctx, seed)
+    return task, examples, SUITE.victim(task, [train], examples, encoder, ctx, seed)
 
 
 def profile_recipe(recipe: str, examples, warmup, columns, victim, resources_factory, batch_size: int,

@@ -287,3 +287,24 @@ def test_adversarial_training_adds_the_victims_own_adversarial_training_examples
     log.write_text("\n".join([lines[0], json.dumps(tampered), *lines[2:]]) + "\n")
     again.unlink()
     assert _main(*args, "--adversarial-training", "pwws", "--adversarial-training-examples", "6") == 2
+
+
+def test_the_benchmarks_mr_victim_is_built_through_the_suites_own_api(adv_env):  # noqa: F811
+    """benchmarks/attack_profile.py's mr_victim (attack_throughput.py uses it too) builds the suite's MR victim
+    by calling the suite, so a change of the suite's signatures fails here, not only in a benchmark run."""
+    import importlib.util
+
+    import torch
+
+    from bench.paths import REPO_ROOT, Paths
+    from tests.test_adversarial_suite import ATTACK
+
+    spec = importlib.util.spec_from_file_location("attack_profile", REPO_ROOT / "benchmarks" / "attack_profile.py")
+    profile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(profile)
+    task, examples, victim = profile.mr_victim(Paths.from_env(), "tiny", 8)
+    assert task.name == "mr" and len(examples) == len(ATTACK)
+    enc = victim.tokenizer(["a good film"], return_tensors="pt")
+    with torch.no_grad():
+        logits = victim.model(**enc)
+    assert tuple(logits.shape) == (1, 2)
