@@ -81,14 +81,14 @@ def main() -> None:
     stock = {name: name.startswith("stock") for name in attacks}
     for name, attack in attacks.items():  # lazy loads, not timed
         run(attack, warmup, task.columns, lambda i: example_seed(10 ** 6, i), stock[name])
-    results = {}
-    for name in reversed(list(attacks)):  # ours first, then stock
-        results[name] = run(attacks[name], examples, task.columns, lambda i: example_seed(0, i), stock[name])
+    timed = {name: run(attacks[name], examples, task.columns, lambda i: example_seed(0, i), stock[name])
+             for name in reversed(list(attacks))}  # ours first, then stock
+    results = {name: timed[name] for name in attacks}  # printed stock first
     print(f"recipe {args.recipe} (--constraints {args.constraints}), {len(examples)} MR examples, "
           f"victim {victim.card.get('weights_sha256', '')[:12]}")
-    _print_results({name: results[name] for name in attacks}, len(examples))
+    _print_results(results, len(examples))
     print(f"  our wrapper (warm-up included): {ours_wrapper.stats}")
-    (stock_out, _), (ours_out, _) = (results[name] for name in attacks)
+    (stock_out, _), (ours_out, _) = results.values()
     diffs = [i for i, (a, b) in enumerate(zip(stock_out, ours_out)) if a != b]
     assert not diffs, f"outcomes differ on examples {diffs}: {[(stock_out[i], ours_out[i]) for i in diffs]}"
     print("identical outcomes on all examples (result type, perturbed text, queries)")

@@ -122,17 +122,16 @@ def grid_protocols(args) -> dict:
             for suite, names in tasks.items()}
 
 
-def cell_cost(plan, timings, cell) -> tuple[list[str], float | None, str]:
-    """A planned cell's stored weights (sha prefixes), its estimated cost and how it is shown ("~": rough)."""
+def cell_estimate(plan, timings, cell) -> tuple[float | None, str]:
+    """A planned cell's estimated cost and how it is shown ("~": rough)."""
     from app.commands.grid_runner import estimate
 
-    shas = plan.stored_any_weights(cell)
     cost = 0.0 if cell.summary else estimate(timings, cell, plan.config(cell))  # summaries only aggregate
     shown = fmt_s(cost)
     if cost is None:  # a setting never run: cells of the same suite and task under other settings
         cost = estimate(timings, cell, plan.config(cell), rough=True)
         shown = f"~{fmt_s(cost)}" if cost is not None else shown
-    return shas, cost, shown
+    return cost, shown
 
 
 def fmt_s(seconds) -> str:
@@ -197,8 +196,8 @@ def _add_cell_rows(table: Table, plan, timings, count: int, per_cell: bool, tota
     groups: dict[tuple, list] = {}  # (model, suite, task) -> [seeds, stored, cost, never timed, rough]
     with (nullcontext() if per_cell else progress(sys.stderr)) as bar:
         for cell in track(bar, plan.iter_cells(), count, "bench grid --dry-run: planning cells"):
-            shas, cost, shown = cell_cost(plan, timings, cell)
-            elsewhere = 0 if shas else plan.stored_under_other_settings(cell)
+            shas, elsewhere = plan.stored(cell)
+            cost, shown = cell_estimate(plan, timings, cell)
             if not shas:
                 totals.to_run += 1
                 totals.cells_s += cost or 0.0

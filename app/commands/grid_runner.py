@@ -83,7 +83,7 @@ class Plan:
     seeds: list[int] | range  # in increasing order
     settings: CellSettings
     paths: Paths
-    _listings: dict = field(default_factory=dict, repr=False, compare=False)  # stored_any_weights' directory lists
+    _listings: dict = field(default_factory=dict, repr=False, compare=False)  # stored()'s directory lists
 
     @property
     def tasks(self) -> dict[str, list[str]]:
@@ -156,26 +156,21 @@ class Plan:
         key = CellKey(cell.model, weights_sha256, cell.suite, cell.task, cell.seed, self.config_hash(cell))
         return ResultStore(self.paths.results).existing(key)
 
-    def stored_any_weights(self, cell: Cell) -> list[str]:
-        """Weights-sha prefixes of stored cells with this configuration (no model load: for --dry-run). Each
-        task directory is listed once per plan, so a grid of many seeds stays linear in their number."""
-        listing = self._listings.get((cell.model, cell.suite, cell.task))
-        if listing is None:
+    def stored(self, cell: Cell) -> tuple[list[str], int]:
+        """Weights-sha prefixes of stored cells with this configuration, and how many other configurations this
+        model, suite, task and seed are stored under (another --profile, --dtype or --limit than the plan's).
+        No model load: for --dry-run. Each task directory is listed once per plan, so a grid of many seeds
+        stays linear in their number."""
+        key = (cell.model, cell.suite, cell.task)
+        if key not in self._listings:
             listing = {}
             for path in (self.paths.results / "cells" / model_dir(cell.model) / cell.suite / cell.task).glob("*.json"):
                 seed, sha, config = (path.stem.split("-", 2) + ["", ""])[:3]
                 listing.setdefault((seed, config), []).append(sha)
-            self._listings[(cell.model, cell.suite, cell.task)] = listing
-        return sorted(listing.get((f"seed{cell.seed}", self.config_hash(cell)[:8]), []))
-
-    def stored_under_other_settings(self, cell: Cell) -> int:
-        """How many configurations this model, suite, task and seed are stored under besides the planned one
-        (a dry run with other --profile, --dtype or --limit values than the cells ran with finds none of them)."""
-        self.stored_any_weights(cell)  # lists the task directory once
-        listing = self._listings[(cell.model, cell.suite, cell.task)]
-        planned = self.config_hash(cell)[:8]
-        return sum(seed == f"seed{cell.seed}" and config != planned for seed, config in listing)
-
+            self._listings[key] = listing
+        listing, seed, planned = self._listings[key], f"seed{cell.seed}", self.config_hash(cell)[:8]
+        others = sum(stored_seed == seed and config != planned for stored_seed, config in listing)
+        return sorted(listing.get((seed, planned), [])), others
 
 def split_list(text: str | None) -> list[str]:
     return [item.strip() for item in (text or "").split(",") if item.strip()]
