@@ -1,7 +1,7 @@
 """Our SentEval classifier fit (joint L2 grid, closed-form gradients) vs SentEval's way (one nn.Linear +
 torch.optim per penalty), on the same random data in the same run. Prints seconds and the ratio.
 
-    python benchmarks/transfer_classifier.py [--n 3000] [--dim 384] [--optim adam]
+    python benchmarks/transfer_classifier.py [--n 3000] [--dim 384] [--mode test]
 """
 
 from __future__ import annotations
@@ -24,14 +24,15 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=3000)
     parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--optim", choices=list(sc.OPTIMISERS), default="adam")
+    parser.add_argument("--mode", choices=list(sc.MODES), default="test",
+                        help="SentEval's classifier configuration (test: 10-fold, Adam; fasttest: 5-fold, RMSprop)")
     args = parser.parse_args()
     rng = np.random.RandomState(0)
     X = rng.randn(args.n, args.dim).astype(np.float32)
     y = (X[:, :8].sum(1) + 2 * rng.randn(args.n) > 0).astype(np.int64)
     Xdev, ydev = X[: args.n // 5], y[: args.n // 5]
     Xtr, ytr = X[args.n // 5:], y[args.n // 5:]
-    proto = sc.Protocol(kfold=10, optim=args.optim, batch_size=64, tenacity=5, epoch_size=4)
+    proto = sc.classifier_config(args.mode)
     with sc.single_thread():
         start = time.perf_counter()
         ref = [senteval_fit(Xtr, ytr, Xdev, ydev, reg, proto, 2, 1111)[0] for reg in sc.L2_GRID]

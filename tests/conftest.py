@@ -22,7 +22,9 @@ def write_tiny_bert(directory: Path, seed: int = 0, hidden: int = 32, layers: in
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *[f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"],
              *"abcdefghijklmnopqrstuvwxyz", ".", ",", "?", "!", "'"]
     (directory / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n")
-    BertTokenizerFast(vocab_file=str(directory / "vocab.txt"), do_lower_case=True).save_pretrained(directory)
+    # model_max_length as a real checkpoint sets it (its position embeddings): TextAttack's stock wrapper pads to it
+    BertTokenizerFast(vocab_file=str(directory / "vocab.txt"), do_lower_case=True,
+                      model_max_length=128).save_pretrained(directory)
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(dict.fromkeys(vocab)), hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=128)
