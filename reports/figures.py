@@ -83,13 +83,20 @@ def _measure(rows, where: dict, measure: Measure) -> float | None:
 def points(spec: FigureSpec, rows: list[dict], paper: PaperValues, catalog: Catalog = EMPTY_CATALOG) -> list[Point]:
     mine = [r for r in rows if matches(r, {"suite": spec.suite, **spec.where})]
     order = catalog.order({r["model"] for r in mine})
+    by_point: dict[tuple, list[dict]] = {}  # the rows of each point and task, so a measure scans only those
+    for r in mine:  # keyed as ``matches`` compares: None as "", the rest as text
+        key = tuple("" if r.get(f) is None else str(r.get(f)) for f in (*spec.point, "task"))
+        by_point.setdefault(key, []).append(r)
+
+    def measure(where: dict, task, m: Measure) -> float | None:
+        return _measure(by_point.get((*map(str, where.values()), str(task)), []), {**where, "task": task}, m)
+
     keys = sorted({tuple(r.get(f) or "" for f in spec.point) for r in mine}, key=lambda k: (order.index(k[0]), k[1:]))
     tasks_of = {}
     for key in keys:
         where = dict(zip(spec.point, key))
         tasks_of[key] = {t for t in {r["task"] for r in mine}
-                         if _measure(mine, {**where, "task": t}, spec.x) is not None
-                         and _measure(mine, {**where, "task": t}, spec.y) is not None}
+                         if measure(where, t, spec.x) is not None and measure(where, t, spec.y) is not None}
     out = []
     for key in keys:
         where = dict(zip(spec.point, key))
@@ -97,8 +104,8 @@ def points(spec: FigureSpec, rows: list[dict], paper: PaperValues, catalog: Cata
         common = sorted(set.intersection(*(tasks_of[k] for k in mates))) if spec.connect else sorted(tasks_of[key])
         if not common:
             continue
-        x = statistics.fmean(_measure(mine, {**where, "task": t}, spec.x) for t in common)
-        y = statistics.fmean(_measure(mine, {**where, "task": t}, spec.y) for t in common)
+        x = statistics.fmean(measure(where, t, spec.x) for t in common)
+        y = statistics.fmean(measure(where, t, spec.y) for t in common)
         point = Point(where, tuple(common), x, y, group=catalog.group(where["model"]),
                       method=catalog.method(where["model"]))
         if spec.paper and len(common) == 1 and len(spec.x.metrics) == len(spec.y.metrics) == 1:

@@ -52,6 +52,32 @@ def test_sts_rows_carry_cis_and_sidecars(bench_env, two_tiny_models, capsys):
     assert not any(p.name.endswith(".tmp") for p in side.parent.iterdir())
 
 
+def test_stored_evidence_is_remembered_shared_unchanged_and_read_again_after_a_rewrite(bench_env, two_tiny_models):
+    """A report asks for most cells' evidence many times: the store remembers the answer while the files it
+    came from (the cell, its sidecar, and for an average the task cells it refers to) are unchanged. The
+    answer is shared, so reading an average must not relabel its tasks' evidence in place."""
+    import os
+
+    assert main(["run", "--suite", "sts", "--model", "tiny", "--task", "stsb", "--task", "sts12"]) == 0
+    store = ResultStore(bench_env.results)
+    cell = {p.parent.name: p for p in store.cells()}
+    key = ("spearman", "all", "", "test")
+    task_ev = stored_evidence(store, cell["stsb"])[key]
+    label_before = task_ev.label
+    average = stored_evidence(store, cell["avg"])
+    assert stored_evidence(store, cell["avg"]) is average
+    parts = average[("spearman", "mean-of-tasks", "", "test")].parts
+    assert sorted(p.label for p in parts) == ["sts12", "stsb"]
+    assert stored_evidence(store, cell["stsb"])[key] is task_ev and task_ev.label == label_before
+    side = store.evidence_path(cell["stsb"])
+    stamp = side.stat().st_mtime_ns + 10 ** 9
+    os.utime(side, ns=(stamp, stamp))  # a task's sidecar rewritten: the average is read again too
+    again = stored_evidence(store, cell["avg"])
+    assert again is not average
+    assert again[("spearman", "mean-of-tasks", "", "test")].point() == pytest.approx(
+        average[("spearman", "mean-of-tasks", "", "test")].point())
+
+
 def test_compare_from_stored_results(bench_env, two_tiny_models, capsys, monkeypatch):
     for model in two_tiny_models:
         assert main(["run", "--suite", "sts", "--model", model, "--task", "stsb", "--task", "sickr"]) == 0

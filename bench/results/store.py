@@ -411,6 +411,8 @@ class ResultStore:
         # read_evidence's decoded sidecars, by the two files' identity: a report reads each cell's several
         # times (tables, cards, the ledger), and a rewritten file (a new inode, size or mtime) misses
         self._evidence_read: dict[str, tuple[tuple, dict | None]] = {}
+        # bench.results.uncertainty.stored_evidence's answers, with the identities of the files they came from
+        self.evidence_objects: dict[str, tuple[dict, dict]] = {}
 
     def path(self, key: CellKey) -> Path:
         return self.root / key.relpath()

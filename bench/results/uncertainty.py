@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bench.scoring.stats import (BOOTSTRAP_SEED, EVIDENCE_FORMAT, RESAMPLES, Difference, Evidence, evidence_from_dict,
                          evidence_to_dict, sample_from_dict, sample_to_dict)
 from bench.results.stats_cache import StatsCache
-from bench.results.store import ResultStore
+from bench.results.store import ResultStore, _file_identity
 
 KEY_FIELDS = ("metric", "aggregation", "attack", "split")
 UNVERIFIED = "‡"  # marks a number computed on data that failed its sha256 check, wherever it is shown
@@ -88,8 +88,7 @@ def summary_uncertainty(rows: list, task_cells: list[tuple[Path, list[dict]]], s
             if ev is None:
                 parts = []
                 break
-            ev.label = tr["task"]
-            parts.append(ev)
+            parts.append(replace(ev, label=tr["task"]))  # a copy: stored evidence is shared
             refs.append({"ref": {"cell": _relative(path, store.root), "key": key}, "label": tr["task"]})
         if not parts:
             continue
@@ -106,28 +105,50 @@ def _relative(path: Path, root: Path) -> str:
 
 
 def stored_evidence(store: ResultStore, cell_path: Path | None, _seen: frozenset = frozenset()) -> dict[tuple, Evidence]:
-    """row key tuple -> Evidence, from a cell's sidecar ({} when it has none)."""
-    if cell_path is None:
-        return {}
+    """row key tuple -> Evidence, from a cell's sidecar ({} when it has none). Remembered on the store while
+    the files it came from are unchanged (a report asks for most cells' evidence many times): the dict and
+    its Evidence objects are shared, so read them and never change them."""
+    return {} if cell_path is None else _stored(store, Path(cell_path), _seen)[0]
+
+
+def _stored(store: ResultStore, cell_path: Path, seen: frozenset) -> tuple[dict, dict | None]:
+    """(evidence by row key, the identity of every file it was read from; None when a circular reference
+    was cut, so the answer depends on ``seen`` and is not remembered)."""
+    known = store.evidence_objects.get(str(cell_path))
+    if known is not None and known[1].keys().isdisjoint(seen) and all(
+            _file_identity(Path(name)) == identity for name, identity in known[1].items()):
+        return known
+    evidence, files = _read_stored(store, cell_path, seen)
+    if files is not None:
+        store.evidence_objects[str(cell_path)] = (evidence, files)
+    return evidence, files
+
+
+def _read_stored(store: ResultStore, cell_path: Path, seen: frozenset) -> tuple[dict, dict | None]:
+    files: dict | None = {str(p): _file_identity(p) for p in (cell_path, store.evidence_path(cell_path))}
     payload = store.read_evidence(cell_path)
     if not payload or payload.get("format") != EVIDENCE_FORMAT:
-        return {}
+        return {}, files
     samples = {name: sample_from_dict(d) for name, d in payload.get("samples", {}).items()}
-    seen = _seen | {str(cell_path)}
+    seen = seen | {str(cell_path)}
 
     def resolve(ref: dict):
+        nonlocal files
         target = Path(ref["cell"])
         target = target if target.is_absolute() else store.root / target
-        if str(target) in seen or not target.exists():
+        if str(target) in seen:
+            files = None
             return None
-        return stored_evidence(store, target, seen).get(_key_tuple(ref["key"]))
+        found, read_from = _stored(store, target, seen) if target.exists() else ({}, {str(target): ()})
+        files = None if files is None or read_from is None else {**files, **read_from}
+        return found.get(_key_tuple(ref["key"]))
 
     out = {}
     for entry in payload.get("rows", []):
         ev = evidence_from_dict(entry["evidence"], samples, resolve)
         if ev is not None:
             out[_key_tuple(entry["key"])] = ev
-    return out
+    return out, files
 
 
 # ---------------------------------------------------------------- comparisons -------------------

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -756,7 +756,7 @@ def evidence_from_dict(d: dict, samples: dict[str, Sample], resolve=None) -> Evi
     if "ref" in d:
         found = resolve(d["ref"]) if resolve else None
         if found is not None and d.get("label"):
-            found.label = d["label"]
+            found = replace(found, label=d["label"])  # a copy: the resolved evidence may be shared
         return found
     if d.get("combine"):
         parts = [evidence_from_dict(p, samples, resolve) for p in d["parts"]]
