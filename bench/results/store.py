@@ -374,7 +374,7 @@ class SkippedCellWarning(BenchWarning):
     """A cell file was skipped (unreadable, or a duplicate of a key another file holds): its rows are not read."""
 
 
-def _file_identity(path: Path) -> tuple:
+def file_identity(path: Path) -> tuple:
     """What tells one version of a file from another within a process (() when it does not exist)."""
     try:
         st = Path(path).stat()
@@ -472,7 +472,7 @@ class ResultStore:
                 intact = 1
             except CorruptCell:
                 intact = 0
-            return intact, payload.get("written_at") or "", _file_identity(path)[2:] or (0,), str(path)
+            return intact, payload.get("written_at") or "", file_identity(path)[2:] or (0,), str(path)
 
         ordered = sorted(claims, key=rank, reverse=True)
         return ordered[0][0], ordered[1:]
@@ -581,7 +581,7 @@ class ResultStore:
         ``check_evidence``) is None too, named in an EvidenceWarning once and kept in ``bad_evidence``,
         so readers (compare, reports) can say which cells lack it. Returned dicts are shared between
         callers: read them, do not change them."""
-        identity = _file_identity(cell_path) + _file_identity(self.evidence_path(cell_path))
+        identity = file_identity(cell_path) + file_identity(self.evidence_path(cell_path))
         known = self._evidence_read.get(str(cell_path))
         if known is not None and known[0] == identity:
             return known[1]

@@ -20,7 +20,7 @@ from pathlib import Path
 from bench.scoring.stats import (BOOTSTRAP_SEED, EVIDENCE_FORMAT, RESAMPLES, Difference, Evidence, evidence_from_dict,
                          evidence_to_dict, sample_from_dict, sample_to_dict)
 from bench.results.stats_cache import StatsCache
-from bench.results.store import ResultStore, _file_identity
+from bench.results.store import ResultStore, file_identity
 
 KEY_FIELDS = ("metric", "aggregation", "attack", "split")
 UNVERIFIED = "‡"  # marks a number computed on data that failed its sha256 check, wherever it is shown
@@ -116,7 +116,7 @@ def _stored(store: ResultStore, cell_path: Path, seen: frozenset) -> tuple[dict,
     was cut, so the answer depends on ``seen`` and is not remembered)."""
     known = store.evidence_objects.get(str(cell_path))
     if known is not None and known[1].keys().isdisjoint(seen) and all(
-            _file_identity(Path(name)) == identity for name, identity in known[1].items()):
+            file_identity(Path(name)) == identity for name, identity in known[1].items()):
         return known
     evidence, files = _read_stored(store, cell_path, seen)
     if files is not None:
@@ -125,7 +125,7 @@ def _stored(store: ResultStore, cell_path: Path, seen: frozenset) -> tuple[dict,
 
 
 def _read_stored(store: ResultStore, cell_path: Path, seen: frozenset) -> tuple[dict, dict | None]:
-    files: dict | None = {str(p): _file_identity(p) for p in (cell_path, store.evidence_path(cell_path))}
+    files: dict | None = {str(p): file_identity(p) for p in (cell_path, store.evidence_path(cell_path))}
     payload = store.read_evidence(cell_path)
     if not payload or payload.get("format") != EVIDENCE_FORMAT:
         return {}, files
