@@ -150,7 +150,8 @@ def _ledger(render: _Render) -> None:
     """The ledger's pages in the formats asked for; its data (CSV, JSON) and forest plot with any of them."""
     from reports import claims_pages
 
-    ledger = {name: text for name, text in claims_pages.render(render.results_dir, cache=render.cache).items()
+    pages = claims_pages.render(render.results_dir, cache=render.cache, store=render.evidence.store)
+    ledger = {name: text for name, text in pages.items()
               if name.rsplit(".", 1)[1] in (*render.formats, "csv", "json", "png")}
     if set(ledger) - {"claims.csv", "claims.json", claims_pages.FOREST, "null-simulation.csv", "placebo-battery.csv"}:
         render.out.reports.update(ledger)

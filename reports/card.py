@@ -116,8 +116,9 @@ def card(results_dir: Path, model: str, cache: StatsCache | None = None, rows: l
          evidence: EvidenceIndex | None = None) -> dict[str, str]:
     """{'card-<model>.md': ..., 'card-<model>.html': ...}; paired bootstraps from ``cache`` (default: the
     one beside the results); ``rows`` and ``evidence``: every result row and its evidence, when the caller
-    has them already (reports.generate), else read here."""
-    store = ResultStore(results_dir)
+    has them already (reports.generate), else read here; with ``evidence``, its store too, so every card
+    reads each cell's evidence once."""
+    store = evidence.store if evidence is not None else ResultStore(results_dir)
     cache = cache if cache is not None else StatsCache.load(results_dir)
     cells = model_cells(store, model)
     if not cells:

@@ -733,7 +733,7 @@ def effect(store: ResultStore, ledger: Ledger, claim: Claim, variant: dict, cach
     return Effect(claim, variant, tuple(lines), pooled)
 
 
-def placebo_seeds(results_dir: Path, book: Ledger, claim: Claim):
+def placebo_seeds(results_dir: Path, book: Ledger, claim: Claim, store: ResultStore | None = None):
     """(points (m,), bootstraps (m, B) on shared draws) of every model in the placebos that share ``claim``'s
     row, for the placebo battery (reports/placebo_battery.py); None unless all m are scored on the same
     examples and every one of them pairs with the first under the matched-seed rule."""
@@ -741,7 +741,7 @@ def placebo_seeds(results_dir: Path, book: Ledger, claim: Claim):
 
     same = [c for c in book.claims if c.kind == "placebo" and placebo_row(c) == placebo_row(claim)]
     models = list(dict.fromkeys(m for c in same for pair in c.pairs for m in pair))
-    store = ResultStore(Path(results_dir))
+    store = store if store is not None else ResultStore(Path(results_dir))
     matching = Matching(store, catalog_models(Path(results_dir)))
     evidence = [seed_evidence(claim, _found_tasks(store, book, claim, m, {}))[0] for m in models]
     if (len(models) < 2 or any(ev is None for ev in evidence) or any(matching.refusal(models[0], m) for m in models)
@@ -934,7 +934,7 @@ def judge(effect: Effect, adjusted: Tests | None, book: Ledger, insensitive: str
 
 
 def ledger(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValues | None = None,
-           cache=None) -> tuple[Ledger, list[Row]]:
+           cache=None, store: ResultStore | None = None) -> tuple[Ledger, list[Row]]:
     """The claims and their effects, judged; bootstraps from ``cache`` (bench.results.stats_cache.StatsCache,
     default: the one beside the results), as `bench report` shares one for every table, card and claim.
 
@@ -944,7 +944,7 @@ def ledger(results_dir: Path, path: Path = CLAIMS_FILE, paper_values: PaperValue
     from bench.results.stats_cache import StatsCache
 
     book = load(path, paper_values)
-    store = ResultStore(Path(results_dir))
+    store = store if store is not None else ResultStore(Path(results_dir))
     cache = cache if cache is not None else StatsCache.load(store.root)
     matching = Matching(store, catalog_models(Path(results_dir)))
     effects = []

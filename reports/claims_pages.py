@@ -521,14 +521,15 @@ def dose_files(rows: list[c.Row]) -> dict[str, str | bytes]:
 # ---------------------------------------------------------------- for bench report ----------------
 
 def render(results_dir: Path, path: Path = c.CLAIMS_FILE, paper_values: PaperValues | None = None,
-           cache=None) -> dict[str, str | bytes]:
-    """claims.md, claims.html, claims.csv, claims.json and the forest plot for ``bench report``."""
-    book, rows = c.ledger(results_dir, path, paper_values, cache)
+           cache=None, store=None) -> dict[str, str | bytes]:
+    """claims.md, claims.html, claims.csv, claims.json and the forest plot for ``bench report``; ``store``: a
+    ResultStore open on ``results_dir`` that the report's other pages share (each cell's evidence read once)."""
+    book, rows = c.ledger(results_dir, path, paper_values, cache, store)
     models = c.catalog_models(results_dir)
     recs = records(book, rows, models)
     from reports import null_simulation, placebo_battery
 
-    battery = placebo_battery.simulate(results_dir, book, rows)
+    battery = placebo_battery.simulate(results_dir, book, rows, store)
     files: dict[str, str | bytes] = {"claims.md": to_markdown(book, rows, models, battery), "claims.csv": to_csv(recs),
                                      "claims.json": to_json(book, rows, recs, battery),
                                      null_simulation.NAME: null_simulation.to_csv(null_simulation.simulate(rows)),

@@ -106,7 +106,7 @@ def rows_for(claim_id: str, k: int, points: np.ndarray, boots: np.ndarray, decla
     return [real, sim]
 
 
-def simulate(results_dir: Path, book, rows) -> list[dict]:
+def simulate(results_dir: Path, book, rows, store=None) -> list[dict]:
     """The battery of every placebo over the seeds of all the placebos that share its row (suite, tasks,
     metric), at its own k; the declared arrangement's p from its ledger line."""
     from reports.claims import placebo_row, placebo_seeds
@@ -115,7 +115,7 @@ def simulate(results_dir: Path, book, rows) -> list[dict]:
     for i, row in enumerate(r for r in rows if r.claim.kind == "placebo"):
         key = placebo_row(row.claim)
         if key not in loaded:
-            loaded[key] = placebo_seeds(results_dir, book, row.claim)
+            loaded[key] = placebo_seeds(results_dir, book, row.claim, store)
         seeds = loaded[key]
         pooled = row.primary.pooled if row.primary is not None else None
         if seeds is None or pooled is None or pooled.seeds < 2:
