@@ -67,7 +67,11 @@ class AttackLog:
         self.header = header
         self.records: dict[int, dict] = {}
         self._lock()
-        self._open()
+        try:
+            self._open()
+        except BaseException:  # a refused log (another configuration, not a log) must not keep its lock
+            self.close()
+            raise
 
     def _lock(self) -> None:
         """Hold an exclusive lock on ``<log>.lock`` while this log is open: a second writer of the same log (two

@@ -52,26 +52,34 @@ def test_log_resumes_and_drops_a_torn_line(tmp_path):
     log = AttackLog(path, {"recipe": "pwws", "n": 5})
     for i in range(3):
         log.add(_rec(i))
+    log.close()
     with path.open("ab") as fh:  # a writer killed in the middle of a line
         fh.write(b'{"index": 3, "result_ty')
-    again = AttackLog(path, {"recipe": "pwws", "n": 5})
-    assert sorted(again.records) == [0, 1, 2]
-    assert [again.done(i) for i in range(5)] == [True, True, True, False, False]
-    again.add(_rec(3, "successful"))
-    lines = path.read_text().splitlines()
-    assert len(lines) == 5 and json.loads(lines[-1])["index"] == 3  # header + 4 whole records
-    with pytest.raises(ValueError):
-        again.add(_rec(3))  # never recorded twice
+    with AttackLog(path, {"recipe": "pwws", "n": 5}) as again:
+        assert sorted(again.records) == [0, 1, 2]
+        assert [again.done(i) for i in range(5)] == [True, True, True, False, False]
+        again.add(_rec(3, "successful"))
+        lines = path.read_text().splitlines()
+        assert len(lines) == 5 and json.loads(lines[-1])["index"] == 3  # header + 4 whole records
+        with pytest.raises(ValueError):
+            again.add(_rec(3))  # never recorded twice
 
 
-def test_log_refuses_another_configuration(tmp_path):
+def test_log_refuses_another_configuration_and_releases_its_lock(tmp_path):
+    import subprocess
+    import sys
+
     path = tmp_path / "log.jsonl"
-    AttackLog(path, {"recipe": "pwws"}).add(_rec(0))
+    with AttackLog(path, {"recipe": "pwws"}) as log:
+        log.add(_rec(0))
     with pytest.raises(BenchError, match="different configuration"):
         AttackLog(path, {"recipe": "bae"})
-    fresh = AttackLog(path, {"recipe": "pwws"})
-    fresh.reset()
-    assert fresh.records == {} and len(path.read_text().splitlines()) == 1
+    # another process can take the writer's lock at once: the refused log did not keep it
+    take = "import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)"
+    assert subprocess.run([sys.executable, "-c", take, f"{path}.lock"]).returncode == 0
+    with AttackLog(path, {"recipe": "pwws"}) as fresh:
+        fresh.reset()
+        assert fresh.records == {} and len(path.read_text().splitlines()) == 1
 
 
 @pytest.fixture
