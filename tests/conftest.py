@@ -32,6 +32,17 @@ def write_tiny_bert(directory: Path, seed: int = 0, hidden: int = 32, layers: in
     return directory
 
 
+def benchmark_script(name: str):
+    """benchmarks/<name>.py loaded as a module (the scripts are not a package)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(autouse=True)
 def _cpu_without_amx(monkeypatch):
     """Tests expect `--dtype auto` to mean fp32 on the CPU whatever machine runs them: an AMX host would

@@ -347,13 +347,9 @@ def test_sentence_encoder_skips_encoding_texts_it_scores_1(stock):
 
 
 def test_profile_timer_splits_nested_time_exclusively(monkeypatch):
-    import importlib.util
+    from tests.conftest import benchmark_script
 
-    from bench.paths import REPO_ROOT
-
-    spec = importlib.util.spec_from_file_location("attack_profile", REPO_ROOT / "benchmarks" / "attack_profile.py")
-    profile = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(profile)
+    profile = benchmark_script("attack_profile")
     clock = [0.0]  # a fake clock: the work below "takes" exactly what it adds
     monkeypatch.setattr(profile, "time", type("T", (), {"perf_counter": staticmethod(lambda: clock[0])}))
     timer = profile.Timer()
@@ -377,17 +373,13 @@ def test_profile_timer_splits_nested_time_exclusively(monkeypatch):
 
 
 def test_profile_instrumentation_times_the_roles_and_undoes_itself(stock):
-    import importlib.util
-
     import torch
     from textattack.shared import WordEmbedding
 
     from attacks.recipes import build_attack
-    from bench.paths import REPO_ROOT
+    from tests.conftest import benchmark_script
 
-    spec = importlib.util.spec_from_file_location("attack_profile", REPO_ROOT / "benchmarks" / "attack_profile.py")
-    profile = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(profile)
+    profile = benchmark_script("attack_profile")
     attack = build_attack("bae", stock, Victim())
     victim_model = torch.nn.Linear(2, 2)
     before = dict(vars(WordEmbedding))

@@ -292,17 +292,13 @@ def test_adversarial_training_adds_the_victims_own_adversarial_training_examples
 def test_the_benchmarks_mr_victim_is_built_through_the_suites_own_api(adv_env):  # noqa: F811
     """benchmarks/attack_profile.py's mr_victim (attack_throughput.py uses it too) builds the suite's MR victim
     by calling the suite, so a change of the suite's signatures fails here, not only in a benchmark run."""
-    import importlib.util
-
     import torch
 
-    from bench.paths import REPO_ROOT, Paths
+    from bench.paths import Paths
+    from tests.conftest import benchmark_script
     from tests.test_adversarial_suite import ATTACK
 
-    spec = importlib.util.spec_from_file_location("attack_profile", REPO_ROOT / "benchmarks" / "attack_profile.py")
-    profile = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(profile)
-    task, examples, victim = profile.mr_victim(Paths.from_env(), "tiny", 8)
+    task, examples, victim = benchmark_script("attack_profile").mr_victim(Paths.from_env(), "tiny", 8)
     assert task.name == "mr" and len(examples) == len(ATTACK)
     enc = victim.tokenizer(["a good film"], return_tensors="pt")
     with torch.no_grad():

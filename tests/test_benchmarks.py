@@ -4,29 +4,21 @@ request); these tests only keep a script from breaking silently when the code it
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 
 import pytest
 
 from bench.paths import REPO_ROOT
+from tests.conftest import benchmark_script
 from tests.test_adversarial_suite import adv_env  # noqa: F401  (fixture: tiny model + MR fixtures)
 
 BENCHMARKS = REPO_ROOT / "benchmarks"
 
 
-def _script(name: str, monkeypatch):
-    """A benchmark script loaded as a module, with benchmarks/ importable (as when it runs as a script)."""
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _main(name: str, args: list[str], monkeypatch, capsys) -> str:
-    module = _script(name, monkeypatch)
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # a script imports its neighbours, as when it runs as one
+    module = benchmark_script(name)
     monkeypatch.setattr(sys, "argv", [f"{name}.py", *args])
     assert module.main() in (None, 0)
     return capsys.readouterr().out

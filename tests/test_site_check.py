@@ -7,18 +7,15 @@ not installed (`apt-get install -y chromium`)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from reports import pivot, site
 from reports.results import Catalog
+from tests.conftest import benchmark_script
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "site_check.py"
-spec = importlib.util.spec_from_file_location("site_check", SCRIPT)
-site_check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(site_check)
+site_check = benchmark_script("site_check")
 
 needs_chromium = pytest.mark.skipif(site_check.chromium() is None,
                                     reason="Chromium is not installed, so the pages' layout at 1400 and 390 px is not "

@@ -172,6 +172,7 @@ class Plan:
         others = sum(stored_seed == seed and config != planned for stored_seed, config in listing)
         return sorted(listing.get((seed, planned), [])), others
 
+
 def split_list(text: str | None) -> list[str]:
     return [item.strip() for item in (text or "").split(",") if item.strip()]
 
